@@ -1,0 +1,43 @@
+# Egret — run `make help` for the targets.
+SHELL := /bin/bash
+GO ?= go
+GOBIN ?= $(shell $(GO) env GOPATH)/bin
+STATICCHECK_VERSION ?= v0.8.2
+PROTOC_GEN_GO_VERSION ?= v1.36.12
+TEST_TIMEOUT ?= 15m
+export EGRET_REQUIRE_ZK ?= 1
+
+.DEFAULT_GOAL := help
+
+help: ## list the targets
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  %-12s %s\n", $$1, $$2}'
+
+build: ## build every package and the egret binary into bin/
+	$(GO) build ./...
+	@mkdir -p bin
+	@if [ -d cmd/egret ]; then $(GO) build -o bin/egret ./cmd/egret; fi
+
+test: test-deps ## run every test (installs what the tests need when missing)
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+test-deps: ## install the test dependencies (ZooKeeper) when missing
+	@scripts/test-deps.sh
+
+lint: ## gofmt, go vet and staticcheck
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	@[ -x $(GOBIN)/staticcheck ] || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	$(GOBIN)/staticcheck ./...
+
+proto: ## regenerate the protobuf Go code (needs protoc; installs protoc-gen-go)
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
+	@[ -x $(GOBIN)/protoc-gen-go ] || GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	PATH=$(GOBIN):$$PATH protoc --go_out=. --go_opt=module=github.com/egret-stream/egret proto/egretpb/*.proto
+
+bench: ## run the micro-benchmarks (codec, wire records, in-process topology)
+	$(GO) test -run '^$$' -bench . -benchmem ./core/tuple/ ./daemons/wire/ ./daemons/instance/...
+
+demo: ## run word count in this process for 15 s and print the top words and throughput
+	$(GO) run ./examples/wordcount --local --duration 15s
+
+.PHONY: help build test test-deps lint proto bench demo

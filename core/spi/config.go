@@ -1,0 +1,96 @@
+package spi
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is the flat, resolved key/value configuration handed to a backend
+// factory: the cluster's operator config after ${VAR} substitution and
+// --config-property overrides, with keys such as
+// "egret.statemgr.root.path". It is a plain map so that it crosses the plugin
+// boundary unchanged. Config values are never mutated by a backend.
+type Config map[string]string
+
+// String returns the value of key, or def when the key is absent or empty.
+func (c Config) String(key, def string) string {
+	if v, ok := c[key]; ok && v != "" {
+		return v
+	}
+	return def
+}
+
+// Int returns the value of key parsed as an integer, def when absent.
+func (c Config) Int(key string, def int) (int, error) {
+	v, ok := c[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("config key %s: %q is not an integer", key, v)
+	}
+	return n, nil
+}
+
+// Float returns the value of key parsed as a float, def when absent.
+func (c Config) Float(key string, def float64) (float64, error) {
+	v, ok := c[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil {
+		return 0, fmt.Errorf("config key %s: %q is not a number", key, v)
+	}
+	return f, nil
+}
+
+// Bool returns the value of key parsed as a boolean, def when absent.
+func (c Config) Bool(key string, def bool) (bool, error) {
+	v, ok := c[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	if err != nil {
+		return false, fmt.Errorf("config key %s: %q is not a boolean (use true or false)", key, v)
+	}
+	return b, nil
+}
+
+// Duration returns the value of key parsed with time.ParseDuration ("1500ms",
+// "30s"), def when absent.
+func (c Config) Duration(key string, def time.Duration) (time.Duration, error) {
+	v, ok := c[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil {
+		return 0, fmt.Errorf("config key %s: %q is not a duration (for example 500ms, 30s, 2m)", key, v)
+	}
+	return d, nil
+}
+
+// Keys returns the keys in sorted order.
+func (c Config) Keys() []string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Clone returns a copy that may be changed without affecting c.
+func (c Config) Clone() Config {
+	out := make(Config, len(c))
+	for k, v := range c {
+		out[k] = v
+	}
+	return out
+}

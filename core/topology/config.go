@@ -1,0 +1,221 @@
+package topology
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DeliveryMode is the delivery guarantee of a topology.
+type DeliveryMode string
+
+// Delivery modes.
+const (
+	AtMostOnce      DeliveryMode = "at-most-once"
+	AtLeastOnce     DeliveryMode = "at-least-once"
+	EffectivelyOnce DeliveryMode = "effectively-once"
+)
+
+// Topology and component configuration keys. Component-level values
+// override topology-level ones for the keys marked "component".
+const (
+	// KeyContainers is the number of containers holding instances
+	// (container 0, the topology manager's, is extra). Integer ≥ 1.
+	KeyContainers = "topology.containers"
+	// KeyDeliveryMode is one of the DeliveryMode values.
+	KeyDeliveryMode = "topology.delivery.mode"
+	// KeyMaxSpoutPending bounds the pending (emitted, not yet acked)
+	// tuples per spout task in at-least-once mode; 0 means unbounded.
+	// Component.
+	KeyMaxSpoutPending = "topology.max.spout.pending"
+	// KeyMessageTimeout is how long a spout tuple may stay pending before
+	// it fails (Go duration). Component.
+	KeyMessageTimeout = "topology.message.timeout"
+	// KeyTickFrequency makes the runtime send a tick tuple to each bolt
+	// task at this interval (Go duration; 0 disables). Component.
+	KeyTickFrequency = "topology.tick.tuple.freq"
+	// KeyCPU, KeyRAM and KeyDisk are the resources requested per instance
+	// of a component (cores as a float; bytes, accepting KiB/MiB/GiB/KB/MB/
+	// GB suffixes). Component.
+	KeyCPU  = "topology.component.cpu"
+	KeyRAM  = "topology.component.ram"
+	KeyDisk = "topology.component.disk"
+	// KeyContainerCPU, KeyContainerRAM and KeyContainerDisk bound what one
+	// container may hold (optional).
+	KeyContainerCPU  = "topology.container.max.cpu"
+	KeyContainerRAM  = "topology.container.max.ram"
+	KeyContainerDisk = "topology.container.max.disk"
+	// KeyDebug enables per-tuple debug logging in instances.
+	KeyDebug = "topology.debug"
+)
+
+// Defaults of the typed settings.
+const (
+	DefaultMessageTimeout = 30 * time.Second
+	DefaultContainers     = 1
+)
+
+type keyType int
+
+const (
+	typeInt keyType = iota + 1
+	typeDuration
+	typeFloat
+	typeBytes
+	typeBool
+	typeDelivery
+)
+
+type keySpec struct {
+	typ       keyType
+	component bool // may be set per component
+	min       float64
+}
+
+var keySpecs = map[string]keySpec{
+	KeyContainers:      {typ: typeInt, min: 1},
+	KeyDeliveryMode:    {typ: typeDelivery},
+	KeyMaxSpoutPending: {typ: typeInt, component: true},
+	KeyMessageTimeout:  {typ: typeDuration, component: true, min: 1},
+	KeyTickFrequency:   {typ: typeDuration, component: true},
+	KeyCPU:             {typ: typeFloat, component: true},
+	KeyRAM:             {typ: typeBytes, component: true},
+	KeyDisk:            {typ: typeBytes, component: true},
+	KeyContainerCPU:    {typ: typeFloat},
+	KeyContainerRAM:    {typ: typeBytes},
+	KeyContainerDisk:   {typ: typeBytes},
+	KeyDebug:           {typ: typeBool},
+}
+
+// checkValue validates one config value; the returned message names the
+// problem without the key.
+func checkValue(key, value string, component bool) (string, bool) {
+	spec, ok := keySpecs[key]
+	if !ok {
+		if strings.HasPrefix(key, "topology.") {
+			return "unknown topology setting (user settings must not start with \"topology.\")", false
+		}
+		return "", true // user-defined settings are free-form
+	}
+	if component && !spec.component {
+		return "is a topology-level setting and cannot be set per component", false
+	}
+	var n float64
+	switch spec.typ {
+	case typeInt:
+		i, err := strconv.ParseInt(value, 10, 64)
+		if err != nil {
+			return fmt.Sprintf("%q is not an integer", value), false
+		}
+		n = float64(i)
+	case typeDuration:
+		d, err := time.ParseDuration(value)
+		if err != nil {
+			return fmt.Sprintf("%q is not a duration (for example 500ms, 30s)", value), false
+		}
+		n = float64(d)
+	case typeFloat:
+		f, err := strconv.ParseFloat(value, 64)
+		if err != nil {
+			return fmt.Sprintf("%q is not a number", value), false
+		}
+		n = f
+	case typeBytes:
+		b, err := ParseBytes(value)
+		if err != nil {
+			return err.Error(), false
+		}
+		n = float64(b)
+	case typeBool:
+		if _, err := strconv.ParseBool(value); err != nil {
+			return fmt.Sprintf("%q is not true or false", value), false
+		}
+	case typeDelivery:
+		switch DeliveryMode(value) {
+		case AtMostOnce, AtLeastOnce, EffectivelyOnce:
+		default:
+			return fmt.Sprintf("%q is not a delivery mode (use %s, %s or %s)", value, AtMostOnce, AtLeastOnce, EffectivelyOnce), false
+		}
+	}
+	if n < spec.min || n < 0 {
+		return fmt.Sprintf("%q is below the minimum %v", value, spec.min), false
+	}
+	return "", true
+}
+
+// ParseBytes parses a byte size: a plain integer, or a number with one of
+// the suffixes B, KB, MB, GB (powers of 1000) or KiB, MiB, GiB (powers of
+// 1024).
+func ParseBytes(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	units := []struct {
+		suffix string
+		mult   float64
+	}{
+		{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"TiB", 1 << 40},
+		{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"TB", 1e12}, {"B", 1},
+	}
+	mult := 1.0
+	for _, u := range units {
+		if strings.HasSuffix(t, u.suffix) {
+			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil || f < 0 {
+		return 0, fmt.Errorf("%q is not a byte size (for example 512MiB, 2GiB, 1048576)", s)
+	}
+	return int64(f * mult), nil
+}
+
+// Setting returns the effective value of key for component: the
+// component's own value, else the topology's, else "".
+func (t *Topology) Setting(component, key string) string {
+	if c, ok := t.Component(component); ok {
+		if v, ok := c.Config[key]; ok {
+			return v
+		}
+	}
+	return t.Config[key]
+}
+
+// DeliveryMode returns the topology's delivery mode (at-most-once when
+// unset).
+func (t *Topology) DeliveryMode() DeliveryMode {
+	if m := t.Config[KeyDeliveryMode]; m != "" {
+		return DeliveryMode(m)
+	}
+	return AtMostOnce
+}
+
+// Containers returns the configured number of containers (at least 1).
+func (t *Topology) Containers() int {
+	n, err := strconv.Atoi(t.Config[KeyContainers])
+	if err != nil || n < 1 {
+		return DefaultContainers
+	}
+	return n
+}
+
+// MaxSpoutPending returns the max pending tuples of a spout (0: unbounded).
+func (t *Topology) MaxSpoutPending(component string) int {
+	n, _ := strconv.Atoi(t.Setting(component, KeyMaxSpoutPending))
+	return n
+}
+
+// MessageTimeout returns the message timeout of a spout.
+func (t *Topology) MessageTimeout(component string) time.Duration {
+	d, err := time.ParseDuration(t.Setting(component, KeyMessageTimeout))
+	if err != nil || d <= 0 {
+		return DefaultMessageTimeout
+	}
+	return d
+}
+
+// TickFrequency returns the tick tuple interval of a bolt (0: none).
+func (t *Topology) TickFrequency(component string) time.Duration {
+	d, _ := time.ParseDuration(t.Setting(component, KeyTickFrequency))
+	return d
+}

@@ -1,0 +1,291 @@
+package topology
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// MaxNameLength bounds topology, component and stream names so they fit in
+// state-manager paths and resource-manager identifiers (Kubernetes labels,
+// Nomad job ids) together with a prefix.
+const MaxNameLength = 63
+
+// namePattern is the form of topology, component and stream names: usable
+// unchanged as a ZooKeeper node name, a file name, a Nomad job id and (after
+// lowercasing) a Kubernetes name.
+var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
+
+// fieldPattern is the form of field names.
+var fieldPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// reservedNames may not name a component: they name Egret's own processes
+// and system components in metrics and logs.
+var reservedNames = map[string]bool{
+	"tmanager": true, "stmgr": true, "metricsmgr": true, "executor": true,
+	"ckptmgr": true, "shell": true, "system": true, "acker": true,
+}
+
+// ValidationError lists every problem found in a topology, one per line.
+type ValidationError struct {
+	Topology string
+	Problems []string
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "topology %q is invalid (%d problems):", e.Topology, len(e.Problems))
+	for _, p := range e.Problems {
+		b.WriteString("\n  ")
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// CheckName reports whether s is usable as a topology, component or stream
+// name, with a message saying why not.
+func CheckName(s string) error {
+	switch {
+	case s == "":
+		return fmt.Errorf("name is empty")
+	case len(s) > MaxNameLength:
+		return fmt.Errorf("name %q is longer than %d characters", s, MaxNameLength)
+	case !namePattern.MatchString(s):
+		return fmt.Errorf("name %q must start with a letter and contain only letters, digits, '-' and '_'", s)
+	}
+	return nil
+}
+
+// Validate checks the topology and returns a *ValidationError listing every
+// problem, or nil.
+func Validate(t *Topology) error {
+	v := &validator{t: t}
+	v.check()
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Topology: t.Name, Problems: v.problems}
+}
+
+type validator struct {
+	t        *Topology
+	problems []string
+}
+
+func (v *validator) addf(format string, args ...any) {
+	v.problems = append(v.problems, fmt.Sprintf(format, args...))
+}
+
+func (v *validator) check() {
+	t := v.t
+	if err := CheckName(t.Name); err != nil {
+		v.addf("topology: %v", err)
+	}
+	if len(t.Components) == 0 {
+		v.addf("topology: has no components (add a spout with SetSpout)")
+		return
+	}
+	if len(t.Spouts()) == 0 {
+		v.addf("topology: has no spout")
+	}
+	for _, k := range sortedKeys(t.Config) {
+		if msg, ok := checkValue(k, t.Config[k], false); !ok {
+			v.addf("topology config %s: %s", k, msg)
+		}
+	}
+	seen := map[string]bool{}
+	for i := range t.Components {
+		c := &t.Components[i]
+		label := fmt.Sprintf("component %q", c.Name)
+		if err := CheckName(c.Name); err != nil {
+			v.addf("component #%d: %v", i+1, err)
+		} else if reservedNames[strings.ToLower(c.Name)] {
+			v.addf("%s: the name is reserved for Egret's own processes; choose another", label)
+		}
+		if seen[c.Name] {
+			v.addf("%s: duplicate component name", label)
+		}
+		seen[c.Name] = true
+		if c.Kind != Spout && c.Kind != Bolt {
+			v.addf("%s: unknown kind %v", label, c.Kind)
+		}
+		if c.Parallelism < 1 {
+			v.addf("%s: parallelism %d must be at least 1", label, c.Parallelism)
+		}
+		if c.Kind == Spout && len(c.Inputs) > 0 {
+			v.addf("%s: a spout cannot have inputs", label)
+		}
+		if c.Kind == Bolt && len(c.Inputs) == 0 {
+			v.addf("%s: bolt subscribes to no stream (add a grouping such as ShuffleGrouping)", label)
+		}
+		for _, k := range sortedKeys(c.Config) {
+			if msg, ok := checkValue(k, c.Config[k], true); !ok {
+				v.addf("%s config %s: %s", label, k, msg)
+			}
+		}
+		v.checkOutputs(label, c)
+	}
+	for i := range t.Components {
+		v.checkInputs(&t.Components[i])
+	}
+	v.checkCycles()
+}
+
+func (v *validator) checkOutputs(label string, c *Component) {
+	streams := map[string]bool{}
+	for _, s := range c.Outputs {
+		sl := fmt.Sprintf("%s stream %q", label, s.ID)
+		if err := CheckName(s.ID); err != nil {
+			v.addf("%s: %v", label, err)
+		}
+		if streams[s.ID] {
+			v.addf("%s: declared twice", sl)
+		}
+		streams[s.ID] = true
+		fields := map[string]bool{}
+		for _, f := range s.Fields {
+			if !fieldPattern.MatchString(f) {
+				v.addf("%s: field name %q must start with a letter or '_' and contain only letters, digits and '_'", sl, f)
+			}
+			if fields[f] {
+				v.addf("%s: field %q declared twice", sl, f)
+			}
+			fields[f] = true
+		}
+	}
+}
+
+func (v *validator) checkInputs(c *Component) {
+	label := fmt.Sprintf("component %q", c.Name)
+	subscribed := map[string]bool{}
+	for _, in := range c.Inputs {
+		il := fmt.Sprintf("%s input %s/%s", label, in.Component, in.Stream)
+		key := in.Component + "\x00" + in.Stream
+		if subscribed[key] {
+			v.addf("%s: subscribed twice to the same stream", il)
+		}
+		subscribed[key] = true
+		src, ok := v.t.Component(in.Component)
+		if !ok {
+			v.addf("%s: unknown component %q", il, in.Component)
+			continue
+		}
+		s, ok := src.Output(in.Stream)
+		if !ok {
+			v.addf("%s: component %q declares no stream %q (declared: %s)", il, in.Component, in.Stream, streamIDs(src))
+			continue
+		}
+		switch in.Grouping {
+		case Fields:
+			if len(in.Fields) == 0 {
+				v.addf("%s: fields grouping needs at least one field", il)
+			}
+			for _, f := range in.Fields {
+				if !contains(s.Fields, f) {
+					v.addf("%s: fields grouping on undeclared field %q (stream fields: %s)", il, f, strings.Join(s.Fields, ", "))
+				}
+			}
+		case Custom:
+			if in.CustomName == "" {
+				v.addf("%s: custom grouping has no name", il)
+			}
+		case Shuffle, All, Global, None, Direct, LocalOrShuffle:
+		default:
+			v.addf("%s: unknown grouping %v", il, in.Grouping)
+		}
+		if s.Direct && in.Grouping != Direct {
+			v.addf("%s: stream is declared direct, so it needs a direct grouping", il)
+		}
+		if !s.Direct && in.Grouping == Direct {
+			v.addf("%s: direct grouping on a stream not declared direct (declare it with DeclareDirectStream)", il)
+		}
+	}
+}
+
+// checkCycles reports every component that lies on a cycle of
+// subscriptions; tuples would circulate forever and acking trees could
+// never complete.
+func (v *validator) checkCycles() {
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := map[string]int{}
+	onCycle := map[string]bool{}
+	var stack []string
+	var visit func(name string)
+	visit = func(name string) {
+		color[name] = grey
+		stack = append(stack, name)
+		c, _ := v.t.Component(name)
+		for _, sub := range v.subscribersOf(c.Name) {
+			switch color[sub] {
+			case white:
+				visit(sub)
+			case grey:
+				for i := len(stack) - 1; i >= 0; i-- {
+					onCycle[stack[i]] = true
+					if stack[i] == sub {
+						break
+					}
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[name] = black
+	}
+	for _, c := range v.t.Components {
+		if color[c.Name] == white {
+			visit(c.Name)
+		}
+	}
+	if len(onCycle) > 0 {
+		v.addf("topology: subscriptions form a cycle through %s", strings.Join(sortedKeys(onCycle), ", "))
+	}
+}
+
+func (v *validator) subscribersOf(name string) []string {
+	var out []string
+	for _, c := range v.t.Components {
+		for _, in := range c.Inputs {
+			if in.Component == name {
+				if _, ok := v.t.Component(c.Name); ok {
+					out = append(out, c.Name)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+func streamIDs(c *Component) string {
+	if len(c.Outputs) == 0 {
+		return "none"
+	}
+	ids := make([]string, len(c.Outputs))
+	for i, s := range c.Outputs {
+		ids[i] = s.ID
+	}
+	return strings.Join(ids, ", ")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

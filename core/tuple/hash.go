@@ -1,0 +1,378 @@
+package tuple
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"reflect"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// Canonical hash classes: the first byte of each value's canonical hash
+// input (FORMAT.md, "Fields-grouping hash"). They are independent of the
+// wire tags, so the hash depends on the logical value only.
+const (
+	hNil      byte = 0x00
+	hBool     byte = 0x01
+	hInt      byte = 0x02
+	hUint     byte = 0x03
+	hFloat    byte = 0x04
+	hBytes    byte = 0x05
+	hTime     byte = 0x06
+	hDuration byte = 0x07
+	hList     byte = 0x08
+	hMap      byte = 0x09
+	hUser     byte = 0x0A
+)
+
+// canonicalNaN is the float64 bit pattern every NaN hashes as.
+const canonicalNaN = 0x7FF8000000000000
+
+// hasher feeds canonical hash input to XXH64 (seed 0). Input is gathered
+// in buf and hashed in one shot when it fits (the common case of a short
+// key), else streamed through d. It lives on the caller's stack.
+type hasher struct {
+	n       int
+	spilled bool
+	d       xxhash.Digest
+	buf     [128]byte
+}
+
+func (h *hasher) flush() {
+	if !h.spilled {
+		h.d.Reset()
+		h.spilled = true
+	}
+	h.d.Write(h.buf[:h.n])
+	h.n = 0
+}
+
+func (h *hasher) room(k int) {
+	if h.n+k > len(h.buf) {
+		h.flush()
+	}
+}
+
+func (h *hasher) class(c byte) {
+	h.room(1)
+	h.buf[h.n] = c
+	h.n++
+}
+
+// word writes a class byte and a little-endian 64-bit word.
+func (h *hasher) word(c byte, x uint64) {
+	h.room(9)
+	h.buf[h.n] = c
+	binary.LittleEndian.PutUint64(h.buf[h.n+1:], x)
+	h.n += 9
+}
+
+func (h *hasher) bytes(p []byte) {
+	if len(p) > len(h.buf)-h.n {
+		h.flush()
+		if len(p) >= len(h.buf) {
+			h.d.Write(p)
+			return
+		}
+	}
+	h.n += copy(h.buf[h.n:], p)
+}
+
+func (h *hasher) str(s string) {
+	if len(s) > len(h.buf)-h.n {
+		h.flush()
+		if len(s) >= len(h.buf) {
+			h.d.WriteString(s)
+			return
+		}
+	}
+	h.n += copy(h.buf[h.n:], s)
+}
+
+func (h *hasher) sum() uint64 {
+	if !h.spilled {
+		return xxhash.Sum64(h.buf[:h.n])
+	}
+	h.flush()
+	return h.d.Sum64()
+}
+
+func (h *hasher) int(v int64) { h.word(hInt, uint64(v)) }
+
+func (h *hasher) uint(u uint64) {
+	if u <= math.MaxInt64 {
+		h.word(hInt, u)
+		return
+	}
+	h.word(hUint, u)
+}
+
+func (h *hasher) float(f float64) {
+	bits := math.Float64bits(f)
+	switch {
+	case f == 0:
+		bits = 0 // -0 hashes as +0
+	case f != f:
+		bits = canonicalNaN
+	}
+	h.word(hFloat, bits)
+}
+
+func (h *hasher) time(sec, nsec int64) {
+	h.word(hTime, uint64(sec))
+	h.room(4)
+	binary.LittleEndian.PutUint32(h.buf[h.n:], uint32(nsec))
+	h.n += 4
+}
+
+func (h *hasher) user(id uint16, payload []byte) {
+	h.room(11)
+	h.buf[h.n] = hUser
+	binary.LittleEndian.PutUint16(h.buf[h.n+1:], id)
+	binary.LittleEndian.PutUint64(h.buf[h.n+3:], uint64(len(payload)))
+	h.n += 11
+	h.bytes(payload)
+}
+
+// HashValues returns the fields-grouping hash of vals, in order: XXH64
+// (seed 0) of the concatenated canonical hash inputs of the values, as
+// defined in FORMAT.md. Equal logical keys hash equally whatever their Go
+// integer widths (int32(7), int64(7) and uint8(7) are the same key) and
+// the hash is stable across runs, machines and versions. It does not
+// allocate for the basic kinds; user values are encoded with their codec
+// from reg and hashed by payload. An unsupported type is an error wrapping
+// ErrUnsupportedType.
+func HashValues(reg *Registry, vals ...any) (uint64, error) {
+	var h hasher
+	for i, v := range vals {
+		if err := hashValue(&h, v, reg, 0); err != nil {
+			return 0, fmt.Errorf("tuple: hash value %d: %w", i, err)
+		}
+	}
+	return h.sum(), nil
+}
+
+// FieldsHash returns the fields-grouping hash of the values of tuple at the
+// given indexes, in the order given: HashValues(reg, tuple[fields[0]],
+// tuple[fields[1]], ...). An index out of range is an error.
+func FieldsHash(reg *Registry, tuple []any, fields []int) (uint64, error) {
+	var h hasher
+	for _, f := range fields {
+		if f < 0 || f >= len(tuple) {
+			return 0, fmt.Errorf("tuple: grouping field index %d out of range for a tuple of %d values", f, len(tuple))
+		}
+		if err := hashValue(&h, tuple[f], reg, 0); err != nil {
+			return 0, fmt.Errorf("tuple: hash field %d: %w", f, err)
+		}
+	}
+	return h.sum(), nil
+}
+
+// HashEncodedFields computes FieldsHash straight from an encoded tuple (as
+// written by AppendValues), without decoding it or needing codecs: it gives
+// the same hash as FieldsHash on the decoded values. The tuple is validated
+// as by ValueBounds. It does not allocate for tuples of up to 31 values.
+func HashEncodedFields(src []byte, fields []int) (uint64, error) {
+	var stack [32]int32
+	offs, err := ValueBounds(src, stack[:0])
+	if err != nil {
+		return 0, err
+	}
+	n := len(offs) - 1
+	var h hasher
+	for _, f := range fields {
+		if f < 0 || f >= n {
+			return 0, fmt.Errorf("tuple: grouping field index %d out of range for a tuple of %d values", f, n)
+		}
+		if _, err := hashEncoded(&h, src, int(offs[f]), 0); err != nil {
+			return 0, fmt.Errorf("tuple: hash field %d: %w", f, err)
+		}
+	}
+	return h.sum(), nil
+}
+
+// TaskIndex maps a fields-grouping hash to one of n tasks: hash modulo n,
+// as unsigned 64-bit arithmetic. The result indexes the consumer's tasks
+// sorted by task id. It returns 0 when n <= 0.
+func TaskIndex(hash uint64, n int) int {
+	if n <= 0 {
+		return 0
+	}
+	return int(hash % uint64(n))
+}
+
+func hashValue(h *hasher, v any, reg *Registry, depth int) error {
+	switch x := v.(type) {
+	case nil:
+		h.class(hNil)
+	case bool:
+		h.class(hBool)
+		if x {
+			h.class(1)
+		} else {
+			h.class(0)
+		}
+	case int:
+		h.int(int64(x))
+	case int8:
+		h.int(int64(x))
+	case int16:
+		h.int(int64(x))
+	case int32:
+		h.int(int64(x))
+	case int64:
+		h.int(x)
+	case uint:
+		h.uint(uint64(x))
+	case uint8:
+		h.uint(uint64(x))
+	case uint16:
+		h.uint(uint64(x))
+	case uint32:
+		h.uint(uint64(x))
+	case uint64:
+		h.uint(x)
+	case float32:
+		h.float(float64(x))
+	case float64:
+		h.float(x)
+	case string:
+		h.word(hBytes, uint64(len(x)))
+		h.str(x)
+	case []byte:
+		h.word(hBytes, uint64(len(x)))
+		h.bytes(x)
+	case time.Time:
+		h.time(x.Unix(), int64(x.Nanosecond()))
+	case time.Duration:
+		h.word(hDuration, uint64(x))
+	case []any:
+		if depth >= MaxDepth {
+			return fmt.Errorf("tuple: lists and maps nested more than %d levels: %w", MaxDepth, ErrTooDeep)
+		}
+		h.word(hList, uint64(len(x)))
+		for _, e := range x {
+			if err := hashValue(h, e, reg, depth+1); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		if depth >= MaxDepth {
+			return fmt.Errorf("tuple: lists and maps nested more than %d levels: %w", MaxDepth, ErrTooDeep)
+		}
+		var scratch [16]string
+		keys := sortedKeys(x, scratch[:])
+		h.word(hMap, uint64(len(keys)))
+		for _, k := range keys {
+			h.word(hBytes, uint64(len(k)))
+			h.str(k)
+			if err := hashValue(h, x[k], reg, depth+1); err != nil {
+				return err
+			}
+		}
+	default:
+		return hashUserValue(h, v, reg)
+	}
+	return nil
+}
+
+// hashUserValue encodes a user value with its codec (this allocates a
+// scratch buffer) and hashes its id and payload.
+func hashUserValue(h *hasher, v any, reg *Registry) error {
+	e := reg.lookupType(reflect.TypeOf(v))
+	if e == nil {
+		_, err := appendUser(nil, v, reg) // for its error message
+		return err
+	}
+	payload, err := e.codec.Append(make([]byte, 0, 64), v)
+	if err != nil {
+		return fmt.Errorf("tuple: codec for %T (user type id %d): %w", v, e.id, err)
+	}
+	h.user(e.id, payload)
+	return nil
+}
+
+// hashEncoded feeds the canonical hash input of the encoded value at
+// b[off:] and returns the offset after it.
+func hashEncoded(h *hasher, b []byte, off int, depth int) (int, error) {
+	if off >= len(b) {
+		return off, corruptf(off, "truncated: value expected")
+	}
+	tag, p := b[off], off+1
+	var err error
+	switch tag {
+	case tagNil:
+		h.class(hNil)
+	case tagFalse, tagTrue:
+		h.class(hBool)
+		h.class(tag - tagFalse)
+	case tagInt, tagInt8, tagInt16, tagInt32, tagInt64:
+		var v int64
+		v, p, err = readSigned(b, p, tag)
+		h.int(v)
+	case tagDuration:
+		var v int64
+		v, p, err = readSigned(b, p, tag)
+		h.word(hDuration, uint64(v))
+	case tagUint, tagUint8, tagUint16, tagUint32, tagUint64:
+		var u uint64
+		u, p, err = readUnsigned(b, p, tag)
+		h.uint(u)
+	case tagFloat32:
+		var f float32
+		f, p, err = readFloat32(b, p)
+		h.float(float64(f))
+	case tagFloat64:
+		var f float64
+		f, p, err = readFloat64(b, p)
+		h.float(f)
+	case tagString, tagBytes:
+		var s []byte
+		s, p, err = readBytes(b, p)
+		h.word(hBytes, uint64(len(s)))
+		h.bytes(s)
+	case tagTime:
+		var sec, nsec int64
+		sec, nsec, p, err = readTime(b, p)
+		h.time(sec, nsec)
+	case tagUser:
+		var id uint16
+		var payload []byte
+		id, payload, p, err = readUser(b, p)
+		h.user(id, payload)
+	case tagList:
+		if depth >= MaxDepth {
+			return off, tooDeep(off)
+		}
+		var n int
+		n, p, err = readLen(b, p, 1)
+		h.word(hList, uint64(n))
+		for i := 0; i < n && err == nil; i++ {
+			p, err = hashEncoded(h, b, p, depth+1)
+		}
+	case tagMap:
+		if depth >= MaxDepth {
+			return off, tooDeep(off)
+		}
+		var n int
+		var k []byte
+		n, p, err = readLen(b, p, 2)
+		h.word(hMap, uint64(n))
+		for i := 0; i < n && err == nil; i++ {
+			k, p, err = readKey(b, p, k, i == 0)
+			if err == nil {
+				h.word(hBytes, uint64(len(k)))
+				h.bytes(k)
+				p, err = hashEncoded(h, b, p, depth+1)
+			}
+		}
+	default:
+		return off, corruptf(off, "unknown tag 0x%02x", tag)
+	}
+	if err != nil {
+		return off, err
+	}
+	return p, nil
+}

@@ -1,0 +1,207 @@
+package instance
+
+import (
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/tuple"
+	"github.com/egret-stream/egret/daemons/wire"
+)
+
+// emitter encodes emitted tuples once, computes their destinations and
+// appends them to per-destination batches.
+type emitter struct {
+	in      *Instance
+	routes  map[string]*route
+	out     []*wire.Batch // pending batch per destination task id
+	pending []uint32      // destinations with a pending batch
+	since   time.Time     // when the oldest pending tuple was added
+	scratch []byte
+	dests   []int
+	hdr     wire.Header
+}
+
+// emit routes values on stream; direct ≥ 0 sends to that task of a direct
+// stream. Routing errors are reported and the tuple is dropped.
+func (e *emitter) emit(stream string, values []any, direct int) {
+	if err := e.route(stream, values, direct); err != nil {
+		e.in.metrics.Dropped.Add(1)
+		e.reportError(err)
+	}
+}
+
+func (e *emitter) route(stream string, values []any, direct int) error {
+	m := e.in.metrics
+	m.Emitted.Add(1)
+	r := e.routes[stream]
+	if r == nil {
+		return fmt.Errorf("emit on stream %q, which component %q does not declare", stream, e.in.comp.Name)
+	}
+	if len(values) != len(r.info.Fields) {
+		return fmt.Errorf("emit on stream %q with %d values; the stream declares %d fields %v", stream, len(values), len(r.info.Fields), r.info.Fields)
+	}
+	e.dests = e.dests[:0]
+	if direct >= 0 {
+		if !r.info.Direct {
+			return fmt.Errorf("EmitDirect on stream %q, which is not declared direct", stream)
+		}
+		if !e.directTarget(r, direct) {
+			return fmt.Errorf("EmitDirect to task %d, which does not subscribe to stream %q", direct, stream)
+		}
+		e.dests = append(e.dests, direct)
+	} else {
+		if r.info.Direct {
+			return fmt.Errorf("emit on direct stream %q: use EmitDirect", stream)
+		}
+		for _, tg := range r.targets {
+			var err error
+			if e.dests, err = tg.choose(values, e.dests); err != nil {
+				return err
+			}
+		}
+	}
+	if len(e.dests) == 0 {
+		return nil
+	}
+	var err error
+	e.scratch, err = tuple.AppendValues(e.scratch[:0], values, e.in.cfg.Types)
+	if err != nil {
+		return fmt.Errorf("encode tuple on stream %q: %w", stream, err)
+	}
+	e.hdr.SrcTask = uint32(e.in.cfg.TaskID)
+	e.hdr.Stream = r.index
+	for _, d := range e.dests {
+		e.append(uint32(d))
+	}
+	return nil
+}
+
+func (e *emitter) directTarget(r *route, task int) bool {
+	for _, tg := range r.targets {
+		if containsInt(tg.tasks, task) {
+			return true
+		}
+	}
+	return false
+}
+
+func (e *emitter) append(dest uint32) {
+	b := e.out[dest]
+	if b == nil {
+		b = e.in.cfg.Transport.NewBatch(dest)
+		e.out[dest] = b
+		if len(e.pending) == 0 {
+			e.since = time.Now()
+		}
+		e.pending = append(e.pending, dest)
+	}
+	b.Buf = wire.AppendRecord(b.Buf, &e.hdr, e.scratch)
+	b.Count++
+	e.in.metrics.Sent.Add(1)
+	if len(b.Buf) >= e.in.cfg.BatchBytes || e.in.cfg.Transport.Idle(dest) {
+		e.flush(dest)
+	}
+}
+
+func (e *emitter) flush(dest uint32) {
+	b := e.out[dest]
+	if b == nil {
+		return
+	}
+	e.out[dest] = nil
+	for i, d := range e.pending {
+		if d == dest {
+			e.pending = append(e.pending[:i], e.pending[i+1:]...)
+			break
+		}
+	}
+	e.send(b)
+}
+
+func (e *emitter) send(b *wire.Batch) {
+	if err := e.in.cfg.Transport.Send(e.in.ctx, b); err != nil {
+		e.in.metrics.Dropped.Add(int64(b.Count))
+		e.in.log.Debug("batch not sent", zap.Uint32("dest", b.Dest), zap.Int("tuples", b.Count), zap.Error(err))
+		return
+	}
+	e.in.metrics.Batches.Add(1)
+}
+
+// flushAll sends every pending batch.
+func (e *emitter) flushAll() {
+	for _, d := range e.pending {
+		b := e.out[d]
+		e.out[d] = nil
+		e.send(b)
+	}
+	e.pending = e.pending[:0]
+}
+
+// flushIfDue sends the pending batches when the oldest has waited longer
+// than interval.
+func (e *emitter) flushIfDue(interval time.Duration) {
+	if len(e.pending) > 0 && time.Since(e.since) >= interval {
+		e.flushAll()
+	}
+}
+
+func (e *emitter) reportError(err error) {
+	e.in.metrics.Errors.Add(1)
+	e.in.log.Warn("component error", zap.Error(err))
+}
+
+type spoutCollector struct{ em *emitter }
+
+func (c *spoutCollector) Emit(values api.Values, msgID any) {
+	c.em.emit(defaultStream, values, -1)
+}
+
+func (c *spoutCollector) EmitStream(stream string, values api.Values, msgID any) {
+	c.em.emit(stream, values, -1)
+}
+
+func (c *spoutCollector) EmitDirect(task int, stream string, values api.Values, msgID any) {
+	c.em.emit(stream, values, max(task, 0))
+}
+
+func (c *spoutCollector) ReportError(err error) { c.em.reportError(err) }
+
+type boltCollector struct{ em *emitter }
+
+func (c *boltCollector) Emit(values api.Values, anchors ...api.Tuple) {
+	c.em.emit(defaultStream, values, -1)
+}
+
+func (c *boltCollector) EmitStream(stream string, values api.Values, anchors ...api.Tuple) {
+	c.em.emit(stream, values, -1)
+}
+
+func (c *boltCollector) EmitDirect(task int, stream string, values api.Values, anchors ...api.Tuple) {
+	c.em.emit(stream, values, max(task, 0))
+}
+
+func (c *boltCollector) Ack(api.Tuple)  {}
+func (c *boltCollector) Fail(api.Tuple) {}
+
+func (c *boltCollector) ReportError(err error) { c.em.reportError(err) }
+
+const defaultStream = "default"
+
+type userContext struct{ in *Instance }
+
+func (c *userContext) TopologyName() string  { return c.in.cfg.Topology.Logical.Name }
+func (c *userContext) TopologyID() string    { return c.in.cfg.Topology.Logical.ID }
+func (c *userContext) ComponentName() string { return c.in.comp.Name }
+func (c *userContext) TaskID() int           { return c.in.cfg.TaskID }
+func (c *userContext) TaskIndex() int        { return c.in.cfg.Layout.IndexOf[c.in.cfg.TaskID] }
+func (c *userContext) ComponentTasks(component string) []int {
+	return append([]int(nil), c.in.cfg.Layout.Tasks[component]...)
+}
+func (c *userContext) Config(key string) string {
+	return c.in.cfg.Topology.Logical.Setting(c.in.comp.Name, key)
+}
+func (c *userContext) Logger() *zap.Logger              { return c.in.log }
+func (c *userContext) Counter(name string) *api.Counter { return c.in.metrics.Counter(name) }

@@ -1,0 +1,305 @@
+package inproc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/instance"
+	"github.com/egret-stream/egret/daemons/wire"
+)
+
+// Options configure a Runner.
+type Options struct {
+	Logger *zap.Logger
+	// QueueBytes bounds each task's inbound queue (default 2 MiB); with
+	// batches of at most BatchBytes it holds QueueBytes/BatchBytes batches.
+	QueueBytes int
+	// BatchBytes is the batch size at which a batch is sent (default
+	// instance.DefaultBatchBytes).
+	BatchBytes int
+	// Deactivated starts the spouts deactivated.
+	Deactivated bool
+	// DrainTimeout bounds how long Stop waits for in-flight tuples.
+	DrainTimeout time.Duration
+}
+
+// Runner runs a topology in this process.
+type Runner struct {
+	topo      *api.Topology
+	opts      Options
+	log       *zap.Logger
+	layout    *plan.Layout
+	inboxes   []chan instance.Msg
+	instances map[int]*instance.Instance
+	spouts    []int
+	inflight  atomic.Int64
+	pool      sync.Pool
+	start     time.Time
+}
+
+// New prepares every task of t.
+func New(t *api.Topology, opts Options) (*Runner, error) {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if opts.BatchBytes <= 0 {
+		opts.BatchBytes = instance.DefaultBatchBytes
+	}
+	if opts.QueueBytes <= 0 {
+		opts.QueueBytes = 2 << 20
+	}
+	if opts.DrainTimeout <= 0 {
+		opts.DrainTimeout = 30 * time.Second
+	}
+	if t.Logical.DeliveryMode() != topology.AtMostOnce {
+		return nil, fmt.Errorf("topology %q asks for %s delivery; the in-process runner supports only %s so far", t.Logical.Name, t.Logical.DeliveryMode(), topology.AtMostOnce)
+	}
+	pp := plan.SingleContainer(t.Logical)
+	r := &Runner{topo: t, opts: opts, log: opts.Logger, layout: pp.Layout(), instances: map[int]*instance.Instance{}}
+	r.pool.New = func() any { return &wire.Batch{Buf: make([]byte, 0, opts.BatchBytes+opts.BatchBytes/4)} }
+	streams := wire.NewStreamTable(t.Logical)
+	tasks := r.layout.AllTasks()
+	r.inboxes = make([]chan instance.Msg, tasks[len(tasks)-1]+1)
+	depth := max(opts.QueueBytes/opts.BatchBytes, 2)
+	for _, id := range tasks {
+		r.inboxes[id] = make(chan instance.Msg, depth)
+	}
+	for _, id := range tasks {
+		in, err := instance.New(instance.Config{
+			Topology:    t,
+			Layout:      r.layout,
+			Streams:     streams,
+			TaskID:      id,
+			Transport:   &transport{r: r, task: id},
+			Logger:      opts.Logger,
+			StartActive: !opts.Deactivated,
+			BatchBytes:  opts.BatchBytes,
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.instances[id] = in
+		if c, _ := t.Logical.Component(r.layout.ComponentOf[id]); c.Kind == topology.Spout {
+			r.spouts = append(r.spouts, id)
+		}
+	}
+	return r, nil
+}
+
+// Layout returns the task layout (component → task ids).
+func (r *Runner) Layout() *plan.Layout { return r.layout }
+
+// Run runs every task until ctx ends, then drains: spouts are deactivated,
+// in-flight tuples are processed, and the components are closed. It
+// returns the run's summary.
+func (r *Runner) Run(ctx context.Context) (*Summary, error) {
+	r.start = time.Now()
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(r.instances))
+	for id, in := range r.instances {
+		wg.Add(1)
+		go func(id int, in *instance.Instance) {
+			defer wg.Done()
+			if err := in.Run(runCtx); err != nil {
+				errs <- err
+				r.discard(runCtx, id)
+			}
+		}(id, in)
+	}
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+	}
+	drained := r.drain()
+	elapsed := time.Since(r.start)
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		runErr = errors.Join(runErr, err)
+	}
+	s := r.summary(elapsed)
+	if !drained {
+		s.Undrained = r.inflight.Load()
+	}
+	return s, runErr
+}
+
+// discard consumes the inbox of a task that failed to start, so that
+// senders and the drain do not wait for it.
+func (r *Runner) discard(ctx context.Context, id int) {
+	for {
+		select {
+		case m := <-r.inboxes[id]:
+			if m.Batch != nil {
+				r.instances[id].Metrics().Dropped.Add(int64(m.Batch.Count))
+				(&transport{r: r, task: id}).Done(m.Batch)
+			}
+			if m.Handled != nil {
+				m.Handled()
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// SetActive activates or deactivates every spout and waits until they
+// have acted on it.
+func (r *Runner) SetActive(ctx context.Context, active bool) error {
+	kind := instance.MsgDeactivate
+	if active {
+		kind = instance.MsgActivate
+	}
+	var wg sync.WaitGroup
+	for _, id := range r.spouts {
+		wg.Add(1)
+		select {
+		case r.inboxes[id] <- instance.Msg{Kind: kind, Handled: wg.Done}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// drain deactivates the spouts and waits until no batch is in flight.
+func (r *Runner) drain() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.DrainTimeout)
+	defer cancel()
+	if err := r.SetActive(ctx, false); err != nil {
+		r.log.Warn("spouts did not stop in time", zap.Error(err))
+		return false
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for r.inflight.Load() > 0 {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			r.log.Warn("in-flight tuples not drained in time", zap.Int64("batches", r.inflight.Load()))
+			return false
+		}
+	}
+	return true
+}
+
+// Metrics returns the counters of every task.
+func (r *Runner) Metrics() map[int]*instance.Metrics {
+	out := make(map[int]*instance.Metrics, len(r.instances))
+	for id, in := range r.instances {
+		out[id] = in.Metrics()
+	}
+	return out
+}
+
+// Summary is what a run did, per component.
+type Summary struct {
+	Topology   string
+	Elapsed    time.Duration
+	Components []ComponentSummary
+	// Undrained counts batches still in flight when the drain timed out.
+	Undrained int64
+}
+
+// ComponentSummary sums the metrics of a component's tasks.
+type ComponentSummary struct {
+	Name         string
+	Kind         topology.Kind
+	Tasks        int
+	Emitted      int64
+	Sent         int64
+	Executed     int64
+	ExecuteNanos int64
+	Errors       int64
+	Dropped      int64
+	Counters     map[string]int64
+}
+
+// Component returns the summary of the named component.
+func (s *Summary) Component(name string) *ComponentSummary {
+	for i := range s.Components {
+		if s.Components[i].Name == name {
+			return &s.Components[i]
+		}
+	}
+	return nil
+}
+
+func (r *Runner) summary(elapsed time.Duration) *Summary {
+	s := &Summary{Topology: r.topo.Logical.Name, Elapsed: elapsed}
+	for _, c := range r.topo.Logical.Components {
+		cs := ComponentSummary{Name: c.Name, Kind: c.Kind, Counters: map[string]int64{}}
+		for _, id := range r.layout.Tasks[c.Name] {
+			m := r.instances[id].Metrics()
+			cs.Tasks++
+			cs.Emitted += m.Emitted.Load()
+			cs.Sent += m.Sent.Load()
+			cs.Executed += m.Executed.Load()
+			cs.ExecuteNanos += m.ExecuteNanos.Load()
+			cs.Errors += m.Errors.Load()
+			cs.Dropped += m.Dropped.Load()
+			for k, v := range m.UserCounters() {
+				cs.Counters[k] += v
+			}
+		}
+		s.Components = append(s.Components, cs)
+	}
+	sort.SliceStable(s.Components, func(i, j int) bool { return s.Components[i].Kind < s.Components[j].Kind })
+	return s
+}
+
+// transport is one task's view of the in-memory router.
+type transport struct {
+	r    *Runner
+	task int
+}
+
+func (t *transport) Send(ctx context.Context, b *wire.Batch) error {
+	if int(b.Dest) >= len(t.r.inboxes) || t.r.inboxes[b.Dest] == nil {
+		return fmt.Errorf("no task %d in this topology", b.Dest)
+	}
+	t.r.inflight.Add(1)
+	select {
+	case t.r.inboxes[b.Dest] <- instance.Msg{Kind: instance.MsgData, Batch: b}:
+		return nil
+	case <-ctx.Done():
+		t.r.inflight.Add(-1)
+		return ctx.Err()
+	}
+}
+
+func (t *transport) Idle(dest uint32) bool { return len(t.r.inboxes[dest]) == 0 }
+
+func (t *transport) NewBatch(dest uint32) *wire.Batch {
+	b := t.r.pool.Get().(*wire.Batch)
+	b.Reset(dest)
+	return b
+}
+
+func (t *transport) Done(b *wire.Batch) {
+	t.r.pool.Put(b)
+	t.r.inflight.Add(-1)
+}
+
+func (t *transport) Inbox() <-chan instance.Msg { return t.r.inboxes[t.task] }

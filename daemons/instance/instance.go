@@ -1,0 +1,310 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/core/tuple"
+	"github.com/egret-stream/egret/daemons/wire"
+)
+
+// Defaults of the batching settings.
+const (
+	DefaultBatchBytes    = 32 << 10
+	DefaultFlushInterval = time.Millisecond
+	maxIdleWait          = time.Millisecond
+)
+
+// Config describes one instance.
+type Config struct {
+	Topology *api.Topology
+	Layout   *plan.Layout
+	// Streams is the topology's stream table (derived when nil).
+	Streams   *wire.StreamTable
+	TaskID    int
+	Transport Transport
+	Logger    *zap.Logger
+	// Metrics receives the instance's counters (allocated when nil).
+	Metrics *Metrics
+	// Types holds codecs of user value types (default: the topology's).
+	Types *tuple.Registry
+	// StartActive starts a spout emitting; otherwise it waits for
+	// MsgActivate.
+	StartActive bool
+	// BatchBytes is the size at which a destination's batch is sent.
+	BatchBytes int
+	// FlushInterval bounds how long a spout's tuple waits in a batch
+	// while the path to its destination is busy.
+	FlushInterval time.Duration
+}
+
+// Instance runs one task.
+type Instance struct {
+	cfg       Config
+	log       *zap.Logger
+	comp      *topology.Component
+	container int
+	metrics   *Metrics
+	em        emitter
+	ctx       context.Context
+}
+
+// New checks cfg and prepares the instance's routes.
+func New(cfg Config) (*Instance, error) {
+	if cfg.Topology == nil || cfg.Layout == nil || cfg.Transport == nil {
+		return nil, errors.New("instance: Topology, Layout and Transport are required")
+	}
+	name, ok := cfg.Layout.ComponentOf[cfg.TaskID]
+	if !ok {
+		return nil, fmt.Errorf("instance: task %d is not in the packing plan", cfg.TaskID)
+	}
+	comp, ok := cfg.Topology.Logical.Component(name)
+	if !ok {
+		return nil, fmt.Errorf("instance: component %q of task %d is not in topology %q", name, cfg.TaskID, cfg.Topology.Logical.Name)
+	}
+	if cfg.Types == nil {
+		cfg.Types = cfg.Topology.Types
+	}
+	if cfg.Streams == nil {
+		cfg.Streams = wire.NewStreamTable(cfg.Topology.Logical)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = zap.NewNop()
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = &Metrics{}
+	}
+	if cfg.BatchBytes <= 0 {
+		cfg.BatchBytes = DefaultBatchBytes
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = DefaultFlushInterval
+	}
+	in := &Instance{
+		cfg:       cfg,
+		log:       cfg.Logger.With(zap.String("component", name), zap.Int("task", cfg.TaskID)),
+		comp:      comp,
+		container: cfg.Layout.ContainerOf[cfg.TaskID],
+		metrics:   cfg.Metrics,
+	}
+	rng := rand.New(rand.NewPCG(uint64(cfg.TaskID), uint64(time.Now().UnixNano())))
+	routes, err := buildRoutes(cfg.Topology, cfg.Streams, cfg.Layout, name, in.container, rng, cfg.Types)
+	if err != nil {
+		return nil, fmt.Errorf("instance %s/%d: %w", name, cfg.TaskID, err)
+	}
+	maxTask := 0
+	for id := range cfg.Layout.ComponentOf {
+		maxTask = max(maxTask, id)
+	}
+	in.em = emitter{in: in, routes: routes, out: make([]*wire.Batch, maxTask+1)}
+	return in, nil
+}
+
+// Metrics returns the instance's counters.
+func (in *Instance) Metrics() *Metrics { return in.metrics }
+
+// Run runs the task until ctx ends. It returns an error when the component
+// fails to open or prepare.
+func (in *Instance) Run(ctx context.Context) error {
+	in.ctx = ctx
+	uctx := &userContext{in: in}
+	switch in.comp.Kind {
+	case topology.Spout:
+		s := in.cfg.Topology.Spouts[in.comp.Name]()
+		if err := in.call("Open", func() error { return s.Open(uctx, &spoutCollector{em: &in.em}) }); err != nil {
+			return fmt.Errorf("open spout %s/%d: %w", in.comp.Name, in.cfg.TaskID, err)
+		}
+		in.runSpout(ctx, s)
+		in.call("Close", func() error { s.Close(); return nil })
+	default:
+		b := in.cfg.Topology.Bolts[in.comp.Name]()
+		if err := in.call("Prepare", func() error { return b.Prepare(uctx, &boltCollector{em: &in.em}) }); err != nil {
+			return fmt.Errorf("prepare bolt %s/%d: %w", in.comp.Name, in.cfg.TaskID, err)
+		}
+		in.runBolt(ctx, b)
+		in.call("Cleanup", func() error { b.Cleanup(); return nil })
+	}
+	return nil
+}
+
+// call runs user code, turning a panic into an error that is logged and
+// counted; the instance keeps running.
+func (in *Instance) call(what string, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			in.metrics.Errors.Add(1)
+			err = fmt.Errorf("panic in %s: %v", what, r)
+			in.log.Error("user code panicked", zap.String("method", what), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		}
+	}()
+	return fn()
+}
+
+func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
+	active := in.cfg.StartActive
+	inbox := in.cfg.Transport.Inbox()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	idle := 0
+	nextTuple := func() error { s.NextTuple(); return nil }
+	handle := func(m Msg) {
+		switch m.Kind {
+		case MsgActivate:
+			if !active {
+				active = true
+				in.call("Activate", func() error { s.Activate(); return nil })
+			}
+		case MsgDeactivate:
+			if active {
+				active = false
+				in.call("Deactivate", func() error { s.Deactivate(); return nil })
+			}
+			in.em.flushAll()
+		case MsgData:
+			in.cfg.Transport.Done(m.Batch)
+		}
+		if m.Handled != nil {
+			m.Handled()
+		}
+	}
+	for {
+	drain:
+		for {
+			select {
+			case m := <-inbox:
+				handle(m)
+			default:
+				break drain
+			}
+		}
+		if ctx.Err() != nil {
+			in.em.flushAll()
+			return
+		}
+		if !active {
+			in.em.flushAll()
+			select {
+			case m := <-inbox:
+				handle(m)
+			case <-ctx.Done():
+			}
+			continue
+		}
+		before := in.metrics.Emitted.Load()
+		in.metrics.NextTuples.Add(1)
+		_ = in.call("NextTuple", nextTuple)
+		if in.metrics.Emitted.Load() != before {
+			idle = 0
+			in.em.flushIfDue(in.cfg.FlushInterval)
+			continue
+		}
+		// Nothing to emit: send what is buffered, then back off so an idle
+		// spout does not spin a core.
+		in.em.flushAll()
+		idle++
+		if idle <= 3 {
+			runtime.Gosched()
+			continue
+		}
+		wait := min(time.Duration(1<<min(idle-3, 20))*time.Microsecond*16, maxIdleWait)
+		timer.Reset(wait)
+		select {
+		case m := <-inbox:
+			handle(m)
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
+	inbox := in.cfg.Transport.Inbox()
+	var tick <-chan time.Time
+	if freq := in.cfg.Topology.Logical.TickFrequency(in.comp.Name); freq > 0 {
+		t := time.NewTicker(freq)
+		defer t.Stop()
+		tick = t.C
+	}
+	var rd wire.RecordReader
+	var h wire.Header
+	execute := func(t api.Tuple) {
+		start := time.Now()
+		_ = in.call("Execute", func() error { b.Execute(t); return nil })
+		in.metrics.ExecuteNanos.Add(int64(time.Since(start)))
+		in.metrics.Executed.Add(1)
+	}
+	for {
+		select {
+		case m := <-inbox:
+			if m.Kind == MsgData {
+				rd.Reset(m.Batch.Buf)
+				for rd.More() {
+					t, err := in.decode(&rd, &h)
+					if err != nil {
+						in.metrics.Errors.Add(1)
+						in.log.Error("dropping the rest of a corrupt batch", zap.Error(err))
+						break
+					}
+					execute(t)
+				}
+				in.em.flushAll()
+				in.cfg.Transport.Done(m.Batch)
+			}
+			if m.Handled != nil {
+				m.Handled()
+			}
+		case <-tick:
+			execute(api.NewTickTuple())
+			in.em.flushAll()
+		case <-ctx.Done():
+			in.em.flushAll()
+			return
+		}
+	}
+}
+
+// inTuple is a received tuple with its acking identity.
+type inTuple struct {
+	api.BasicTuple
+	edge  uint64
+	roots []wire.Root
+}
+
+func (in *Instance) decode(rd *wire.RecordReader, h *wire.Header) (*inTuple, error) {
+	vals, err := rd.Next(h)
+	if err != nil {
+		return nil, err
+	}
+	info, err := in.cfg.Streams.Stream(h.Stream)
+	if err != nil {
+		return nil, err
+	}
+	values, err := tuple.DecodeValues(vals, nil, in.cfg.Types)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s/%s from task %d: %w", info.Component, info.ID, h.SrcTask, err)
+	}
+	t := &inTuple{
+		BasicTuple: api.BasicTuple{Component: info.Component, Stream: info.ID, Task: int(h.SrcTask), FieldNames: info.Fields, Vals: values},
+		edge:       h.Edge,
+	}
+	if len(h.Roots) > 0 {
+		t.roots = append([]wire.Root(nil), h.Roots...)
+	}
+	return t, nil
+}

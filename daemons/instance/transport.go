@@ -1,0 +1,48 @@
+package instance
+
+import (
+	"context"
+
+	"github.com/egret-stream/egret/daemons/wire"
+)
+
+// MsgKind is the kind of a message delivered to an instance.
+type MsgKind int
+
+// Message kinds.
+const (
+	// MsgData carries a batch of tuples for the instance's task.
+	MsgData MsgKind = iota + 1
+	// MsgActivate and MsgDeactivate start and stop a spout's NextTuple
+	// calls.
+	MsgActivate
+	MsgDeactivate
+)
+
+// Msg is one message delivered to an instance.
+type Msg struct {
+	Kind  MsgKind
+	Batch *wire.Batch
+	// Handled, when set, is called once the instance has acted on the
+	// message (for a deactivation: after flushing what the spout emitted).
+	Handled func()
+}
+
+// Transport connects an instance to the rest of the topology.
+type Transport interface {
+	// Send hands a batch of tuples addressed to b.Dest to the transport,
+	// which owns it afterwards. It blocks while the path to the
+	// destination is full (back pressure) and fails when ctx ends.
+	Send(ctx context.Context, b *wire.Batch) error
+	// Idle reports whether nothing is queued toward dest, so that a batch
+	// sent now goes out at once. The instance flushes eagerly when the
+	// path is idle and batches when it is busy.
+	Idle(dest uint32) bool
+	// NewBatch returns an empty batch for dest, reusing pooled buffers.
+	NewBatch(dest uint32) *wire.Batch
+	// Done is called when the instance has consumed an inbound batch and
+	// everything it emitted while processing it has been sent.
+	Done(b *wire.Batch)
+	// Inbox delivers the instance's messages.
+	Inbox() <-chan Msg
+}

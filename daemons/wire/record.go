@@ -1,0 +1,148 @@
+package wire
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// ErrCorrupt is wrapped by every decoding error of this package.
+var ErrCorrupt = errors.New("corrupt data-plane message")
+
+// MaxRoots bounds the roots one tuple may carry (a tuple anchored to many
+// inputs); a record claiming more is corrupt.
+const MaxRoots = 1 << 12
+
+// Root identifies one spout tuple tree a tuple belongs to: the spout task
+// that owns the tree and the tree's random 64-bit id.
+type Root struct {
+	Task uint32
+	ID   uint64
+}
+
+// Header is the routing and acking part of a tuple record.
+type Header struct {
+	// SrcTask is the emitting task.
+	SrcTask uint32
+	// Stream is the stream's index in the topology's StreamTable.
+	Stream uint32
+	// Edge is the tuple's random acking id; 0 for untracked tuples.
+	Edge uint64
+	// Roots are the tuple trees the tuple belongs to (empty if untracked).
+	Roots []Root
+}
+
+// AppendRecord appends one tuple record to dst: a uvarint length of the
+// rest, then the header, then values (encoded with core/tuple). It does not
+// allocate when dst has room.
+func AppendRecord(dst []byte, h *Header, values []byte) []byte {
+	n := uvarintLen(uint64(h.SrcTask)) + uvarintLen(uint64(h.Stream)) + 8 +
+		uvarintLen(uint64(len(h.Roots))) + len(values)
+	for _, r := range h.Roots {
+		n += uvarintLen(uint64(r.Task)) + 8
+	}
+	dst = binary.AppendUvarint(dst, uint64(n))
+	dst = binary.AppendUvarint(dst, uint64(h.SrcTask))
+	dst = binary.AppendUvarint(dst, uint64(h.Stream))
+	dst = binary.LittleEndian.AppendUint64(dst, h.Edge)
+	dst = binary.AppendUvarint(dst, uint64(len(h.Roots)))
+	for _, r := range h.Roots {
+		dst = binary.AppendUvarint(dst, uint64(r.Task))
+		dst = binary.LittleEndian.AppendUint64(dst, r.ID)
+	}
+	return append(dst, values...)
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// RecordReader iterates over the records of a batch without allocating:
+// the Header's Roots slice and the returned values alias reader-owned
+// memory and the batch buffer, valid until the next call.
+type RecordReader struct {
+	buf   []byte
+	off   int
+	roots []Root
+}
+
+// Reset starts reading buf.
+func (r *RecordReader) Reset(buf []byte) {
+	r.buf, r.off = buf, 0
+}
+
+// More reports whether records remain.
+func (r *RecordReader) More() bool { return r.off < len(r.buf) }
+
+// Next decodes the next record into h and returns its encoded values.
+func (r *RecordReader) Next(h *Header) (values []byte, err error) {
+	n, k := binary.Uvarint(r.buf[r.off:])
+	if k <= 0 || n > uint64(len(r.buf)-r.off-k) {
+		return nil, fmt.Errorf("%w: record length at offset %d", ErrCorrupt, r.off)
+	}
+	rec := r.buf[r.off+k : r.off+k+int(n)]
+	r.off += k + int(n)
+	p := 0
+	next := func(what string) (uint64, error) {
+		v, k := binary.Uvarint(rec[p:])
+		if k <= 0 {
+			return 0, fmt.Errorf("%w: record %s", ErrCorrupt, what)
+		}
+		p += k
+		return v, nil
+	}
+	src, err := next("source task")
+	if err != nil {
+		return nil, err
+	}
+	stream, err := next("stream")
+	if err != nil {
+		return nil, err
+	}
+	if len(rec)-p < 8 {
+		return nil, fmt.Errorf("%w: record edge id truncated", ErrCorrupt)
+	}
+	edge := binary.LittleEndian.Uint64(rec[p:])
+	p += 8
+	nroots, err := next("root count")
+	if err != nil {
+		return nil, err
+	}
+	if nroots > MaxRoots || nroots*9 > uint64(len(rec)-p) {
+		return nil, fmt.Errorf("%w: record claims %d roots", ErrCorrupt, nroots)
+	}
+	if src > 1<<31 || stream > 1<<31 {
+		return nil, fmt.Errorf("%w: record task or stream out of range", ErrCorrupt)
+	}
+	r.roots = r.roots[:0]
+	for i := uint64(0); i < nroots; i++ {
+		task, err := next("root task")
+		if err != nil {
+			return nil, err
+		}
+		if task > 1<<31 || len(rec)-p < 8 {
+			return nil, fmt.Errorf("%w: record root truncated", ErrCorrupt)
+		}
+		r.roots = append(r.roots, Root{Task: uint32(task), ID: binary.LittleEndian.Uint64(rec[p:])})
+		p += 8
+	}
+	*h = Header{SrcTask: uint32(src), Stream: uint32(stream), Edge: edge, Roots: r.roots}
+	return rec[p:], nil
+}
+
+// Batch is a sequence of tuple records for one destination task.
+type Batch struct {
+	Dest  uint32
+	Count int
+	Buf   []byte
+}
+
+// Reset empties the batch for reuse, keeping its buffer.
+func (b *Batch) Reset(dest uint32) {
+	b.Dest, b.Count, b.Buf = dest, 0, b.Buf[:0]
+}

@@ -1,0 +1,12 @@
+// Package egret is the entry point of a topology binary. A topology's main
+// builds the topology with package api and calls Run:
+//
+//	func main() { egret.Run(buildTopology()) }
+//
+// Run chooses what the binary does from its command line:
+//
+//	--local [--duration 30s]   run the whole topology in this process
+//	--define FILE              write the topology definition and exit (used by egret submit)
+//
+// and prints a usage message otherwise.
+package egret

@@ -1,0 +1,162 @@
+package egret
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/instance/inproc"
+)
+
+// Exit codes of a topology binary.
+const (
+	ExitOK      = 0
+	ExitFailure = 1 // invalid topology or runtime failure
+	ExitUsage   = 2 // bad command line
+)
+
+// Run runs the topology as the command line asks and exits the process.
+// Arguments the topology's own main consumed must be removed from os.Args
+// first; use RunArgs to pass them explicitly.
+func Run(b *api.TopologyBuilder) {
+	os.Exit(RunArgs(b, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// RunArgs is Run with explicit arguments and output; it returns the exit
+// code.
+func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(b.Name(), flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	local := fs.Bool("local", false, "run the whole topology in this process")
+	duration := fs.Duration("duration", 0, "with --local: stop after this long (0: run until interrupted)")
+	define := fs.String("define", "", "write the topology definition to this file and exit")
+	deactivated := fs.Bool("deactivated", false, "with --local: start with the spouts deactivated")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "%s is an Egret topology binary.\n\nUsage:\n  %s --local [--duration 30s]   run in this process\n  egret submit <cluster> %s     run on a cluster\n\nFlags:\n", b.Name(), os.Args[0], os.Args[0])
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return ExitOK
+		}
+		return ExitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "unexpected arguments %q: parse your topology's own arguments before calling egret.Run and pass the rest to egret.RunArgs\n", fs.Args())
+		return ExitUsage
+	}
+	var level zapcore.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "--log-level: %v\n", err)
+		return ExitUsage
+	}
+	t, err := b.Build()
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitFailure
+	}
+	switch {
+	case *define != "":
+		return writeDefinition(t, *define, stderr)
+	case *local:
+		log := newLogger(stderr, level)
+		defer func() { _ = log.Sync() }()
+		return runLocal(t, *duration, *deactivated, log, stdout, stderr)
+	default:
+		fs.Usage()
+		return ExitUsage
+	}
+}
+
+func newLogger(w io.Writer, level zapcore.Level) *zap.Logger {
+	enc := zap.NewDevelopmentEncoderConfig()
+	core := zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(w), level)
+	return zap.New(core)
+}
+
+func writeDefinition(t *api.Topology, path string, stderr io.Writer) int {
+	data, err := topology.Marshal(t.Logical)
+	if err == nil {
+		tmp := path + ".tmp"
+		if err = os.WriteFile(tmp, data, 0o644); err == nil {
+			err = os.Rename(tmp, path)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "write topology definition: %v\n", err)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+func runLocal(t *api.Topology, duration time.Duration, deactivated bool, log *zap.Logger, stdout, stderr io.Writer) int {
+	r, err := inproc.New(t, inproc.Options{Logger: log, Deactivated: deactivated})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitFailure
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if duration > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, duration)
+		defer cancel()
+	}
+	fmt.Fprintf(stdout, "running topology %q in this process (%d tasks)", t.Logical.Name, len(r.Layout().ComponentOf))
+	if duration > 0 {
+		fmt.Fprintf(stdout, " for %s", duration)
+	}
+	fmt.Fprintln(stdout, "; Ctrl-C stops it")
+	s, err := r.Run(ctx)
+	PrintSummary(stdout, s)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// PrintSummary writes a run's metrics as a table.
+func PrintSummary(w io.Writer, s *inproc.Summary) {
+	secs := s.Elapsed.Seconds()
+	fmt.Fprintf(w, "\ntopology %q ran %.1fs\n", s.Topology, secs)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "component\tkind\ttasks\temitted\temitted/s\texecuted\texecuted/s\tavg execute\terrors\tdropped\t")
+	for _, c := range s.Components {
+		avg := "-"
+		if c.Executed > 0 {
+			avg = (time.Duration(c.ExecuteNanos / c.Executed)).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%.0f\t%d\t%.0f\t%s\t%d\t%d\t\n",
+			c.Name, c.Kind, c.Tasks, c.Emitted, float64(c.Emitted)/secs, c.Executed, float64(c.Executed)/secs, avg, c.Errors, c.Dropped)
+	}
+	_ = tw.Flush()
+	var lines []string
+	for _, c := range s.Components {
+		for k, v := range c.Counters {
+			lines = append(lines, fmt.Sprintf("  %s.%s = %d", c.Name, k, v))
+		}
+	}
+	if len(lines) > 0 {
+		sort.Strings(lines)
+		fmt.Fprintf(w, "user counters:\n%s\n", strings.Join(lines, "\n"))
+	}
+	if s.Undrained > 0 {
+		fmt.Fprintf(w, "warning: %d batches were still in flight when the run stopped\n", s.Undrained)
+	}
+}
