@@ -19,6 +19,8 @@ var (
 	ErrClosed = errors.New("closed")
 	// ErrUnsupported: the backend does not implement an optional operation.
 	ErrUnsupported = errors.New("operation not supported by this backend")
+	// ErrCannotFit: a topology does not fit the packing constraints.
+	ErrCannotFit = errors.New("topology does not fit")
 	// ErrUnknownBackend: no built-in implementation has the requested name.
 	ErrUnknownBackend = errors.New("unknown backend")
 )

@@ -64,7 +64,27 @@ func (r *registry[F]) namesLocked() []string {
 var (
 	stateManagers = newRegistry[StateManagerFactory]("state manager")
 	uploaders     = newRegistry[UploaderFactory]("uploader")
+	packings      = newRegistry[PackingFactory]("packing algorithm")
+	schedulers    = newRegistry[SchedulerFactory]("scheduler")
 )
+
+// RegisterPacking registers a built-in packing algorithm.
+func RegisterPacking(name string, f PackingFactory) { packings.register(name, f) }
+
+// LookupPacking returns the built-in packing factory named name.
+func LookupPacking(name string) (PackingFactory, error) { return packings.lookup(name) }
+
+// PackingNames lists the built-in packing algorithms.
+func PackingNames() []string { return packings.names() }
+
+// RegisterScheduler registers a built-in scheduler.
+func RegisterScheduler(name string, f SchedulerFactory) { schedulers.register(name, f) }
+
+// LookupScheduler returns the built-in scheduler factory named name.
+func LookupScheduler(name string) (SchedulerFactory, error) { return schedulers.lookup(name) }
+
+// SchedulerNames lists the built-in schedulers.
+func SchedulerNames() []string { return schedulers.names() }
 
 // RegisterStateManager registers a built-in state manager.
 func RegisterStateManager(name string, f StateManagerFactory) { stateManagers.register(name, f) }

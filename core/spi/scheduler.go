@@ -1,0 +1,72 @@
+package spi
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/core/plan"
+)
+
+// Job is everything a scheduler needs to run a topology's containers:
+// container 0 runs the topology manager, containers 1..N the plan's
+// containers.
+type Job struct {
+	Topology   string
+	TopologyID string
+	Cluster    string
+	Role       string
+	Environ    string
+	// PackageURI and PackageSHA256 locate the topology package (from the
+	// Uploader).
+	PackageURI    string
+	PackageSHA256 string
+	Plan          *plan.PackingPlan
+	// Config is the cluster config the containers run with.
+	Config Config
+}
+
+// Scheduler runs a topology's containers on a resource manager.
+//
+// A service-mode scheduler (local, YARN) runs as a long-lived process per
+// topology; a library-mode scheduler (Nomad, Kubernetes) runs inside the
+// CLI and each call talks to the resource manager directly.
+type Scheduler interface {
+	// Schedule starts containers 0..N of job.
+	Schedule(ctx context.Context, job Job) error
+	// Kill stops and removes every container of the topology. Killing a
+	// topology that does not run succeeds.
+	Kill(ctx context.Context, topology string) error
+	// Restart restarts one container, or all when container is
+	// AllContainers.
+	Restart(ctx context.Context, topology string, container int) error
+	// Update applies a new packing plan (job.Plan) to a running topology.
+	Update(ctx context.Context, job Job) error
+	// JobLinks returns links to the topology's pages in the resource
+	// manager's UI (may be empty).
+	JobLinks(ctx context.Context, topology string) ([]string, error)
+	// Close releases the scheduler's resources; it does not stop the
+	// topology.
+	Close() error
+}
+
+// AllContainers asks Restart to restart every container.
+const AllContainers = -1
+
+// Scalable is implemented by schedulers that can add and remove containers
+// of a running topology without restarting the others.
+type Scalable interface {
+	AddContainers(ctx context.Context, topology string, containers []plan.Container) error
+	RemoveContainers(ctx context.Context, topology string, containers []plan.Container) error
+}
+
+// SchedulerFactory builds a scheduler from its config.
+type SchedulerFactory func(cfg Config, log *zap.Logger) (Scheduler, error)
+
+// Launcher is implemented by service-mode schedulers: submit calls Launch,
+// which starts the scheduler service that then calls Schedule itself (the
+// local scheduler starts an `egret scheduler` process). Library-mode
+// schedulers do not implement it and submit calls Schedule directly.
+type Launcher interface {
+	Launch(ctx context.Context, job Job) error
+}
