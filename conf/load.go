@@ -1,0 +1,618 @@
+package conf
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/user"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/egret-stream/egret/core/spi"
+)
+
+//go:embed clusters
+var embedded embed.FS
+
+// LoadOptions says which cluster to load and how.
+type LoadOptions struct {
+	Cluster  string // required
+	Role     string // default: $USER, unless egret.config.role.required
+	Environ  string // default: "default", unless egret.config.env.required
+	Topology string // empty: ${TOPOLOGY} is kept verbatim (see Cluster.WithTopology)
+	// ConfigPath is the operator's override directory holding <cluster>/
+	// subdirectories; default ~/.egret/conf. A leading ~/ means $HOME.
+	ConfigPath string
+	// Overrides are --config-property arguments, key=value; later wins.
+	Overrides []string
+	// EgretHome is ${EGRET_HOME}; default $EGRET_HOME, then ${HOME}/.egret.
+	EgretHome string
+	// LookupEnv reads environment variables; nil means os.LookupEnv (and,
+	// only then, the OS user database as a fallback for $USER and $HOME).
+	LookupEnv func(string) (string, bool)
+}
+
+var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+
+// Load reads, merges, substitutes and validates the configuration of
+// opts.Cluster. Problems in the files are reported together in a
+// *ValidationError; an unknown cluster wraps ErrUnknownCluster.
+func Load(opts LoadOptions) (*Cluster, error) {
+	l, err := newLoader(opts)
+	if err != nil {
+		return nil, err
+	}
+	return l.load()
+}
+
+// Validate loads the cluster's configuration and returns what Load would
+// return as an error, for `egret config validate`.
+func Validate(opts LoadOptions) error {
+	_, err := Load(opts)
+	return err
+}
+
+// Clusters lists the clusters that can be loaded: the embedded ones and the
+// directories in configPath ("" means ~/.egret/conf), sorted.
+func Clusters(configPath string) []string {
+	if configPath == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			configPath = filepath.Join(home, ".egret", "conf")
+		}
+	} else if rest, ok := strings.CutPrefix(configPath, "~/"); ok {
+		if home, err := os.UserHomeDir(); err == nil {
+			configPath = filepath.Join(home, rest)
+		}
+	}
+	return clusterNames(configPath)
+}
+
+func clusterNames(configPath string) []string {
+	var names []string
+	if entries, err := fs.ReadDir(embedded, "clusters"); err == nil {
+		for _, e := range entries {
+			if e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	if configPath != "" {
+		if entries, err := os.ReadDir(configPath); err == nil {
+			for _, e := range entries {
+				if isDir(filepath.Join(configPath, e.Name())) && clusterNameRE.MatchString(e.Name()) {
+					names = append(names, e.Name())
+				}
+			}
+		}
+	}
+	sort.Strings(names)
+	return slices.Compact(names)
+}
+
+func isDir(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.IsDir()
+}
+
+// entry is one merged value and where it came from.
+type entry struct {
+	value  string
+	origin string
+	line   int
+}
+
+type loader struct {
+	opts       LoadOptions
+	osEnv      bool
+	env        func(string) (string, bool)
+	home       string
+	configPath string
+	values     map[string]entry
+	sources    []string       // files read, in load order
+	rank       map[string]int // origin -> position, to sort problems
+	problems   []Problem
+}
+
+func newLoader(opts LoadOptions) (*loader, error) {
+	if opts.Cluster == "" {
+		return nil, errors.New("no cluster given")
+	}
+	if !clusterNameRE.MatchString(opts.Cluster) {
+		return nil, fmt.Errorf("cluster name %q is invalid: use letters, digits, '.', '_' and '-'", opts.Cluster)
+	}
+	l := &loader{opts: opts, env: opts.LookupEnv, values: map[string]entry{}, rank: map[string]int{}}
+	if l.env == nil {
+		l.env, l.osEnv = os.LookupEnv, true
+	}
+	if h, ok := l.env("HOME"); ok && h != "" {
+		l.home = h
+	} else if l.osEnv {
+		l.home, _ = os.UserHomeDir()
+	}
+	l.configPath = opts.ConfigPath
+	switch {
+	case l.configPath == "" && l.home != "":
+		l.configPath = filepath.Join(l.home, ".egret", "conf")
+	case strings.HasPrefix(l.configPath, "~/") && l.home != "":
+		l.configPath = filepath.Join(l.home, l.configPath[2:])
+	}
+	return l, nil
+}
+
+func (l *loader) problem(p Problem) { l.problems = append(l.problems, p) }
+
+func (l *loader) load() (*Cluster, error) {
+	cluster := l.opts.Cluster
+	_, embErr := fs.Stat(embedded, "clusters/"+cluster)
+	userDir := ""
+	if l.configPath != "" {
+		userDir = filepath.Join(l.configPath, cluster)
+	}
+	hasUser := userDir != "" && isDir(userDir)
+	if embErr != nil && !hasUser {
+		where := "define a new cluster as a directory of YAML files"
+		if l.configPath != "" {
+			where += " in " + filepath.Join(l.configPath, cluster)
+		}
+		return nil, fmt.Errorf("cluster %q: %w (known clusters: %s; %s)",
+			cluster, ErrUnknownCluster, strings.Join(clusterNames(l.configPath), ", "), where)
+	}
+
+	// Layer 1: embedded defaults.
+	if embErr == nil {
+		for _, f := range Files {
+			name := "clusters/" + cluster + "/" + f + ".yaml"
+			data, err := embedded.ReadFile(name)
+			if err != nil {
+				continue
+			}
+			l.mergeFile("embedded:"+name, data)
+		}
+	}
+	// Layer 2: the operator's files.
+	if hasUser {
+		l.readUserDir(userDir)
+	}
+	// Layer 3: --config-property.
+	l.mergeOverrides()
+
+	role, environ := l.roleEnv()
+	vars := map[string]string{"CLUSTER": cluster, "ROLE": role, "ENVIRON": environ, "TOPOLOGY": l.opts.Topology}
+	keep := map[string]bool{}
+	for _, n := range []string{"ROLE", "ENVIRON", "TOPOLOGY"} {
+		if vars[n] == "" {
+			delete(vars, n)
+			keep[n] = true
+		}
+	}
+	if l.home != "" {
+		vars["HOME"] = l.home
+	}
+	switch home, ok := l.env("EGRET_HOME"); {
+	case l.opts.EgretHome != "":
+		vars["EGRET_HOME"] = l.opts.EgretHome
+	case ok && home != "":
+		vars["EGRET_HOME"] = home
+	default:
+		vars["EGRET_HOME"] = "${HOME}/.egret"
+	}
+	sub := newSubstituter(vars, keep, l.env)
+
+	sel := l.selection(sub)
+	l.applyDefaults(sel)
+
+	cfg := make(spi.Config, len(l.values))
+	origin := make(map[string]string, len(l.values))
+	valid := map[string]bool{}
+	keys := make([]string, 0, len(l.values))
+	for k := range l.values {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		e := l.values[k]
+		origin[k] = e.origin
+		v, err := sub.Expand(e.value)
+		if err != nil {
+			l.problem(Problem{File: e.origin, Line: e.line, Key: k, Message: err.Error()})
+			cfg[k] = e.value
+			continue
+		}
+		cfg[k] = v
+		if sk, ok := lookupKey(k); ok {
+			if v == "" && sk.Type != TypeString && sk.Type != TypeList {
+				if !sk.Required { // a missing required key is reported below
+					l.problem(Problem{File: e.origin, Line: e.line, Key: k, Message: fmt.Sprintf("empty value; expected %s", describeType(sk))})
+				}
+				continue
+			}
+			c, err := canonical(sk, v)
+			if err != nil {
+				l.problem(Problem{File: e.origin, Line: e.line, Key: k, Message: err.Error()})
+				continue
+			}
+			cfg[k] = c
+			valid[k] = true
+			continue
+		}
+		if msg := l.unknownKey(k, sel); msg != "" {
+			l.problem(Problem{File: e.origin, Line: e.line, Key: k, Message: msg})
+		}
+	}
+	for i := range schema {
+		sk := &schema[i]
+		if sk.Required && sel.applies(sk) && strings.TrimSpace(cfg[sk.Name]) == "" {
+			msg := fmt.Sprintf("required key is missing; set it in %s.yaml of cluster %s", sk.File, cluster)
+			if sk.Backend != "" {
+				msg = fmt.Sprintf("required by the %s %s; set it in %s.yaml of cluster %s",
+					strings.Split(sk.Backend, "/")[1], kindNoun(strings.Split(sk.Backend, "/")[0]), sk.File, cluster)
+			}
+			e := l.values[sk.Name]
+			l.problem(Problem{File: e.origin, Line: e.line, Key: sk.Name, Message: msg})
+		}
+	}
+	l.crossCheck(cfg, valid)
+
+	if len(l.problems) > 0 {
+		l.sortProblems()
+		return nil, &ValidationError{Cluster: cluster, Problems: l.problems}
+	}
+	return &Cluster{
+		Name: cluster, Role: role, Environ: environ, Topology: l.opts.Topology,
+		cfg: cfg, origin: origin, sources: l.sources, opts: l.opts,
+	}, nil
+}
+
+func (l *loader) addSource(origin string) {
+	if _, ok := l.rank[origin]; !ok {
+		l.rank[origin] = len(l.rank)
+	}
+}
+
+func (l *loader) mergeFile(origin string, data []byte) {
+	l.addSource(origin)
+	l.sources = append(l.sources, origin)
+	vals, problems := readYAML(origin, data)
+	l.problems = append(l.problems, problems...)
+	for k, v := range vals {
+		l.values[k] = entry{value: v.value, origin: origin, line: v.line}
+	}
+}
+
+func (l *loader) readUserDir(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		l.addSource(dir)
+		l.problem(Problem{File: dir, Message: fmt.Sprintf("cannot read the directory: %v", err)})
+		return
+	}
+	present := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		ext := path.Ext(name)
+		if e.IsDir() || (ext != ".yaml" && ext != ".yml") {
+			continue
+		}
+		base := strings.TrimSuffix(name, ext)
+		if ext == ".yaml" && slices.Contains(Files, base) {
+			present[base] = true
+			continue
+		}
+		p := filepath.Join(dir, name)
+		l.addSource(p)
+		msg := "unknown config file: expected " + strings.Join(Files, ".yaml, ") + ".yaml"
+		if near, d := nearest(base, Files); d <= 3 {
+			msg += fmt.Sprintf(" (did you mean %s.yaml?)", near)
+		}
+		l.problem(Problem{File: p, Message: msg})
+	}
+	for _, f := range Files {
+		if !present[f] {
+			continue
+		}
+		p := filepath.Join(dir, f+".yaml")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			l.addSource(p)
+			l.problem(Problem{File: p, Message: fmt.Sprintf("cannot read: %v", err)})
+			continue
+		}
+		l.mergeFile(p, data)
+	}
+}
+
+func (l *loader) mergeOverrides() {
+	if len(l.opts.Overrides) == 0 {
+		return
+	}
+	l.addSource(OriginProperty)
+	for _, o := range l.opts.Overrides {
+		k, v, ok := strings.Cut(o, "=")
+		k = strings.ToLower(strings.TrimSpace(k))
+		switch {
+		case !ok:
+			l.problem(Problem{File: OriginProperty, Message: fmt.Sprintf("%q is not key=value", o)})
+		case k == "":
+			l.problem(Problem{File: OriginProperty, Message: fmt.Sprintf("%q has an empty key; expected key=value", o)})
+		case strings.ContainsAny(k, " \t") || strings.HasPrefix(k, ".") || strings.HasSuffix(k, ".") || strings.Contains(k, ".."):
+			l.problem(Problem{File: OriginProperty, Message: fmt.Sprintf("%q: %q is not a dotted key", o, k)})
+		default:
+			l.values[k] = entry{value: v, origin: OriginProperty}
+		}
+	}
+}
+
+// roleEnv resolves role and environment, reporting a missing required one.
+func (l *loader) roleEnv() (role, environ string) {
+	role, environ = l.opts.Role, l.opts.Environ
+	for what, v := range map[string]string{"role": role, "environment": environ} {
+		if v != "" && !nameSegmentRE.MatchString(v) {
+			l.problem(Problem{Message: fmt.Sprintf("%s %q is invalid: use letters, digits, '.', '_' and '-'", what, v)})
+		}
+	}
+	required := func(key string) bool {
+		b, _ := parseBool(strings.TrimSpace(l.values[key].value))
+		return b
+	}
+	if role == "" {
+		if required("egret.config.role.required") {
+			e := l.values["egret.config.role.required"]
+			l.problem(Problem{File: e.origin, Line: e.line, Key: "egret.config.role.required",
+				Message: fmt.Sprintf("cluster %s requires a role: give %s/<role>/<environ>", l.opts.Cluster, l.opts.Cluster)})
+		} else {
+			role = l.userName()
+			if role == "" {
+				l.problem(Problem{Message: fmt.Sprintf("no role given and $USER is not set: give %s/<role>", l.opts.Cluster)})
+			}
+		}
+	}
+	if environ == "" {
+		if required("egret.config.env.required") {
+			e := l.values["egret.config.env.required"]
+			l.problem(Problem{File: e.origin, Line: e.line, Key: "egret.config.env.required",
+				Message: fmt.Sprintf("cluster %s requires an environment: give %s/<role>/<environ>", l.opts.Cluster, l.opts.Cluster)})
+		} else {
+			environ = "default"
+		}
+	}
+	return role, environ
+}
+
+func (l *loader) userName() string {
+	for _, n := range []string{"USER", "LOGNAME"} {
+		if v, ok := l.env(n); ok && v != "" {
+			return v
+		}
+	}
+	if l.osEnv {
+		if u, err := user.Current(); err == nil {
+			return u.Username
+		}
+	}
+	return ""
+}
+
+// selection holds the backends the config selects, per kind.
+type selection map[string][]string
+
+func (l *loader) selection(sub *substituter) selection {
+	value := func(key string) string {
+		e, ok := l.values[key]
+		if !ok {
+			if sk, ok := lookupKey(key); ok {
+				e.value = sk.Default
+			}
+		}
+		v, err := sub.Expand(e.value)
+		if err != nil {
+			return ""
+		}
+		return strings.TrimSpace(v)
+	}
+	return selection{
+		"scheduler":    {value("egret.scheduler")},
+		"statemgr":     {value("egret.statemgr")},
+		"uploader":     {value("egret.uploader")},
+		"packing":      {value("egret.packing")},
+		"metrics.sink": splitList(value("egret.metrics.sinks")),
+	}
+}
+
+func (s selection) selected(kind, name string) bool {
+	return name != "" && slices.Contains(s[kind], name)
+}
+
+// applies reports whether key k is read in this config: a core key, or a
+// key of a selected backend.
+func (s selection) applies(k *Key) bool {
+	if k.Backend == "" {
+		return true
+	}
+	kind, name, _ := strings.Cut(k.Backend, "/")
+	return s.selected(kind, name)
+}
+
+func (l *loader) applyDefaults(sel selection) {
+	for i := range schema {
+		sk := &schema[i]
+		if _, set := l.values[sk.Name]; set || !sel.applies(sk) || (sk.Required && sk.Default == "") {
+			continue
+		}
+		l.values[sk.Name] = entry{value: sk.Default, origin: OriginDefault}
+	}
+}
+
+// unknownKey returns the problem with a key that is not in the schema, or
+// "" when it is a key of an external plugin and passes unchecked.
+func (l *loader) unknownKey(k string, sel selection) string {
+	if !strings.HasPrefix(k, "egret.") {
+		return "unknown key (Egret keys start with egret.)" + suggestKey(k)
+	}
+	for _, ns := range pluginNamespaces {
+		rest, ok := strings.CutPrefix(k, ns.prefix+".")
+		if !ok {
+			continue
+		}
+		name, sub, ok := strings.Cut(rest, ".")
+		if !ok || sub == "" {
+			continue
+		}
+		if slices.Contains(ns.builtins, name) && hasSchemaPrefix(ns.prefix+"."+name) {
+			return fmt.Sprintf("unknown key of the built-in %s %s", name, kindNoun(ns.kind)) + suggestIn(k, ns.prefix+"."+name)
+		}
+		if hasSchemaPrefix(ns.prefix + "." + name) {
+			continue // not a plugin name but a section of the schema
+		}
+		if slices.Contains(ns.builtins, name) {
+			return fmt.Sprintf("the built-in %s %s has no configuration keys", name, kindNoun(ns.kind)) + suggestKey(k)
+		}
+		if sel.selected(ns.kind, name) {
+			return "" // a key of the selected external plugin
+		}
+		if near, d := nearest(k, schemaNames()); d <= 2 {
+			return fmt.Sprintf("unknown key; did you mean %s?", near)
+		}
+		return "" // a key of an external plugin
+	}
+	return "unknown key" + suggestKey(k)
+}
+
+func kindNoun(kind string) string {
+	switch kind {
+	case "statemgr":
+		return "state manager"
+	case "metrics.sink":
+		return "metrics sink"
+	case "packing":
+		return "packing algorithm"
+	}
+	return kind
+}
+
+func schemaNames() []string {
+	out := make([]string, len(schema))
+	for i, k := range schema {
+		out[i] = k.Name
+	}
+	return out
+}
+
+func hasSchemaPrefix(p string) bool {
+	for _, k := range schema {
+		if k.Name == p || strings.HasPrefix(k.Name, p+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// suggestKey returns "; did you mean X?" for the schema key nearest to k,
+// or "" when none is close: within two edits, the only key that extends k,
+// or within a quarter of k's length and sharing its last segment.
+func suggestKey(k string) string {
+	return suggestFrom(k, schemaNames())
+}
+
+func suggestFrom(k string, names []string) string {
+	var ext []string
+	for _, n := range names {
+		if strings.HasPrefix(n, k+".") {
+			ext = append(ext, n)
+		}
+	}
+	if len(ext) == 1 {
+		return fmt.Sprintf("; did you mean %s?", ext[0])
+	}
+	near, d := nearest(k, names)
+	if d <= 2 || (d <= len(k)/4 && path.Ext(near) == path.Ext(k)) {
+		return fmt.Sprintf("; did you mean %s?", near)
+	}
+	return ""
+}
+
+// suggestIn suggests a key of one built-in backend (scope is its key
+// prefix): the nearest if close, otherwise its keys when there are few.
+func suggestIn(k, scope string) string {
+	var names []string
+	for _, sk := range schema {
+		if strings.HasPrefix(sk.Name, scope+".") {
+			names = append(names, sk.Name)
+		}
+	}
+	if s := suggestFrom(k, names); s != "" {
+		return s
+	}
+	if len(names) == 1 {
+		return fmt.Sprintf("; did you mean %s?", names[0])
+	}
+	if len(names) > 1 && len(names) <= 5 {
+		return "; its keys are " + strings.Join(names, ", ")
+	}
+	return suggestKey(k)
+}
+
+func describeType(k *Key) string {
+	switch k.Type {
+	case TypeEnum:
+		return "one of " + strings.Join(k.Enum, ", ")
+	case TypeInt:
+		return "an integer"
+	case TypeBool:
+		return "true or false"
+	case TypeDuration:
+		return "a duration (for example 30s)"
+	case TypeBytes:
+		return "a size (for example 64MiB)"
+	case TypeFloat:
+		return "a number"
+	}
+	return k.Type.String()
+}
+
+func (l *loader) crossCheck(cfg spi.Config, valid map[string]bool) {
+	for _, c := range crossChecks {
+		if !valid[c.a] || !valid[c.b] {
+			continue
+		}
+		a, _ := numeric(cfg[c.a])
+		b, _ := numeric(cfg[c.b])
+		if a < b || (c.le && a == b) {
+			continue
+		}
+		rel := "less than"
+		if c.le {
+			rel = "at most"
+		}
+		e := l.values[c.a]
+		l.problem(Problem{File: e.origin, Line: e.line, Key: c.a,
+			Message: fmt.Sprintf("%q must be %s %s (%q)", cfg[c.a], rel, c.b, cfg[c.b])})
+	}
+}
+
+func (l *loader) sortProblems() {
+	rank := func(p Problem) int {
+		if r, ok := l.rank[p.File]; ok {
+			return r
+		}
+		if p.File == OriginDefault {
+			return len(l.rank)
+		}
+		return len(l.rank) + 1
+	}
+	sort.SliceStable(l.problems, func(i, j int) bool {
+		a, b := l.problems[i], l.problems[j]
+		if ra, rb := rank(a), rank(b); ra != rb {
+			return ra < rb
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Key < b.Key
+	})
+}

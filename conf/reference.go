@@ -1,0 +1,135 @@
+package conf
+
+import (
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+//go:generate go test -run TestReferenceUpToDate -update .
+
+// Reference renders the operator's configuration reference (markdown) from
+// the schema table and the embedded cluster defaults. conf/REFERENCE.md is
+// its output; TestReferenceUpToDate fails when the file is stale.
+func Reference() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# Egret operator configuration reference\n\n")
+	w("<!-- Generated from conf/schema.go and conf/clusters/ by conf.Reference; do not edit.\n")
+	w("     Regenerate with: go test ./conf -run TestReferenceUpToDate -update -->\n\n")
+	w("Each cluster has the files %s. ", "`"+strings.Join(Files, ".yaml`, `")+".yaml`")
+	w("They load in this order, a later value winning key by key:\n\n")
+	w("1. schema defaults (below) of the core keys and of the selected backends' keys;\n")
+	w("2. the defaults embedded in egret, `conf/clusters/<cluster>/*.yaml`;\n")
+	w("3. the operator's files `~/.egret/conf/<cluster>/*.yaml` (or the directory the CLI is given); only the files present are read, and a cluster that exists only there is a new cluster;\n")
+	w("4. `--config-property key=value`.\n\n")
+	w("Keys are flat dotted names (`egret.statemgr.root.path: /egret`); nested YAML maps are flattened with dots. ")
+	w("Keys are case-insensitive (lower-cased); values keep their case.\n\n")
+	w("## Variables\n\n")
+	w("Values may use `${EGRET_HOME}` (default `$EGRET_HOME`, else `${HOME}/.egret`), `${CLUSTER}`, `${ROLE}` (default `$USER`), ")
+	w("`${ENVIRON}` (default `default`), `${TOPOLOGY}`, `${HOME}` and any environment variable. ")
+	w("`${NAME:-fallback}` uses the fallback when `NAME` is unset, `$$` is a literal `$`, and a `$` not followed by `{` stays as it is. ")
+	w("A variable's value is expanded in turn (up to %d levels; a cycle is an error). An unknown variable is an error.\n\n", maxVarDepth)
+	w("## Types\n\n")
+	w("| type | accepted values | stored as |\n|---|---|---|\n")
+	w("| string | any text | as written |\n")
+	w("| int | decimal integer | decimal |\n")
+	w("| float | decimal number | as written |\n")
+	w("| bool | true/false (also yes/no, on/off, 1/0) | `true` or `false` |\n")
+	w("| duration | Go duration: `500ms`, `30s`, `2m`, `1h30m` | as written |\n")
+	w("| bytes | integer, or a size: `64KiB`, `100MiB`, `2GiB` (1024-based; also K, M, G, T), `64KB`, `1GB` (1000-based) | decimal byte count |\n")
+	w("| enum | one of the listed values (case-sensitive) | as written |\n")
+	w("| list | YAML sequence or comma-separated string | comma-separated |\n\n")
+	w("## Keys of external plugins\n\n")
+	w("Backends that are not built in read their own keys, which pass through unchecked: ")
+	w("`egret.scheduler.<name>.*`, `egret.statemgr.<name>.*`, `egret.uploader.<name>.*`, `egret.packing.<name>.*`, `egret.metrics.sink.<name>.*` and `egret.<name>.*`. ")
+	w("Any other key that is not listed below is an error, with a suggestion when a listed key is close; ")
+	w("so is a plugin key within two edits of a listed key, unless `<name>` is the selected backend.\n\n")
+	w("Built-in backends: schedulers %s; state managers %s; uploaders %s; packing %s; metrics sinks %s.\n\n",
+		list(builtinSchedulers), list(namespaceBuiltins("egret.statemgr")), list(namespaceBuiltins("egret.uploader")),
+		list(namespaceBuiltins("egret.packing")), list(builtinSinks))
+
+	w("## Keys\n\n")
+	w("A key marked with a backend is read only by it and gets its default only when that backend is selected.\n")
+	for _, f := range Files {
+		w("\n### %s.yaml\n\n", f)
+		w("| key | type | default | required | backend | description |\n|---|---|---|---|---|---|\n")
+		for _, k := range schema {
+			if k.File != f {
+				continue
+			}
+			typ := k.Type.String()
+			if k.Type == TypeEnum {
+				typ = "enum: " + strings.Join(k.Enum, ", ")
+			}
+			def := "`" + k.Default + "`"
+			if k.Default == "" {
+				def = "(empty)"
+				if k.Required {
+					def = "—"
+				}
+			}
+			req := ""
+			if k.Required {
+				req = "yes"
+			}
+			w("| `%s` | %s | %s | %s | %s | %s |\n", k.Name, cell(typ), cell(def), req, cell(k.Backend), cell(strings.ReplaceAll(k.Description, "<", `\<`)))
+		}
+	}
+
+	w("\n## Embedded clusters\n\n")
+	w("The values each embedded cluster sets, as written (before substitution). Keys it does not set take the schema default.\n")
+	for _, c := range embeddedClusters() {
+		w("\n### %s\n\n```yaml\n", c)
+		for _, f := range Files {
+			data, err := embedded.ReadFile("clusters/" + c + "/" + f + ".yaml")
+			if err != nil {
+				continue
+			}
+			vals, _ := readYAML(f, data)
+			keys := make([]string, 0, len(vals))
+			for k := range vals {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			w("# %s.yaml\n", f)
+			for _, k := range keys {
+				w("%s: %s\n", k, quoteYAML(vals[k].value))
+			}
+		}
+		w("```\n")
+	}
+	return b.String()
+}
+
+func embeddedClusters() []string {
+	var out []string
+	entries, _ := fs.ReadDir(embedded, "clusters")
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+func namespaceBuiltins(prefix string) []string {
+	for _, ns := range pluginNamespaces {
+		if ns.prefix == prefix {
+			return ns.builtins
+		}
+	}
+	return nil
+}
+
+func list(names []string) string { return "`" + strings.Join(names, "`, `") + "`" }
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+func quoteYAML(v string) string {
+	if v == "" || strings.ContainsAny(v[:1], "*&!|>'\"%@`[{") || strings.Contains(v, ": ") || strings.Contains(v, " #") {
+		return fmt.Sprintf("%q", v)
+	}
+	return v
+}

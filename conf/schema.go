@@ -1,0 +1,379 @@
+package conf
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Type is the type of a configuration value.
+type Type int
+
+// The value types of the schema. Values are always stored as strings; the
+// type says how they are checked and canonicalized.
+const (
+	TypeString   Type = iota // any text
+	TypeInt                  // decimal integer
+	TypeFloat                // decimal number
+	TypeBool                 // true or false (canonical form)
+	TypeDuration             // Go duration: 500ms, 30s, 2m
+	TypeBytes                // byte count, or a size such as 64KiB, 100MiB, 1GB
+	TypeEnum                 // one of Key.Enum
+	TypeList                 // YAML sequence or comma-separated string; stored comma-separated
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeString:
+		return "string"
+	case TypeInt:
+		return "int"
+	case TypeFloat:
+		return "float"
+	case TypeBool:
+		return "bool"
+	case TypeDuration:
+		return "duration"
+	case TypeBytes:
+		return "bytes"
+	case TypeEnum:
+		return "enum"
+	case TypeList:
+		return "list"
+	}
+	return fmt.Sprintf("Type(%d)", int(t))
+}
+
+// Key describes one configuration key of the schema.
+type Key struct {
+	Name string
+	Type Type
+	// Default is the value used when no file sets the key; it may contain
+	// ${VAR} references. Keys of a backend get their default only when that
+	// backend is selected.
+	Default string
+	// Required keys must have a non-empty value (for a backend key: when the
+	// backend is selected).
+	Required bool
+	// Enum lists the allowed values of a TypeEnum key.
+	Enum []string
+	// File is the file the key belongs in, without .yaml ("statemgr").
+	File string
+	// Backend is "" for a core key, or "<kind>/<name>" for a key read only
+	// by one built-in backend: kind is scheduler, statemgr, uploader,
+	// packing or metrics.sink ("scheduler/nomad", "metrics.sink/prometheus").
+	Backend     string
+	Description string
+
+	// check validates the canonical value beyond its type.
+	check func(string) error
+}
+
+// Files are the config file names of a cluster, in load order.
+var Files = []string{"client", "scheduler", "packing", "statemgr", "uploader", "internals", "metrics_sinks"}
+
+// pluginNamespace is a key prefix under which the next segment names a
+// backend: egret.statemgr.<name>.*, egret.<scheduler>.*, ...
+type pluginNamespace struct {
+	prefix   string   // "egret.statemgr"
+	kind     string   // the Backend kind its names select: "statemgr"
+	builtins []string // names built into egret
+}
+
+var (
+	builtinSchedulers = []string{"aurora", "kubernetes", "local", "mesos", "nomad", "slurm", "yarn"}
+	builtinSinks      = []string{"file", "graphite", "prometheus", "tmanager"}
+	pluginNamespaces  = []pluginNamespace{
+		{"egret.metrics.sink", "metrics.sink", builtinSinks},
+		{"egret.scheduler", "scheduler", builtinSchedulers},
+		{"egret.statemgr", "statemgr", []string{"localfs", "memory", "zookeeper"}},
+		{"egret.uploader", "uploader", []string{"hdfs", "http", "localfs", "s3"}},
+		{"egret.packing", "packing", []string{"ffd", "rcrr", "roundrobin"}},
+		{"egret", "scheduler", builtinSchedulers},
+	}
+)
+
+// schema is the one table of Egret's operator config keys. A backend that
+// needs a new key adds it here (and REFERENCE.md is regenerated).
+var schema = []Key{
+	// client.yaml
+	{Name: "egret.config.role.required", Type: TypeBool, Default: "false", File: "client",
+		Description: "The role must be given (cluster/role[/env]); otherwise it defaults to $USER."},
+	{Name: "egret.config.env.required", Type: TypeBool, Default: "false", File: "client",
+		Description: "The environment must be given (cluster/role/env); otherwise it defaults to \"default\"."},
+	{Name: "egret.plugin.directory", Type: TypeString, Default: "${EGRET_HOME}/plugins", File: "client",
+		Description: "Directory searched for external plugin binaries (egret-scheduler-<name>, ...)."},
+	{Name: "egret.package.goos", Type: TypeString, Default: "", File: "client", check: checkGOOS,
+		Description: "GOOS the topology binary is built for when a Go package is submitted; empty: the machine running the CLI."},
+	{Name: "egret.package.goarch", Type: TypeString, Default: "", File: "client", check: checkGOARCH,
+		Description: "GOARCH the topology binary is built for; empty: the machine running the CLI."},
+	{Name: "egret.package.core.uri", Type: TypeString, Default: "", File: "client",
+		Description: "URI the containers fetch the egret core package from; empty: the CLI ships its own binary with the topology package."},
+
+	// scheduler.yaml
+	{Name: "egret.scheduler", Type: TypeString, Required: true, File: "scheduler", check: checkName,
+		Description: "Scheduler backend: a built-in name (" + strings.Join(builtinSchedulers, ", ") + ") or an external plugin egret-scheduler-<name>."},
+	{Name: "egret.scheduler.is.service", Type: TypeBool, Default: "true", File: "scheduler",
+		Description: "Service mode (a long-running scheduler process) if true, library mode (the scheduler runs inside the CLI) if false."},
+	{Name: "egret.scheduler.local.working.directory", Type: TypeString, Default: "${EGRET_HOME}/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "scheduler",
+		Description: "Working directory of a topology on the machine running the scheduler (containers of the local scheduler live below it)."},
+
+	{Name: "egret.nomad.address", Type: TypeString, Default: "http://127.0.0.1:4646", File: "scheduler", Backend: "scheduler/nomad", check: checkHTTPURL,
+		Description: "Nomad HTTP API address."},
+	{Name: "egret.nomad.token", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Nomad ACL token; ${NOMAD_TOKEN:-} reads it from the environment."},
+	{Name: "egret.nomad.namespace", Type: TypeString, Default: "default", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Nomad namespace of the topology's jobs."},
+	{Name: "egret.nomad.region", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Nomad region; empty: the agent's region."},
+	{Name: "egret.nomad.datacenters", Type: TypeList, Default: "dc1", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Datacenters the jobs may run in."},
+	{Name: "egret.nomad.driver", Type: TypeEnum, Enum: []string{"raw_exec", "exec", "docker"}, Default: "raw_exec", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Nomad task driver of the containers."},
+	{Name: "egret.nomad.docker.image", Type: TypeString, Default: "egret/egret:latest", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Image holding the egret binary, for the docker driver."},
+	{Name: "egret.nomad.network.mode", Type: TypeEnum, Enum: []string{"host", "bridge"}, Default: "host", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Network mode of the task group."},
+	{Name: "egret.nomad.mhz.per.core", Type: TypeInt, Default: "2000", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
+		Description: "MHz requested from Nomad per CPU core of the packing plan."},
+	{Name: "egret.nomad.metrics.service.register", Type: TypeBool, Default: "true", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Register each container's Prometheus port as a Nomad service (when the prometheus sink is enabled)."},
+	{Name: "egret.nomad.metrics.service.check.interval", Type: TypeDuration, Default: "10s", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
+		Description: "Interval of the metrics service's TCP check."},
+	{Name: "egret.nomad.metrics.service.check.timeout", Type: TypeDuration, Default: "2s", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
+		Description: "Timeout of the metrics service's TCP check."},
+	{Name: "egret.nomad.metrics.service.tags", Type: TypeList, Default: "prometheus,metrics,egret", File: "scheduler", Backend: "scheduler/nomad",
+		Description: "Extra tags of the metrics service."},
+
+	{Name: "egret.kubernetes.api.server", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Kubernetes API server URL; empty: from the kubeconfig, or in-cluster config."},
+	{Name: "egret.kubernetes.kubeconfig", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Path of the kubeconfig file; empty: $KUBECONFIG or ~/.kube/config."},
+	{Name: "egret.kubernetes.namespace", Type: TypeString, Default: "default", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Namespace of the topology's StatefulSets and services."},
+	{Name: "egret.kubernetes.image", Type: TypeString, Default: "egret/egret:latest", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Container image holding the egret binary."},
+	{Name: "egret.kubernetes.image.pull.policy", Type: TypeEnum, Enum: []string{"IfNotPresent", "Always", "Never"}, Default: "IfNotPresent", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Image pull policy of the containers."},
+	{Name: "egret.kubernetes.service.account", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Service account of the pods; empty: the namespace's default."},
+	{Name: "egret.kubernetes.resource.request.mode", Type: TypeEnum, Enum: []string{"EQUAL_TO_LIMIT", "NOT_SET"}, Default: "EQUAL_TO_LIMIT", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Whether pod resource requests equal the limits from the packing plan, or are not set."},
+	{Name: "egret.kubernetes.pod.labels", Type: TypeList, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Extra pod labels as name=value items (a list keeps their case, unlike keys)."},
+	{Name: "egret.kubernetes.pod.annotations", Type: TypeList, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Extra pod annotations as name=value items."},
+	{Name: "egret.kubernetes.pod.template", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Pod template as <configmap>.<key>; empty: the built-in template."},
+
+	{Name: "egret.yarn.resourcemanager.address", Type: TypeString, Default: "http://127.0.0.1:8088", File: "scheduler", Backend: "scheduler/yarn", check: checkHTTPURL,
+		Description: "YARN ResourceManager REST address."},
+	{Name: "egret.yarn.queue", Type: TypeString, Default: "default", File: "scheduler", Backend: "scheduler/yarn",
+		Description: "YARN queue of the application."},
+	{Name: "egret.yarn.am.memory", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
+		Description: "Memory of the application master (the egret scheduler service)."},
+	{Name: "egret.yarn.am.vcores", Type: TypeInt, Default: "1", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
+		Description: "Virtual cores of the application master."},
+
+	{Name: "egret.mesos.master.uri", Type: TypeString, Default: "http://127.0.0.1:5050", File: "scheduler", Backend: "scheduler/mesos", check: checkHTTPURL,
+		Description: "Mesos master address (v1 HTTP scheduler API)."},
+	{Name: "egret.mesos.role", Type: TypeString, Default: "*", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "Mesos role the framework registers with."},
+	{Name: "egret.mesos.principal", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "Mesos principal; empty: none."},
+	{Name: "egret.mesos.framework.staging.timeout", Type: TypeDuration, Default: "2s", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "How long the scheduler waits for the framework to register."},
+	{Name: "egret.mesos.scheduler.stop.timeout", Type: TypeDuration, Default: "5s", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "How long the scheduler waits for the framework to stop."},
+
+	{Name: "egret.aurora.cluster", Type: TypeString, Default: "devcluster", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "Aurora cluster name used in job keys (<cluster>/<role>/<env>/<topology>)."},
+	{Name: "egret.aurora.client", Type: TypeString, Default: "aurora", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "Path of the aurora client binary."},
+	{Name: "egret.aurora.job.template", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "Path of the .aurora job template; empty: the built-in template."},
+	{Name: "egret.aurora.kill.max.attempts", Type: TypeInt, Default: "5", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
+		Description: "Attempts to kill the Aurora job before giving up."},
+	{Name: "egret.aurora.kill.retry.interval", Type: TypeDuration, Default: "2s", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
+		Description: "Pause between kill attempts."},
+
+	{Name: "egret.slurm.partition", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Slurm partition; empty: the default partition."},
+	{Name: "egret.slurm.job.template", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Path of the sbatch script template; empty: the built-in template."},
+
+	// statemgr.yaml
+	{Name: "egret.statemgr", Type: TypeString, Required: true, File: "statemgr", check: checkName,
+		Description: "State manager backend: localfs, zookeeper, memory (tests) or an external plugin egret-statemgr-<name>."},
+	{Name: "egret.statemgr.root.path", Type: TypeString, Required: true, File: "statemgr",
+		Description: "Root of the state tree: a directory for localfs, a znode path for zookeeper."},
+	{Name: "egret.statemgr.initialize.tree", Type: TypeBool, Default: "true", File: "statemgr",
+		Description: "Create the root and its top-level nodes when missing."},
+	{Name: "egret.statemgr.connection.string", Type: TypeString, Required: true, File: "statemgr", Backend: "statemgr/zookeeper", check: checkHostPorts,
+		Description: "ZooKeeper servers as host:port[,host:port...]."},
+	{Name: "egret.statemgr.session.timeout", Type: TypeDuration, Default: "30s", File: "statemgr", Backend: "statemgr/zookeeper", check: checkPositive,
+		Description: "ZooKeeper session timeout; ephemeral nodes (tmanager location) vanish this long after their owner dies."},
+	{Name: "egret.statemgr.connection.timeout", Type: TypeDuration, Default: "30s", File: "statemgr", Backend: "statemgr/zookeeper", check: checkPositive,
+		Description: "How long to wait for a ZooKeeper connection."},
+	{Name: "egret.statemgr.retry.count", Type: TypeInt, Default: "10", File: "statemgr", Backend: "statemgr/zookeeper", check: checkNonNegative,
+		Description: "Retries of a failed ZooKeeper operation (exponential backoff)."},
+	{Name: "egret.statemgr.retry.interval", Type: TypeDuration, Default: "1s", File: "statemgr", Backend: "statemgr/zookeeper", check: checkPositive,
+		Description: "First backoff interval between ZooKeeper retries."},
+
+	// uploader.yaml
+	{Name: "egret.uploader", Type: TypeString, Required: true, File: "uploader", check: checkName,
+		Description: "Uploader backend: localfs, http, hdfs, s3 or an external plugin egret-uploader-<name>."},
+	{Name: "egret.uploader.localfs.directory", Type: TypeString, Required: true, Default: "${EGRET_HOME}/repository/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "uploader", Backend: "uploader/localfs",
+		Description: "Directory the topology package is copied to; containers fetch it with a file:// URI."},
+	{Name: "egret.uploader.http.uri", Type: TypeString, Required: true, File: "uploader", Backend: "uploader/http", check: checkHTTPURL,
+		Description: "URL the package is POSTed to (multipart field \"file\"); the response body is the download URI."},
+	{Name: "egret.uploader.http.token", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/http",
+		Description: "Bearer token sent with uploads; empty: none. ${EGRET_UPLOAD_TOKEN:-} reads it from the environment."},
+	{Name: "egret.uploader.http.timeout", Type: TypeDuration, Default: "60s", File: "uploader", Backend: "uploader/http", check: checkPositive,
+		Description: "Timeout of one upload or delete request."},
+	{Name: "egret.uploader.hdfs.namenode", Type: TypeString, Required: true, File: "uploader", Backend: "uploader/hdfs", check: checkHostPorts,
+		Description: "HDFS namenode(s) as host:port[,host:port]."},
+	{Name: "egret.uploader.hdfs.directory", Type: TypeString, Default: "/egret/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "uploader", Backend: "uploader/hdfs",
+		Description: "HDFS directory of the topology package."},
+	{Name: "egret.uploader.hdfs.user", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/hdfs",
+		Description: "HDFS user; empty: the current user."},
+	{Name: "egret.uploader.s3.bucket", Type: TypeString, Required: true, File: "uploader", Backend: "uploader/s3",
+		Description: "S3 bucket of topology packages."},
+	{Name: "egret.uploader.s3.prefix", Type: TypeString, Default: "egret/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "uploader", Backend: "uploader/s3",
+		Description: "Object key prefix of the topology package."},
+	{Name: "egret.uploader.s3.region", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
+		Description: "AWS region; empty: the SDK default."},
+	{Name: "egret.uploader.s3.endpoint", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
+		Description: "Custom S3 endpoint (MinIO, ...); empty: AWS."},
+	{Name: "egret.uploader.s3.access.key", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
+		Description: "Access key id; empty: the SDK's credential chain."},
+	{Name: "egret.uploader.s3.secret.key", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
+		Description: "Secret access key; empty: the SDK's credential chain."},
+
+	// packing.yaml
+	{Name: "egret.packing", Type: TypeEnum, Enum: []string{"roundrobin", "ffd", "rcrr"}, Default: "roundrobin", File: "packing",
+		Description: "Packing algorithm: round robin, first-fit decreasing, or resource-compliant round robin."},
+	{Name: "egret.packing.default.instance.cpu", Type: TypeFloat, Default: "1.0", File: "packing", check: checkPositive,
+		Description: "CPU cores of an instance whose component sets none."},
+	{Name: "egret.packing.default.instance.ram", Type: TypeBytes, Default: "1GiB", File: "packing", check: checkPositive,
+		Description: "RAM of an instance whose component sets none."},
+	{Name: "egret.packing.default.instance.disk", Type: TypeBytes, Default: "1GiB", File: "packing", check: checkPositive,
+		Description: "Disk of an instance whose component sets none."},
+	{Name: "egret.packing.padding.percentage", Type: TypeInt, Default: "10", File: "packing", check: checkPercent,
+		Description: "Container padding as a percentage of its capacity (ffd, rcrr); the larger of this and the fixed padding applies."},
+	{Name: "egret.packing.padding.cpu", Type: TypeFloat, Default: "1.0", File: "packing", check: checkNonNegative,
+		Description: "Fixed CPU padding per container for the stream manager and metrics manager."},
+	{Name: "egret.packing.padding.ram", Type: TypeBytes, Default: "1GiB", File: "packing", check: checkNonNegative,
+		Description: "Fixed RAM padding per container for the stream manager and metrics manager."},
+	{Name: "egret.packing.padding.disk", Type: TypeBytes, Default: "1GiB", File: "packing", check: checkNonNegative,
+		Description: "Fixed disk padding per container (logs, packages)."},
+
+	// internals.yaml
+	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "100MiB", File: "internals", check: checkPositive,
+		Description: "Buffered bytes at which a stream manager starts back pressure."},
+	{Name: "egret.stmgr.buffer.low.watermark.bytes", Type: TypeBytes, Default: "50MiB", File: "internals", check: checkPositive,
+		Description: "Buffered bytes at which back pressure is released; below the high watermark."},
+	{Name: "egret.stmgr.batch.max.bytes", Type: TypeBytes, Default: "64KiB", File: "internals", check: checkPositive,
+		Description: "A tuple batch is written when it reaches this size (or at once when the connection is idle)."},
+	{Name: "egret.stmgr.flush.interval", Type: TypeDuration, Default: "5ms", File: "internals", check: checkPositive,
+		Description: "Longest time a partly filled batch waits under load."},
+	{Name: "egret.stmgr.heartbeat.interval", Type: TypeDuration, Default: "1s", File: "internals", check: checkPositive,
+		Description: "Interval of stream manager heartbeats to the tmanager."},
+	{Name: "egret.stmgr.buffer.max.bytes", Type: TypeBytes, Default: "8MiB", File: "internals", check: checkPositive,
+		Description: "Bound of a stream manager's queue toward one destination (instance or peer stream manager)."},
+	{Name: "egret.wire.max.frame.bytes", Type: TypeBytes, Default: "16MiB", File: "internals", check: checkPositive,
+		Description: "Largest frame a daemon accepts; a peer sending a larger one is disconnected."},
+	{Name: "egret.tmanager.establish.timeout", Type: TypeDuration, Default: "60s", File: "internals", check: checkPositive,
+		Description: "How long a starting tmanager retries while another session holds the tmanager location."},
+	{Name: "egret.executor.restart.reset.after", Type: TypeDuration, Default: "60s", File: "internals", check: checkPositive,
+		Description: "A process that stays up this long has its restart backoff reset."},
+	{Name: "egret.executor.stop.grace", Type: TypeDuration, Default: "10s", File: "internals", check: checkPositive,
+		Description: "How long the executor waits after SIGTERM before it kills a child with SIGKILL."},
+	{Name: "egret.instance.queue.max.bytes", Type: TypeBytes, Default: "16MiB", File: "internals", check: checkPositive,
+		Description: "Bound of an instance's in and out queues."},
+	{Name: "egret.tmanager.heartbeat.timeout", Type: TypeDuration, Default: "5s", File: "internals", check: checkPositive,
+		Description: "A stream manager silent this long is evicted by the tmanager; above the heartbeat interval."},
+	{Name: "egret.executor.restart.backoff.initial", Type: TypeDuration, Default: "1s", File: "internals", check: checkPositive,
+		Description: "First delay before the executor restarts a dead process; doubles on each restart."},
+	{Name: "egret.executor.restart.backoff.max", Type: TypeDuration, Default: "1m", File: "internals", check: checkPositive,
+		Description: "Largest restart delay."},
+	{Name: "egret.metrics.export.interval", Type: TypeDuration, Default: "10s", File: "internals", check: checkPositive,
+		Description: "Interval at which processes send their metrics to the metrics manager."},
+	{Name: "egret.logging.directory", Type: TypeString, Default: "log-files", File: "internals",
+		Description: "Log directory of the daemons, relative to the container's working directory."},
+	{Name: "egret.logging.max.size", Type: TypeBytes, Default: "100MiB", File: "internals", check: checkPositive,
+		Description: "A log file is rotated at this size."},
+	{Name: "egret.logging.max.files", Type: TypeInt, Default: "5", File: "internals", check: checkPositive,
+		Description: "Rotated log files kept per process."},
+
+	// metrics_sinks.yaml
+	{Name: "egret.metrics.sinks", Type: TypeList, Default: "file,tmanager", File: "metrics_sinks", check: checkSinks,
+		Description: "Enabled metrics sinks: file, prometheus, tmanager, graphite, or external plugins egret-metrics-sink-<name>."},
+	{Name: "egret.metrics.sink.file.path", Type: TypeString, Default: "metrics.json", File: "metrics_sinks", Backend: "metrics.sink/file",
+		Description: "File the file sink writes, relative to the container's working directory."},
+	{Name: "egret.metrics.sink.file.flush.interval", Type: TypeDuration, Default: "60s", File: "metrics_sinks", Backend: "metrics.sink/file", check: checkPositive,
+		Description: "Interval at which the file sink rewrites its file."},
+	{Name: "egret.metrics.sink.prometheus.port", Type: TypeInt, Default: "0", File: "metrics_sinks", Backend: "metrics.sink/prometheus", check: checkPort,
+		Description: "Port of the /metrics endpoint; 0: a free port, published by the scheduler."},
+	{Name: "egret.metrics.sink.prometheus.path", Type: TypeString, Default: "/metrics", File: "metrics_sinks", Backend: "metrics.sink/prometheus",
+		Description: "HTTP path of the Prometheus endpoint."},
+	{Name: "egret.metrics.sink.tmanager.flush.interval", Type: TypeDuration, Default: "60s", File: "metrics_sinks", Backend: "metrics.sink/tmanager", check: checkPositive,
+		Description: "Interval at which metrics are sent to the tmanager (for the tracker and UI)."},
+	{Name: "egret.metrics.sink.graphite.address", Type: TypeString, Required: true, File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkHostPorts,
+		Description: "Graphite plaintext endpoint host:port."},
+	{Name: "egret.metrics.sink.graphite.prefix", Type: TypeString, Default: "egret", File: "metrics_sinks", Backend: "metrics.sink/graphite",
+		Description: "Prefix of metric paths."},
+	{Name: "egret.metrics.sink.graphite.flush.interval", Type: TypeDuration, Default: "60s", File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkPositive,
+		Description: "Interval at which metrics are sent to Graphite."},
+}
+
+// crossChecks relate two keys; each returns a message or "".
+var crossChecks = []struct {
+	a, b string // the problem is reported on a, a must be < (or <=) b
+	le   bool
+}{
+	{a: "egret.stmgr.buffer.low.watermark.bytes", b: "egret.stmgr.buffer.high.watermark.bytes"},
+	{a: "egret.stmgr.batch.max.bytes", b: "egret.stmgr.buffer.low.watermark.bytes", le: true},
+	{a: "egret.executor.restart.backoff.initial", b: "egret.executor.restart.backoff.max", le: true},
+	{a: "egret.stmgr.heartbeat.interval", b: "egret.tmanager.heartbeat.timeout"},
+}
+
+var schemaIndex = func() map[string]int {
+	m := make(map[string]int, len(schema))
+	for i, k := range schema {
+		if _, dup := m[k.Name]; dup {
+			panic("conf: schema key " + k.Name + " defined twice")
+		}
+		m[k.Name] = i
+	}
+	return m
+}()
+
+// Schema returns a copy of the schema table, in table order.
+func Schema() []Key {
+	out := make([]Key, len(schema))
+	for i, k := range schema {
+		k.Enum = slices.Clone(k.Enum)
+		out[i] = k
+	}
+	return out
+}
+
+// LookupKey returns the schema entry of name.
+func LookupKey(name string) (Key, bool) {
+	i, ok := schemaIndex[strings.ToLower(name)]
+	if !ok {
+		return Key{}, false
+	}
+	k := schema[i]
+	k.Enum = slices.Clone(k.Enum)
+	return k, true
+}
+
+func lookupKey(name string) (*Key, bool) {
+	i, ok := schemaIndex[name]
+	if !ok {
+		return nil, false
+	}
+	return &schema[i], true
+}

@@ -1,0 +1,125 @@
+package conf
+
+import (
+	"flag"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite REFERENCE.md")
+
+// TestSchema checks the table itself: every default is valid for its type,
+// every key belongs to a known file and backend.
+func TestSchema(t *testing.T) {
+	vars := map[string]string{"EGRET_HOME": "/e", "CLUSTER": "c", "ROLE": "r", "ENVIRON": "e", "TOPOLOGY": "t", "HOME": "/h"}
+	sub := newSubstituter(vars, nil, envOf(nil))
+	kinds := map[string][]string{}
+	for _, ns := range pluginNamespaces {
+		kinds[ns.kind] = ns.builtins
+	}
+	for _, k := range Schema() {
+		if k.Name != strings.ToLower(k.Name) || !strings.HasPrefix(k.Name, "egret.") {
+			t.Errorf("%s: keys are lower-case and start with egret.", k.Name)
+		}
+		if !slices.Contains(Files, k.File) {
+			t.Errorf("%s: file %q is not one of %v", k.Name, k.File, Files)
+		}
+		if k.Description == "" {
+			t.Errorf("%s: no description", k.Name)
+		}
+		if (k.Type == TypeEnum) != (len(k.Enum) > 0) {
+			t.Errorf("%s: enum values only and always for enum keys", k.Name)
+		}
+		if k.Backend != "" {
+			kind, name, _ := strings.Cut(k.Backend, "/")
+			if !slices.Contains(kinds[kind], name) {
+				t.Errorf("%s: backend %q is not a built-in", k.Name, k.Backend)
+			}
+		}
+		if k.Default == "" && (k.Required || k.Type == TypeString || k.Type == TypeList) {
+			continue
+		}
+		v, err := sub.Expand(k.Default)
+		if err != nil {
+			t.Errorf("%s: default %q: %v", k.Name, k.Default, err)
+			continue
+		}
+		kk, _ := lookupKey(k.Name)
+		if _, err := canonical(kk, v); err != nil {
+			t.Errorf("%s: default %q: %v", k.Name, k.Default, err)
+		}
+	}
+	if _, ok := LookupKey("EGRET.STATEMGR"); !ok {
+		t.Error("LookupKey is not case-insensitive")
+	}
+	s := Schema()
+	s[0].Name = "changed"
+	if schema[0].Name == "changed" {
+		t.Error("Schema() returns the table itself")
+	}
+}
+
+func TestCanonical(t *testing.T) {
+	cases := []struct {
+		key, in, want, err string
+	}{
+		{key: "egret.scheduler.is.service", in: "True", want: "true"},
+		{key: "egret.scheduler.is.service", in: "no", want: "false"},
+		{key: "egret.nomad.mhz.per.core", in: " 2400 ", want: "2400"},
+		{key: "egret.nomad.mhz.per.core", in: "-1", err: `"-1" must be greater than zero`},
+		{key: "egret.stmgr.batch.max.bytes", in: "1MiB", want: "1048576"},
+		{key: "egret.nomad.datacenters", in: " dc1, dc2 ,", want: "dc1,dc2"},
+		{key: "egret.statemgr.session.timeout", in: "-5s", err: `"-5s" is negative`},
+		{key: "egret.packing.default.instance.cpu", in: "NaN", err: `"NaN" is not a number`},
+		{key: "egret.packing.default.instance.cpu", in: "0.5", want: "0.5"},
+		{key: "egret.metrics.sink.prometheus.port", in: "70000", err: "not a port number"},
+		{key: "egret.package.goos", in: "linx", err: `"linx" is not a GOOS (for example linux, darwin, windows) (did you mean linux?)`},
+		{key: "egret.package.goarch", in: "arm64", want: "arm64"},
+		{key: "egret.scheduler", in: "My Scheduler", err: "is not a backend name"},
+		{key: "egret.metrics.sinks", in: "file,file", err: `sink "file" is listed twice`},
+		{key: "egret.metrics.sinks", in: "file,kafka", want: "file,kafka"},
+		{key: "egret.kubernetes.image.pull.policy", in: "always", err: "allowed values: IfNotPresent, Always, Never"},
+	}
+	for _, tc := range cases {
+		k, ok := lookupKey(tc.key)
+		if !ok {
+			t.Fatalf("no key %s", tc.key)
+		}
+		got, err := canonical(k, tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s=%q: %q, %v; want error %q", tc.key, tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%s=%q: %q, %v; want %q", tc.key, tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestReferenceUpToDate fails when REFERENCE.md differs from what the
+// schema generates; run with -update to rewrite it.
+func TestReferenceUpToDate(t *testing.T) {
+	got := Reference()
+	for _, k := range schema {
+		if !strings.Contains(got, "`"+k.Name+"`") {
+			t.Errorf("reference does not list %s", k.Name)
+		}
+	}
+	if *update {
+		if err := os.WriteFile("REFERENCE.md", []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile("REFERENCE.md")
+	if err != nil {
+		t.Fatalf("%v (run: go test ./conf -run TestReferenceUpToDate -update)", err)
+	}
+	if string(want) != got {
+		t.Fatal("REFERENCE.md is out of date: run go test ./conf -run TestReferenceUpToDate -update")
+	}
+}

@@ -1,0 +1,292 @@
+package conf
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// canonical checks v against k's type and returns its canonical form.
+func canonical(k *Key, v string) (string, error) {
+	s := strings.TrimSpace(v)
+	var out string
+	switch k.Type {
+	case TypeString:
+		out = v
+	case TypeInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return "", fmt.Errorf("%q is not an integer", v)
+		}
+		out = strconv.FormatInt(n, 10)
+	case TypeFloat:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return "", fmt.Errorf("%q is not a number", v)
+		}
+		out = s
+	case TypeBool:
+		b, ok := parseBool(s)
+		if !ok {
+			return "", fmt.Errorf("%q is not a boolean (use true or false)", v)
+		}
+		out = strconv.FormatBool(b)
+	case TypeDuration:
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return "", fmt.Errorf("%q is not a duration (for example 500ms, 30s, 2m)", v)
+		}
+		if d < 0 {
+			return "", fmt.Errorf("%q is negative", v)
+		}
+		out = s
+	case TypeBytes:
+		n, err := ParseBytes(s)
+		if err != nil {
+			return "", fmt.Errorf("%q is not a size in bytes (for example 1048576, 64KiB, 100MiB, 2GiB)", v)
+		}
+		out = strconv.FormatInt(n, 10)
+	case TypeEnum:
+		if !slices.Contains(k.Enum, s) {
+			return "", fmt.Errorf("%q is not one of the allowed values: %s", v, strings.Join(k.Enum, ", "))
+		}
+		out = s
+	case TypeList:
+		out = strings.Join(splitList(v), ",")
+	default:
+		return "", fmt.Errorf("unsupported type %v", k.Type)
+	}
+	if k.check != nil {
+		if err := k.check(out); err != nil {
+			return "", err
+		}
+	}
+	return out, nil
+}
+
+func parseBool(s string) (bool, bool) {
+	switch strings.ToLower(s) {
+	case "true", "yes", "on", "1":
+		return true, true
+	case "false", "no", "off", "0":
+		return false, true
+	}
+	return false, false
+}
+
+// splitList splits a comma-separated list, trimming items and dropping
+// empty ones.
+func splitList(v string) []string {
+	var out []string
+	for _, item := range strings.Split(v, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+var bytesRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*([A-Za-z]*)$`)
+
+var byteUnits = map[string]float64{
+	"": 1, "b": 1,
+	"k": 1 << 10, "kb": 1e3, "kib": 1 << 10,
+	"m": 1 << 20, "mb": 1e6, "mib": 1 << 20,
+	"g": 1 << 30, "gb": 1e9, "gib": 1 << 30,
+	"t": 1 << 40, "tb": 1e12, "tib": 1 << 40,
+}
+
+// ParseBytes parses a byte count: a plain integer, or a number with a unit
+// B, KB/MB/GB/TB (powers of 1000), KiB/MiB/GiB/TiB or K/M/G/T (powers of
+// 1024). Units are case-insensitive.
+func ParseBytes(s string) (int64, error) {
+	m := bytesRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("%q is not a size in bytes", s)
+	}
+	unit, ok := byteUnits[strings.ToLower(m[2])]
+	if !ok {
+		return 0, fmt.Errorf("%q has an unknown size unit %q", s, m[2])
+	}
+	if !strings.Contains(m[1], ".") {
+		n, err := strconv.ParseInt(m[1], 10, 64)
+		if err == nil && n <= math.MaxInt64/int64(unit) {
+			return n * int64(unit), nil
+		}
+	}
+	f, err := strconv.ParseFloat(m[1], 64)
+	if err != nil || f*unit >= math.MaxInt64 {
+		return 0, fmt.Errorf("%q is too large", s)
+	}
+	return int64(math.Round(f * unit)), nil
+}
+
+// ---- checks run on canonical values ----
+
+func numeric(v string) (float64, bool) {
+	if f, err := strconv.ParseFloat(v, 64); err == nil {
+		return f, true
+	}
+	if d, err := time.ParseDuration(v); err == nil {
+		return float64(d), true
+	}
+	return 0, false
+}
+
+func checkPositive(v string) error {
+	if f, ok := numeric(v); ok && f <= 0 {
+		return fmt.Errorf("%q must be greater than zero", v)
+	}
+	return nil
+}
+
+func checkNonNegative(v string) error {
+	if f, ok := numeric(v); ok && f < 0 {
+		return fmt.Errorf("%q must not be negative", v)
+	}
+	return nil
+}
+
+func checkPercent(v string) error {
+	if f, ok := numeric(v); ok && (f < 0 || f > 100) {
+		return fmt.Errorf("%q is not a percentage between 0 and 100", v)
+	}
+	return nil
+}
+
+func checkPort(v string) error {
+	if f, ok := numeric(v); ok && (f < 0 || f > 65535) {
+		return fmt.Errorf("%q is not a port number (0-65535)", v)
+	}
+	return nil
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
+
+func checkName(v string) error {
+	if v != "" && !nameRE.MatchString(v) {
+		return fmt.Errorf("%q is not a backend name (lower-case letters, digits, - and _)", v)
+	}
+	return nil
+}
+
+func checkHTTPURL(v string) error {
+	if v == "" {
+		return nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http:// or https:// URL", v)
+	}
+	return nil
+}
+
+func checkHostPorts(v string) error {
+	if v == "" {
+		return nil
+	}
+	for _, hp := range strings.Split(v, ",") {
+		hp = strings.TrimSpace(hp)
+		host, port, err := net.SplitHostPort(hp)
+		if err == nil && host == "" {
+			err = errors.New("empty host")
+		}
+		if err == nil {
+			var n int
+			n, err = strconv.Atoi(port)
+			if err == nil && (n < 1 || n > 65535) {
+				err = errors.New("bad port")
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%q is not a list of host:port (item %q)", v, hp)
+		}
+	}
+	return nil
+}
+
+var knownGOOS = []string{"aix", "android", "darwin", "dragonfly", "freebsd", "illumos", "ios", "js", "linux", "netbsd", "openbsd", "plan9", "solaris", "wasip1", "windows"}
+var knownGOARCH = []string{"386", "amd64", "arm", "arm64", "loong64", "mips", "mips64", "mips64le", "mipsle", "ppc64", "ppc64le", "riscv64", "s390x", "wasm"}
+
+func checkGOOS(v string) error {
+	if v != "" && !slices.Contains(knownGOOS, v) {
+		return fmt.Errorf("%q is not a GOOS (for example linux, darwin, windows)%s", v, didYouMean(v, knownGOOS, 2))
+	}
+	return nil
+}
+
+func checkGOARCH(v string) error {
+	if v != "" && !slices.Contains(knownGOARCH, v) {
+		return fmt.Errorf("%q is not a GOARCH (for example amd64, arm64)%s", v, didYouMean(v, knownGOARCH, 2))
+	}
+	return nil
+}
+
+func checkSinks(v string) error {
+	builtins := builtinSinks
+	var seen []string
+	for _, s := range splitList(v) {
+		if slices.Contains(seen, s) {
+			return fmt.Errorf("sink %q is listed twice", s)
+		}
+		seen = append(seen, s)
+		if err := checkName(s); err != nil {
+			return err
+		}
+		if !slices.Contains(builtins, s) {
+			if near, d := nearest(s, builtins); d <= 2 {
+				return fmt.Errorf("sink %q is not built in; did you mean %s? (an external sink needs a plugin egret-metrics-sink-%s)", s, near, s)
+			}
+		}
+	}
+	return nil
+}
+
+// didYouMean returns " (did you mean X?)" for the nearest candidate within
+// maxDist edits, or "".
+func didYouMean(s string, candidates []string, maxDist int) string {
+	if near, d := nearest(s, candidates); d <= maxDist {
+		return fmt.Sprintf(" (did you mean %s?)", near)
+	}
+	return ""
+}
+
+// nearest returns the candidate with the smallest edit distance to s (the
+// first in order on a tie) and that distance; distance is huge when there is
+// no candidate.
+func nearest(s string, candidates []string) (string, int) {
+	best, bestD := "", math.MaxInt
+	for _, c := range candidates {
+		if d := levenshtein(s, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best, bestD
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
