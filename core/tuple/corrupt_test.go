@@ -3,6 +3,7 @@ package tuple
 import (
 	"encoding/hex"
 	"errors"
+	"runtime"
 	"testing"
 )
 
@@ -109,16 +110,22 @@ func TestEveryTruncationFails(t *testing.T) {
 }
 
 func TestHostileLengthDoesNotAllocate(t *testing.T) {
-	// A list claiming 2^62 elements must fail before allocating anything
-	// large; the only allocations are for the error.
-	b, _ := hex.DecodeString("01" + "3880808080808080804001")
-	allocs := testing.AllocsPerRun(10, func() {
-		if _, err := DecodeValues(b, nil, nil); !errors.Is(err, ErrCorrupt) {
-			t.Fatal(err)
+	// Lists, maps and strings claiming 2^62 elements must fail before
+	// allocating anything large: only the error is allocated.
+	for _, h := range []string{"01" + "3880808080808080804001", "01" + "3980808080808080804001",
+		"01" + "2880808080808080804001", "01" + "2980808080808080804001"} {
+		b, _ := hex.DecodeString(h)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := 0; i < 10; i++ {
+			if _, err := DecodeValues(b, nil, nil); !errors.Is(err, ErrCorrupt) {
+				t.Fatal(err)
+			}
 		}
-	})
-	if allocs > 10 {
-		t.Errorf("%v allocations for a hostile length", allocs)
+		runtime.ReadMemStats(&after)
+		if n := after.TotalAlloc - before.TotalAlloc; n > 10*4096 {
+			t.Errorf("%s: %d bytes allocated for 10 hostile inputs", h, n)
+		}
 	}
 }
 

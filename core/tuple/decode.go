@@ -13,7 +13,8 @@ import (
 // values to dst. The whole of src must be one tuple: trailing bytes are
 // corrupt. Strings and byte slices are copied, so the result does not
 // alias src. User values are decoded with the codecs in reg; an id without
-// a codec is an error wrapping ErrNoCodec.
+// a codec is an error wrapping ErrNoCodec, and a codec's Decode error is
+// wrapped together with ErrCorrupt.
 func DecodeValues(src []byte, dst []any, reg *Registry) ([]any, error) {
 	n, off, err := readLen(src, 0, 1)
 	if err != nil {
@@ -42,9 +43,9 @@ func DecodeValue(src []byte, reg *Registry) (v any, n int, err error) {
 }
 
 // ValueBounds finds where each value of the encoded tuple src (as written by
-// AppendValues) starts. It appends n+1 offsets to offs, for a tuple of n
-// values: value i is src[offs[i]:offs[i+1]] (relative to the appended
-// part) and can be read with a Reader or DecodeValue. It validates the
+// AppendValues) starts, for lazy field access. For a tuple of n values it
+// appends n+1 offsets to offs: with k = len(offs) on entry, value i is
+// src[offs[k+i]:offs[k+i+1]], which a Reader or DecodeValue can read. It validates the
 // whole tuple as the decoder does (user values need no codec) and does not
 // allocate when offs has capacity for n+1 offsets.
 func ValueBounds(src []byte, offs []int32) ([]int32, error) {
@@ -332,7 +333,7 @@ func decodeValue(b []byte, off int, reg *Registry, depth int) (any, int, error) 
 		}
 		v, err := e.codec.Decode(payload)
 		if err != nil {
-			return nil, off, fmt.Errorf("tuple: at byte %d: codec for %v (user type id %d): %w", off, e.typ, id, err)
+			return nil, off, fmt.Errorf("tuple: at byte %d: codec for %v (user type id %d) rejected its payload: %w: %w", off, e.typ, id, err, ErrCorrupt)
 		}
 		return v, next, nil
 	case tagList:

@@ -164,7 +164,8 @@ func (r *Reader) Uint() (uint64, error) {
 	return 0, r.wrongKind("an integer")
 }
 
-// Float reads a float32 (converted exactly) or a float64.
+// Float reads a float32 (converted to float64 exactly, except that the
+// conversion may quiet a signalling NaN) or a float64.
 func (r *Reader) Float() (float64, error) {
 	t, err := r.tag()
 	if err != nil {
@@ -187,6 +188,23 @@ func (r *Reader) Float() (float64, error) {
 		return f, nil
 	}
 	return 0, r.wrongKind("a float")
+}
+
+// Float32 reads a float32 only, bit for bit.
+func (r *Reader) Float32() (float32, error) {
+	t, err := r.tag()
+	if err != nil {
+		return 0, err
+	}
+	if t != tagFloat32 {
+		return 0, r.wrongKind("float32")
+	}
+	f, next, err := readFloat32(r.b, r.off+1)
+	if err != nil {
+		return 0, err
+	}
+	r.off = next
+	return f, nil
 }
 
 // StringBytes reads a string or a []byte and returns its bytes, aliasing
