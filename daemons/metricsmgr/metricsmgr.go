@@ -1,0 +1,159 @@
+package metricsmgr
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// Config configures a metrics manager.
+type Config struct {
+	TopologyName string
+	Container    int
+	// Socket is the Unix socket path local processes publish to.
+	Socket string
+	// FilePath is the file sink's path ("" disables the file sink).
+	FilePath string
+	// FileMaxBytes caps the file sink (default 64 MiB); the file is rotated
+	// once to FilePath+".1".
+	FileMaxBytes int64
+	// StateManager locates the topology manager for the tmanager sink (nil
+	// disables the sink).
+	StateManager spi.StateManager
+	// MaxFrame bounds an accepted frame (default wire.DefaultMaxFrame).
+	MaxFrame int
+	// Ready, when set, is called once the socket listens.
+	Ready func()
+}
+
+// Stats are the metrics manager's counters.
+type Stats struct {
+	Received atomic.Int64 // reports received
+	Dropped  atomic.Int64 // reports a sink could not take
+	BadConns atomic.Int64 // connections closed for protocol errors
+}
+
+// sink consumes reports.
+type sink interface {
+	// offer hands a report to the sink without blocking; false if dropped.
+	offer(m *egretpb.MetricsPublish) bool
+	run(ctx context.Context)
+}
+
+// Run serves until ctx ends.
+func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
+	_, err := run(ctx, cfg, log)
+	return err
+}
+
+func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
+	if cfg.Socket == "" {
+		return nil, errors.New("metricsmgr: a socket path is required")
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = wire.DefaultMaxFrame
+	}
+	_ = os.Remove(cfg.Socket)
+	ln, err := net.Listen("unix", cfg.Socket)
+	if err != nil {
+		return nil, fmt.Errorf("metricsmgr: listen on %s: %w", cfg.Socket, err)
+	}
+	defer os.Remove(cfg.Socket)
+	stats := &Stats{}
+	var sinks []sink
+	if cfg.FilePath != "" {
+		sinks = append(sinks, newFileSink(cfg.FilePath, cfg.FileMaxBytes, log))
+	}
+	if cfg.StateManager != nil {
+		sinks = append(sinks, newTManagerSink(cfg.TopologyName, cfg.StateManager, log))
+	}
+	var wg sync.WaitGroup
+	for _, s := range sinks {
+		wg.Add(1)
+		go func(s sink) { defer wg.Done(); s.run(ctx) }(s)
+	}
+	go func() { <-ctx.Done(); ln.Close() }()
+	if cfg.Ready != nil {
+		cfg.Ready()
+	}
+	log.Info("metrics manager listening", zap.String("socket", cfg.Socket), zap.Int("container", cfg.Container))
+	for {
+		conn, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			log.Warn("accept failed", zap.Error(err))
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			serve(ctx, conn, cfg, sinks, stats, log)
+		}()
+	}
+	wg.Wait()
+	return stats, nil
+}
+
+func serve(ctx context.Context, conn net.Conn, cfg Config, sinks []sink, stats *Stats, log *zap.Logger) {
+	defer conn.Close()
+	go func() { <-ctx.Done(); conn.Close() }()
+	r := bufio.NewReader(conn)
+	var buf []byte
+	for {
+		t, payload, nb, err := wire.ReadFrame(r, buf, cfg.MaxFrame)
+		buf = nb
+		if err != nil {
+			if !isClosed(err) && ctx.Err() == nil {
+				stats.BadConns.Add(1)
+				log.Error("closing publisher connection", zap.Error(err))
+			}
+			return
+		}
+		if t != wire.FrameMetricsPublish {
+			stats.BadConns.Add(1)
+			log.Error("closing publisher connection: unexpected frame", zap.Stringer("type", t))
+			return
+		}
+		m, err := wire.DecodeMessage(t, payload)
+		if err != nil {
+			stats.BadConns.Add(1)
+			log.Error("closing publisher connection", zap.Error(err))
+			return
+		}
+		mp := m.(*egretpb.MetricsPublish)
+		if mp.Container == 0 {
+			mp.Container = int32(cfg.Container)
+		}
+		stats.Received.Add(1)
+		for _, s := range sinks {
+			if !s.offer(mp) {
+				stats.Dropped.Add(1)
+			}
+		}
+	}
+}
+
+func isClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF)
+}
+
+// backoff returns the delay before the attempt-th retry.
+func backoff(attempt int) time.Duration {
+	d := 100 * time.Millisecond << min(attempt, 5)
+	return min(d, 3*time.Second)
+}

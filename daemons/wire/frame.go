@@ -1,0 +1,185 @@
+package wire
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// FrameType is the first byte of every frame's body.
+type FrameType uint8
+
+// Frame types. Data frames carry tuple batches in the hand-written format of
+// this package; the others carry one protobuf control message each.
+const (
+	FrameData FrameType = 1
+	// 2..15 are reserved for data-plane control (acks, back pressure).
+
+	FrameRegisterInstanceRequest  FrameType = 16
+	FrameRegisterInstanceResponse FrameType = 17
+	FrameNewPhysicalPlan          FrameType = 18
+
+	FrameStMgrRegisterRequest   FrameType = 32
+	FrameStMgrRegisterResponse  FrameType = 33
+	FrameStMgrHeartbeat         FrameType = 34
+	FrameStMgrHeartbeatResponse FrameType = 35
+
+	FrameStMgrHello         FrameType = 48
+	FrameStMgrHelloResponse FrameType = 49
+
+	FrameMetricsPublish FrameType = 64
+)
+
+// HeaderSize is the size of a frame header: a 4-byte big-endian length of
+// the body (type byte + payload) and the type byte.
+const HeaderSize = 5
+
+// DefaultMaxFrame bounds a frame's body unless configured otherwise.
+const DefaultMaxFrame = 16 << 20
+
+// dataHeaderSize is the fixed part of a data frame's payload: destination
+// task and tuple count, 4 bytes each, big-endian.
+const dataHeaderSize = 8
+
+var messageTypes = map[FrameType]func() proto.Message{
+	FrameRegisterInstanceRequest:  func() proto.Message { return &egretpb.RegisterInstanceRequest{} },
+	FrameRegisterInstanceResponse: func() proto.Message { return &egretpb.RegisterInstanceResponse{} },
+	FrameNewPhysicalPlan:          func() proto.Message { return &egretpb.NewPhysicalPlan{} },
+	FrameStMgrRegisterRequest:     func() proto.Message { return &egretpb.StMgrRegisterRequest{} },
+	FrameStMgrRegisterResponse:    func() proto.Message { return &egretpb.StMgrRegisterResponse{} },
+	FrameStMgrHeartbeat:           func() proto.Message { return &egretpb.StMgrHeartbeat{} },
+	FrameStMgrHeartbeatResponse:   func() proto.Message { return &egretpb.StMgrHeartbeatResponse{} },
+	FrameStMgrHello:               func() proto.Message { return &egretpb.StMgrHello{} },
+	FrameStMgrHelloResponse:       func() proto.Message { return &egretpb.StMgrHelloResponse{} },
+	FrameMetricsPublish:           func() proto.Message { return &egretpb.MetricsPublish{} },
+}
+
+var frameTypeOf = func() map[string]FrameType {
+	m := map[string]FrameType{}
+	for t, f := range messageTypes {
+		m[string(proto.MessageName(f()))] = t
+	}
+	return m
+}()
+
+func (t FrameType) String() string {
+	if t == FrameData {
+		return "data"
+	}
+	if f, ok := messageTypes[t]; ok {
+		return string(proto.MessageName(f()).Name())
+	}
+	return fmt.Sprintf("frame(%d)", uint8(t))
+}
+
+// AppendDataFrame appends b as a data frame.
+func AppendDataFrame(dst []byte, b *Batch) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(1+dataHeaderSize+len(b.Buf)))
+	dst = append(dst, byte(FrameData))
+	dst = binary.BigEndian.AppendUint32(dst, b.Dest)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(b.Count))
+	return append(dst, b.Buf...)
+}
+
+// ParseDataFrame splits a data frame's payload into its destination task,
+// tuple count and records. The records are not checked; RecordReader does.
+func ParseDataFrame(payload []byte) (dest uint32, count int, records []byte, err error) {
+	if len(payload) < dataHeaderSize {
+		return 0, 0, nil, fmt.Errorf("%w: data frame of %d bytes is shorter than its %d-byte header", ErrCorrupt, len(payload), dataHeaderSize)
+	}
+	dest = binary.BigEndian.Uint32(payload)
+	n := binary.BigEndian.Uint32(payload[4:])
+	records = payload[dataHeaderSize:]
+	if uint64(n) > uint64(len(records)) {
+		return 0, 0, nil, fmt.Errorf("%w: data frame claims %d tuples in %d bytes", ErrCorrupt, n, len(records))
+	}
+	return dest, int(n), records, nil
+}
+
+// DataFrameDest returns the destination task of a data frame body (type
+// byte included) without parsing the rest: what a stream manager routes by.
+func DataFrameDest(body []byte) (uint32, error) {
+	if len(body) < 1+dataHeaderSize || FrameType(body[0]) != FrameData {
+		return 0, fmt.Errorf("%w: not a data frame", ErrCorrupt)
+	}
+	return binary.BigEndian.Uint32(body[1:]), nil
+}
+
+// AppendMessage appends m as a control frame.
+func AppendMessage(dst []byte, m proto.Message) ([]byte, error) {
+	t, ok := frameTypeOf[string(proto.MessageName(m))]
+	if !ok {
+		return dst, fmt.Errorf("wire: %s has no frame type", proto.MessageName(m))
+	}
+	start := len(dst)
+	dst = append(dst, 0, 0, 0, 0, byte(t))
+	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
+	if err != nil {
+		return dst[:start], fmt.Errorf("wire: encode %s: %w", proto.MessageName(m), err)
+	}
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst, nil
+}
+
+// DecodeMessage decodes a control frame's payload.
+func DecodeMessage(t FrameType, payload []byte) (proto.Message, error) {
+	f, ok := messageTypes[t]
+	if !ok {
+		return nil, fmt.Errorf("%w: unknown frame type %d", ErrCorrupt, uint8(t))
+	}
+	m := f()
+	if err := proto.Unmarshal(payload, m); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrCorrupt, t, err)
+	}
+	return m, nil
+}
+
+// ErrFrameTooLarge is returned for a frame above the reader's limit.
+var ErrFrameTooLarge = errors.New("frame too large")
+
+// ReadFrame reads one frame from r into buf (grown as needed, up to max
+// bytes of body) and returns its type, its payload (aliasing the returned
+// buffer) and the buffer for reuse. A frame above max, a zero-length frame
+// or an unknown type is an error; the connection should then be closed.
+func ReadFrame(r *bufio.Reader, buf []byte, max int) (t FrameType, payload, newBuf []byte, err error) {
+	var hdr [4]byte
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		return 0, nil, buf, err
+	}
+	n := binary.BigEndian.Uint32(hdr[:])
+	if n == 0 {
+		return 0, nil, buf, fmt.Errorf("%w: empty frame", ErrCorrupt)
+	}
+	if uint64(n) > uint64(max) {
+		return 0, nil, buf, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, max)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	body := buf[:n]
+	if _, err := io.ReadFull(r, body); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, buf, err
+	}
+	t = FrameType(body[0])
+	if _, known := messageTypes[t]; !known && t != FrameData {
+		return 0, nil, buf, fmt.Errorf("%w: unknown frame type %d", ErrCorrupt, body[0])
+	}
+	return t, body[1:], buf, nil
+}
+
+// AppendFrame appends a frame with the given type and payload; a stream
+// manager uses it to forward a frame it read without decoding it.
+func AppendFrame(dst []byte, t FrameType, payload []byte) []byte {
+	dst = binary.BigEndian.AppendUint32(dst, uint32(1+len(payload)))
+	dst = append(dst, byte(t))
+	return append(dst, payload...)
+}
