@@ -505,7 +505,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"egret.uploader.http.url", "unknown key of the built-in http uploader; did you mean egret.uploader.http.uri?"},
 		{"egret.statemgr.localfs.root", "the built-in localfs state manager has no configuration keys"},
 		{"egret.stmgr.buffer.high.watermark", "unknown key; did you mean egret.stmgr.buffer.high.watermark.bytes?"},
-		{"egret.scheduler.local.dir", "unknown key of the built-in local scheduler; did you mean egret.scheduler.local.working.directory?"},
+		{"egret.scheduler.local.dir", "unknown key of the built-in local scheduler; its keys are egret.scheduler.local.egret.binary, egret.scheduler.local.working.directory"},
 		{"egret.metrics.sink.file.pth", "unknown key of the built-in file metrics sink; did you mean egret.metrics.sink.file.path?"},
 		{"egret", "unknown key (Egret keys start with egret.)"},
 		{"egret.nomad.metrics.service.check.intervall", "unknown key of the built-in nomad scheduler; did you mean egret.nomad.metrics.service.check.interval?"},

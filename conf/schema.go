@@ -115,6 +115,8 @@ var schema = []Key{
 		Description: "Scheduler backend: a built-in name (" + strings.Join(builtinSchedulers, ", ") + ") or an external plugin egret-scheduler-<name>."},
 	{Name: "egret.scheduler.is.service", Type: TypeBool, Default: "true", File: "scheduler",
 		Description: "Service mode (a long-running scheduler process) if true, library mode (the scheduler runs inside the CLI) if false."},
+	{Name: "egret.scheduler.local.egret.binary", Type: TypeString, File: "scheduler",
+		Description: "The egret binary the local scheduler service and executors run; empty: the egret running the command."},
 	{Name: "egret.scheduler.local.working.directory", Type: TypeString, Default: "${EGRET_HOME}/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "scheduler",
 		Description: "Working directory of a topology on the machine running the scheduler (containers of the local scheduler live below it)."},
 
