@@ -8,5 +8,7 @@
 //	--local [--duration 30s]   run the whole topology in this process
 //	--define FILE              write the topology definition and exit (used by egret submit)
 //
-// and prints a usage message otherwise.
+// and prints a usage message otherwise. `egret submit` runs the binary with
+// the environment variable EGRET_DEFINE_OUT=FILE, which means --define FILE
+// whatever the other arguments are.
 package egret

@@ -29,6 +29,10 @@ const (
 	ExitUsage   = 2 // bad command line
 )
 
+// DefineEnv names the environment variable with which egret submit asks a
+// topology binary to write its definition to a file and exit.
+const DefineEnv = "EGRET_DEFINE_OUT"
+
 // Run runs the topology as the command line asks and exits the process.
 // Arguments the topology's own main consumed must be removed from os.Args
 // first; use RunArgs to pass them explicitly.
@@ -39,6 +43,16 @@ func Run(b *api.TopologyBuilder) {
 // RunArgs is Run with explicit arguments and output; it returns the exit
 // code.
 func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) int {
+	if out := os.Getenv(DefineEnv); out != "" {
+		// egret submit: define the topology, whatever the arguments (they
+		// are the topology's own).
+		t, err := b.Build()
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitFailure
+		}
+		return writeDefinition(t, out, stderr)
+	}
 	fs := flag.NewFlagSet(b.Name(), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	local := fs.Bool("local", false, "run the whole topology in this process")

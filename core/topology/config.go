@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -117,7 +118,7 @@ func checkValue(key, value string, component bool) (string, bool) {
 		n = float64(d)
 	case typeFloat:
 		f, err := strconv.ParseFloat(value, 64)
-		if err != nil {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return fmt.Sprintf("%q is not a number", value), false
 		}
 		n = f
@@ -164,7 +165,8 @@ func ParseBytes(s string) (int64, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(t, 64)
-	if err != nil || f < 0 {
+	// !(f >= 0) also rejects NaN; sizes of 2^63 bytes or more overflow int64.
+	if err != nil || !(f >= 0) || f*mult >= math.MaxInt64 {
 		return 0, fmt.Errorf("%q is not a byte size (for example 512MiB, 2GiB, 1048576)", s)
 	}
 	return int64(f * mult), nil

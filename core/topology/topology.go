@@ -2,6 +2,7 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 )
 
@@ -180,19 +181,19 @@ type Subscription struct {
 // Clone returns a deep copy of t.
 func (t *Topology) Clone() *Topology {
 	out := &Topology{Name: t.Name, ID: t.ID, Config: cloneMap(t.Config)}
-	out.Components = make([]Component, len(t.Components))
+	out.Components = slices.Clone(t.Components)
 	for i, c := range t.Components {
 		cc := c
 		cc.Config = cloneMap(c.Config)
-		cc.Outputs = make([]Stream, len(c.Outputs))
-		for j, s := range c.Outputs {
-			s.Fields = append([]string(nil), s.Fields...)
-			cc.Outputs[j] = s
+		// slices.Clone keeps nil and empty slices apart, so a clone is
+		// reflect.DeepEqual to the original.
+		cc.Outputs = slices.Clone(c.Outputs)
+		for j := range cc.Outputs {
+			cc.Outputs[j].Fields = slices.Clone(cc.Outputs[j].Fields)
 		}
-		cc.Inputs = make([]Input, len(c.Inputs))
-		for j, in := range c.Inputs {
-			in.Fields = append([]string(nil), in.Fields...)
-			cc.Inputs[j] = in
+		cc.Inputs = slices.Clone(c.Inputs)
+		for j := range cc.Inputs {
+			cc.Inputs[j].Fields = slices.Clone(cc.Inputs[j].Fields)
 		}
 		out.Components[i] = cc
 	}

@@ -205,60 +205,39 @@ func (v *validator) checkInputs(c *Component) {
 
 // checkCycles reports every component that lies on a cycle of
 // subscriptions; tuples would circulate forever and acking trees could
-// never complete.
+// never complete. A component is on a cycle when it can reach itself.
 func (v *validator) checkCycles() {
-	const (
-		white = iota
-		grey
-		black
-	)
-	color := map[string]int{}
-	onCycle := map[string]bool{}
-	var stack []string
-	var visit func(name string)
-	visit = func(name string) {
-		color[name] = grey
-		stack = append(stack, name)
-		c, _ := v.t.Component(name)
-		for _, sub := range v.subscribersOf(c.Name) {
-			switch color[sub] {
-			case white:
-				visit(sub)
-			case grey:
-				for i := len(stack) - 1; i >= 0; i-- {
-					onCycle[stack[i]] = true
-					if stack[i] == sub {
-						break
-					}
-				}
+	subscribers := map[string][]string{}
+	for _, c := range v.t.Components {
+		for _, in := range c.Inputs {
+			subscribers[in.Component] = append(subscribers[in.Component], c.Name)
+		}
+	}
+	reachesItself := func(name string) bool {
+		seen := map[string]bool{}
+		stack := append([]string(nil), subscribers[name]...)
+		for len(stack) > 0 {
+			n := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if n == name {
+				return true
+			}
+			if !seen[n] {
+				seen[n] = true
+				stack = append(stack, subscribers[n]...)
 			}
 		}
-		stack = stack[:len(stack)-1]
-		color[name] = black
+		return false
 	}
+	onCycle := map[string]bool{}
 	for _, c := range v.t.Components {
-		if color[c.Name] == white {
-			visit(c.Name)
+		if !onCycle[c.Name] && reachesItself(c.Name) {
+			onCycle[c.Name] = true
 		}
 	}
 	if len(onCycle) > 0 {
 		v.addf("topology: subscriptions form a cycle through %s", strings.Join(sortedKeys(onCycle), ", "))
 	}
-}
-
-func (v *validator) subscribersOf(name string) []string {
-	var out []string
-	for _, c := range v.t.Components {
-		for _, in := range c.Inputs {
-			if in.Component == name {
-				if _, ok := v.t.Component(c.Name); ok {
-					out = append(out, c.Name)
-				}
-				break
-			}
-		}
-	}
-	return out
 }
 
 func streamIDs(c *Component) string {

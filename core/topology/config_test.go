@@ -1,0 +1,157 @@
+package topology
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestParseBytes(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64
+	}{
+		{"0", 0},
+		{"1048576", 1 << 20},
+		{" 42 ", 42},
+		{"12B", 12},
+		{"1KB", 1000},
+		{"1KiB", 1024},
+		{"512MiB", 512 << 20},
+		{"512 MiB", 512 << 20},
+		{"1.5GiB", 3 << 29},
+		{"2GB", 2e9},
+		{"1TiB", 1 << 40},
+		{"3TB", 3e12},
+		{"0.5KiB", 512},
+		{"8EiB", -1}, // unknown suffix
+		{"", -1},
+		{"MiB", -1},
+		{"-1", -1},
+		{"-1MiB", -1},
+		{"ten", -1},
+		{"1 0", -1},
+		{"NaN", -1},
+		{"Inf", -1},
+		{"+Inf", -1},
+		{"-Inf", -1},
+		{"1e30", -1},       // overflows int64
+		{"9000000TiB", -1}, // overflows int64
+		{"1e3", 1000},      // scientific notation is a number
+	}
+	for _, tc := range tests {
+		got, err := ParseBytes(tc.in)
+		if tc.want < 0 {
+			if err == nil {
+				t.Errorf("ParseBytes(%q) = %d, want an error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
+		}
+	}
+	// float64 cannot hold MaxInt64 exactly: an error is fine, a negative
+	// size (overflow) is not.
+	for _, s := range []string{"9223372036854775807", "8388608TiB"} {
+		if got, err := ParseBytes(s); err == nil && (got < 0 || got > math.MaxInt64-1) {
+			t.Errorf("ParseBytes(%q) = %d, want an error or a positive size", s, got)
+		}
+	}
+}
+
+func TestSettings(t *testing.T) {
+	topo := validTopology()
+	if got := topo.DeliveryMode(); got != AtMostOnce {
+		t.Errorf("default DeliveryMode = %v", got)
+	}
+	if got := topo.Containers(); got != DefaultContainers {
+		t.Errorf("default Containers = %d", got)
+	}
+	if got := topo.MessageTimeout("sentence"); got != DefaultMessageTimeout {
+		t.Errorf("default MessageTimeout = %v", got)
+	}
+	if got := topo.TickFrequency("count"); got != 0 {
+		t.Errorf("default TickFrequency = %v", got)
+	}
+	if got := topo.MaxSpoutPending("sentence"); got != 0 {
+		t.Errorf("default MaxSpoutPending = %v", got)
+	}
+
+	topo.Config = map[string]string{
+		KeyDeliveryMode: string(EffectivelyOnce), KeyContainers: "4", KeyMessageTimeout: "10s",
+		KeyTickFrequency: "2s", KeyMaxSpoutPending: "50", "user": "topo",
+	}
+	topo.Components[0].Config = map[string]string{KeyMessageTimeout: "3s", KeyMaxSpoutPending: "7", "user": "spout"}
+	topo.Components[2].Config = map[string]string{KeyTickFrequency: "250ms"}
+	checks := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"DeliveryMode", topo.DeliveryMode(), EffectivelyOnce},
+		{"Containers", topo.Containers(), 4},
+		{"MessageTimeout(sentence)", topo.MessageTimeout("sentence"), 3 * time.Second},
+		{"MessageTimeout(split)", topo.MessageTimeout("split"), 10 * time.Second},
+		{"MaxSpoutPending(sentence)", topo.MaxSpoutPending("sentence"), 7},
+		{"MaxSpoutPending(unknown)", topo.MaxSpoutPending("nope"), 50},
+		{"TickFrequency(count)", topo.TickFrequency("count"), 250 * time.Millisecond},
+		{"TickFrequency(split)", topo.TickFrequency("split"), 2 * time.Second},
+		{"Setting(sentence, user)", topo.Setting("sentence", "user"), "spout"},
+		{"Setting(split, user)", topo.Setting("split", "user"), "topo"},
+		{"Setting(split, missing)", topo.Setting("split", "missing"), ""},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestTopologyAccessors(t *testing.T) {
+	topo := everyGroupingTopology()
+	if got, want := topo.Spouts(), []string{"src"}; len(got) != 1 || got[0] != want[0] {
+		t.Errorf("Spouts = %v", got)
+	}
+	if got := topo.Bolts(); len(got) != 8 || got[0] != "shuffle" || got[7] != "local" {
+		t.Errorf("Bolts = %v", got)
+	}
+	subs := topo.Subscribers("src", DefaultStream)
+	var names []string
+	for _, s := range subs {
+		names = append(names, s.Bolt)
+	}
+	want := []string{"all", "custom", "fields", "none", "shuffle"}
+	if len(names) != len(want) {
+		t.Fatalf("Subscribers(src, default) = %v, want %v", names, want)
+	}
+	for i := range want {
+		if names[i] != want[i] {
+			t.Fatalf("Subscribers(src, default) = %v, want %v (sorted by bolt)", names, want)
+		}
+	}
+	if p := topo.Parallelism(); p["fields"] != 4 || p["src"] != 3 || len(p) != len(topo.Components) {
+		t.Errorf("Parallelism = %v", p)
+	}
+	if c, ok := topo.Component("custom"); !ok || c.Inputs[0].CustomName != "by-key" {
+		t.Errorf("Component(custom) = %+v, %v", c, ok)
+	}
+	if _, ok := topo.Component("missing"); ok {
+		t.Error("Component(missing) found something")
+	}
+	src, _ := topo.Component("src")
+	if s, ok := src.Output("direct"); !ok || !s.Direct {
+		t.Errorf("Output(direct) = %+v, %v", s, ok)
+	}
+	if _, ok := src.Output("nope"); ok {
+		t.Error("Output(nope) found something")
+	}
+	for g, name := range groupingNames {
+		if g.String() != name {
+			t.Errorf("%d.String() = %q", int(g), g.String())
+		}
+	}
+	if Spout.String() != "spout" || Bolt.String() != "bolt" || Kind(9).String() != "kind(9)" {
+		t.Error("Kind.String")
+	}
+}

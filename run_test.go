@@ -1,0 +1,240 @@
+package egret
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/examples/wordcount/wordcount"
+)
+
+func runArgs(b *api.TopologyBuilder, args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = RunArgs(b, args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestDefineWritesTheDefinition(t *testing.T) {
+	b := wordcount.Builder(wordcount.Options{CountParallelism: 3})
+	b.SetContainers(2).SetConfig("user.setting", "42")
+	path := filepath.Join(t.TempDir(), "wordcount.defn")
+	code, stdout, stderr := runArgs(b, "--define", path)
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if stdout != "" || stderr != "" {
+		t.Errorf("define mode printed stdout %q stderr %q", stdout, stderr)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := topology.Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(normalized(got), normalized(built.Logical)) {
+		t.Errorf("definition read back differs:\n got %+v\nwant %+v", got, built.Logical)
+	}
+	if got.Containers() != 2 || got.Config["user.setting"] != "42" || got.Parallelism()["count"] != 3 {
+		t.Errorf("definition lost settings: %+v", got)
+	}
+	if err := topology.Validate(got); err != nil {
+		t.Errorf("definition does not validate: %v", err)
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(path)); len(entries) != 1 {
+		t.Errorf("define left %d files behind (temporary file?)", len(entries))
+	}
+}
+
+// normalized returns a copy of t with empty maps and slices as nil:
+// protobuf does not tell them apart.
+func normalized(t *topology.Topology) *topology.Topology {
+	n := t.Clone()
+	if len(n.Config) == 0 {
+		n.Config = nil
+	}
+	for i := range n.Components {
+		c := &n.Components[i]
+		if len(c.Config) == 0 {
+			c.Config = nil
+		}
+		if len(c.Outputs) == 0 {
+			c.Outputs = nil
+		}
+		if len(c.Inputs) == 0 {
+			c.Inputs = nil
+		}
+		for j := range c.Outputs {
+			if len(c.Outputs[j].Fields) == 0 {
+				c.Outputs[j].Fields = nil
+			}
+		}
+		for j := range c.Inputs {
+			if len(c.Inputs[j].Fields) == 0 {
+				c.Inputs[j].Fields = nil
+			}
+		}
+	}
+	return n
+}
+
+func TestDefineToUnwritablePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing", "dir", "x.defn")
+	code, _, stderr := runArgs(wordcount.Builder(wordcount.Options{}), "--define", path)
+	if code != ExitFailure || !strings.Contains(stderr, "write topology definition") {
+		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+type idleSpout struct{ api.BaseSpout }
+
+func (idleSpout) NextTuple()                               {}
+func (idleSpout) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("word") }
+
+type idleBolt struct{ api.BaseBolt }
+
+func (idleBolt) Execute(api.Tuple)                      {}
+func (idleBolt) DeclareOutputFields(api.OutputDeclarer) {}
+
+func TestInvalidTopologyExitsOneWithEveryProblem(t *testing.T) {
+	b := api.NewTopologyBuilder("broken")
+	b.SetContainers(0)
+	b.SetSpout("words", func() api.Spout { return idleSpout{} }, 0)
+	b.SetBolt("count", func() api.Bolt { return idleBolt{} }, 1).FieldsGrouping("words", "wrod")
+	b.SetBolt("stmgr", func() api.Bolt { return idleBolt{} }, 1).ShuffleGrouping("ghost")
+	const problems = 5 // containers, parallelism, field, reserved name, unknown component
+
+	for _, args := range [][]string{{"--local"}, {"--define", filepath.Join(t.TempDir(), "d")}} {
+		code, stdout, stderr := runArgs(b, args...)
+		if code != ExitFailure {
+			t.Errorf("%v: exit %d, want %d", args, code, ExitFailure)
+		}
+		if stdout != "" {
+			t.Errorf("%v: stdout %q", args, stdout)
+		}
+		lines := strings.Split(strings.TrimRight(stderr, "\n"), "\n")
+		if len(lines) != problems+1 {
+			t.Fatalf("%v: stderr has %d lines, want a header and %d problems:\n%s", args, len(lines), problems, stderr)
+		}
+		if !strings.Contains(lines[0], `topology "broken" is invalid (5 problems)`) {
+			t.Errorf("header %q", lines[0])
+		}
+		for _, want := range []string{"topology.containers", `component "words": parallelism 0`, `"wrod"`, `component "stmgr"`, `"ghost"`} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%v: stderr does not mention %s:\n%s", args, want, stderr)
+			}
+		}
+	}
+}
+
+func TestBadCommandLine(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nope"}, "flag provided but not defined"},
+		{[]string{"--local", "--duration", "soon"}, "invalid value"},
+		{[]string{"--local", "extra"}, `unexpected arguments ["extra"]`},
+		{[]string{"--local", "--log-level", "loud"}, "--log-level"},
+		{nil, "Usage:"},
+	}
+	for _, tc := range tests {
+		code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), tc.args...)
+		if code != ExitUsage {
+			t.Errorf("%q: exit %d, want %d", tc.args, code, ExitUsage)
+		}
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("%q: stderr does not contain %q:\n%s", tc.args, tc.want, stderr)
+		}
+		if stdout != "" {
+			t.Errorf("%q: stdout %q", tc.args, stdout)
+		}
+	}
+	if code, _, stderr := runArgs(wordcount.Builder(wordcount.Options{}), "--help"); code != ExitOK || !strings.Contains(stderr, "--local") {
+		t.Errorf("--help: exit %d, stderr %q", code, stderr)
+	}
+}
+
+func TestLocalRunPrintsSummary(t *testing.T) {
+	b := wordcount.Builder(wordcount.Options{ReportEvery: 50 * time.Millisecond, Out: &bytes.Buffer{}})
+	start := time.Now()
+	code, stdout, stderr := runArgs(b, "--local", "--duration", "200ms")
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if elapsed := time.Since(start); elapsed > 20*time.Second {
+		t.Errorf("a 200ms run took %v", elapsed)
+	}
+	for _, want := range []string{
+		`running topology "wordcount" in this process (6 tasks) for 200ms`,
+		`topology "wordcount" ran`,
+		"component", "emitted/s", "avg execute", "dropped",
+		"user counters:",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("stdout does not contain %q:\n%s", want, stdout)
+		}
+	}
+	// The summary's counters: every word the spout emitted was counted.
+	words := counter(t, stdout, "sentence.words")
+	counted := counter(t, stdout, "count.counted")
+	if words == 0 || words != counted {
+		t.Errorf("sentence.words = %d, count.counted = %d; want equal and non-zero:\n%s", words, counted, stdout)
+	}
+	for _, c := range []string{"sentence", "split", "count", "report"} {
+		if !regexp.MustCompile(`(?m)^\s*` + c + `\s+(spout|bolt)\s+\d+`).MatchString(stdout) {
+			t.Errorf("no table row for %s:\n%s", c, stdout)
+		}
+	}
+}
+
+func TestLocalDeactivatedEmitsNothing(t *testing.T) {
+	b := wordcount.Builder(wordcount.Options{Out: &bytes.Buffer{}})
+	code, stdout, stderr := runArgs(b, "--local", "--deactivated", "--duration", "50ms")
+	if code != ExitOK {
+		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+	}
+	if !regexp.MustCompile(`(?m)^\s*sentence\s+spout\s+1\s+0\s`).MatchString(stdout) {
+		t.Errorf("a deactivated spout emitted tuples:\n%s", stdout)
+	}
+}
+
+func counter(t *testing.T, stdout, name string) int64 {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^\s+` + regexp.QuoteMeta(name) + ` = (\d+)$`).FindStringSubmatch(stdout)
+	if m == nil {
+		t.Fatalf("no counter %s in:\n%s", name, stdout)
+	}
+	n, _ := strconv.ParseInt(m[1], 10, 64)
+	return n
+}
+
+func TestDefineEnvironment(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "env.defn")
+	t.Setenv(DefineEnv, path)
+	// The topology's own arguments are ignored in define mode.
+	code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), "--topology-flag", "x")
+	if code != ExitOK || stdout != "" || stderr != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := topology.Unmarshal(data); err != nil || got.Name != "wordcount" {
+		t.Fatalf("Unmarshal = %+v, %v", got, err)
+	}
+}
