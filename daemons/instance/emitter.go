@@ -2,6 +2,7 @@ package instance
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"go.uber.org/zap"
@@ -24,8 +25,12 @@ type emitter struct {
 	hdr     wire.Header
 }
 
-// emit routes values on stream; direct ≥ 0 sends to that task of a direct
-// stream. Routing errors are reported and the tuple is dropped.
+// noDirect marks an emit that is not an EmitDirect.
+const noDirect = math.MinInt
+
+// emit routes values on stream; direct, unless noDirect, is the task of a
+// direct stream to send to. Routing errors are reported and the tuple is
+// dropped.
 func (e *emitter) emit(stream string, values []any, direct int) {
 	if err := e.route(stream, values, direct); err != nil {
 		e.in.metrics.Dropped.Add(1)
@@ -44,7 +49,7 @@ func (e *emitter) route(stream string, values []any, direct int) error {
 		return fmt.Errorf("emit on stream %q with %d values; the stream declares %d fields %v", stream, len(values), len(r.info.Fields), r.info.Fields)
 	}
 	e.dests = e.dests[:0]
-	if direct >= 0 {
+	if direct != noDirect {
 		if !r.info.Direct {
 			return fmt.Errorf("EmitDirect on stream %q, which is not declared direct", stream)
 		}
@@ -156,15 +161,15 @@ func (e *emitter) reportError(err error) {
 type spoutCollector struct{ em *emitter }
 
 func (c *spoutCollector) Emit(values api.Values, msgID any) {
-	c.em.emit(defaultStream, values, -1)
+	c.em.emit(defaultStream, values, noDirect)
 }
 
 func (c *spoutCollector) EmitStream(stream string, values api.Values, msgID any) {
-	c.em.emit(stream, values, -1)
+	c.em.emit(stream, values, noDirect)
 }
 
 func (c *spoutCollector) EmitDirect(task int, stream string, values api.Values, msgID any) {
-	c.em.emit(stream, values, max(task, 0))
+	c.em.emit(stream, values, task)
 }
 
 func (c *spoutCollector) ReportError(err error) { c.em.reportError(err) }
@@ -172,15 +177,15 @@ func (c *spoutCollector) ReportError(err error) { c.em.reportError(err) }
 type boltCollector struct{ em *emitter }
 
 func (c *boltCollector) Emit(values api.Values, anchors ...api.Tuple) {
-	c.em.emit(defaultStream, values, -1)
+	c.em.emit(defaultStream, values, noDirect)
 }
 
 func (c *boltCollector) EmitStream(stream string, values api.Values, anchors ...api.Tuple) {
-	c.em.emit(stream, values, -1)
+	c.em.emit(stream, values, noDirect)
 }
 
 func (c *boltCollector) EmitDirect(task int, stream string, values api.Values, anchors ...api.Tuple) {
-	c.em.emit(stream, values, max(task, 0))
+	c.em.emit(stream, values, task)
 }
 
 func (c *boltCollector) Ack(api.Tuple)  {}

@@ -123,8 +123,8 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	case <-ctx.Done():
 	case runErr = <-errs:
 	}
-	drained := r.drain()
 	elapsed := time.Since(r.start)
+	drained := r.drain()
 	cancel()
 	wg.Wait()
 	close(errs)
