@@ -174,3 +174,33 @@ func PrintSummary(w io.Writer, s *inproc.Summary) {
 		fmt.Fprintf(w, "warning: %d batches were still in flight when the run stopped\n", s.Undrained)
 	}
 }
+
+// SplitArgs separates a topology's own flags (those defined in fs) from
+// the rest, so that a topology main can accept its flags together with
+// Egret's:
+//
+//	own, rest := egret.SplitArgs(os.Args[1:], fs)
+//	fs.Parse(own)
+//	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+func SplitArgs(args []string, fs *flag.FlagSet) (own, rest []string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		name := strings.TrimLeft(a, "-")
+		if name == a || name == "" {
+			rest = append(rest, a)
+			continue
+		}
+		name, _, hasValue := strings.Cut(name, "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			rest = append(rest, a)
+			continue
+		}
+		own = append(own, a)
+		if bf, ok := f.Value.(interface{ IsBoolFlag() bool }); !hasValue && !(ok && bf.IsBoolFlag()) && i+1 < len(args) {
+			i++
+			own = append(own, args[i])
+		}
+	}
+	return own, rest
+}

@@ -2,6 +2,7 @@ package egret
 
 import (
 	"bytes"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -236,5 +237,19 @@ func TestDefineEnvironment(t *testing.T) {
 	}
 	if got, err := topology.Unmarshal(data); err != nil || got.Name != "wordcount" {
 		t.Fatalf("Unmarshal = %+v, %v", got, err)
+	}
+}
+
+func TestSplitArgs(t *testing.T) {
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.Int("sentences", 0, "")
+	fs.Bool("fast", false, "")
+	fs.String("dir", "", "")
+	own, rest := SplitArgs([]string{"--sentences", "5", "--local", "--fast", "--duration", "2s", "-dir=x", "extra"}, fs)
+	if got, want := strings.Join(own, " "), "--sentences 5 --fast -dir=x"; got != want {
+		t.Errorf("own = %q, want %q", got, want)
+	}
+	if got, want := strings.Join(rest, " "), "--local --duration 2s extra"; got != want {
+		t.Errorf("rest = %q, want %q", got, want)
 	}
 }

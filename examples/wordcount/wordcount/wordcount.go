@@ -3,11 +3,14 @@
 package wordcount
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -34,9 +37,20 @@ type Options struct {
 	// Out receives the report (default os.Stdout).
 	Out io.Writer
 	// MaxSentences stops the spout after this many sentences per task (0:
-	// unbounded).
+	// unbounded). It is stored in the topology config (KeyMaxSentences), so
+	// it also reaches instances in a cluster.
 	MaxSentences int
+	// ReportDir, when set, makes the spouts and count bolts write their
+	// per-word counts there as JSON files (KeyReportDir): sentence-<task>.json
+	// once a bounded spout has finished, count-<task>.json at every tick.
+	ReportDir string
 }
+
+// Topology config keys of the example.
+const (
+	KeyMaxSentences = "wordcount.max.sentences"
+	KeyReportDir    = "wordcount.report.dir"
+)
 
 // Builder returns the word count topology.
 func Builder(o Options) *api.TopologyBuilder {
@@ -53,7 +67,13 @@ func Builder(o Options) *api.TopologyBuilder {
 		o.Out = os.Stdout
 	}
 	b := api.NewTopologyBuilder("wordcount")
-	b.SetSpout("sentence", func() api.Spout { return &SentenceSpout{Max: o.MaxSentences} }, 1)
+	if o.MaxSentences > 0 {
+		b.SetConfig(KeyMaxSentences, strconv.Itoa(o.MaxSentences))
+	}
+	if o.ReportDir != "" {
+		b.SetConfig(KeyReportDir, o.ReportDir)
+	}
+	b.SetSpout("sentence", func() api.Spout { return &SentenceSpout{} }, 1)
 	b.SetBolt("split", func() api.Bolt { return &SplitBolt{} }, o.SplitParallelism).
 		ShuffleGrouping("sentence")
 	b.SetBolt("count", func() api.Bolt { return &CountBolt{} }, o.CountParallelism).
@@ -65,14 +85,17 @@ func Builder(o Options) *api.TopologyBuilder {
 }
 
 // SentenceSpout emits random sentences and counts the words it emitted in
-// the user counter "words".
+// the user counter "words". With KeyMaxSentences it stops after that many
+// sentences.
 type SentenceSpout struct {
 	api.BaseSpout
-	Max   int
-	out   api.SpoutCollector
-	rng   *rand.Rand
-	words *api.Counter
-	sent  int
+	out     api.SpoutCollector
+	rng     *rand.Rand
+	words   *api.Counter
+	max     int
+	sent    int
+	report  string
+	emitted map[string]int64
 }
 
 // Open implements api.Spout.
@@ -80,18 +103,37 @@ func (s *SentenceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 	s.out = out
 	s.rng = rand.New(rand.NewPCG(uint64(ctx.TaskID()), uint64(time.Now().UnixNano())))
 	s.words = ctx.Counter("words")
+	if v := ctx.Config(KeyMaxSentences); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a number", KeyMaxSentences, v)
+		}
+		s.max = n
+	}
+	if dir := ctx.Config(KeyReportDir); dir != "" {
+		s.report = filepath.Join(dir, fmt.Sprintf("sentence-%d.json", ctx.TaskID()))
+		s.emitted = map[string]int64{}
+	}
 	return nil
 }
 
 // NextTuple implements api.Spout.
 func (s *SentenceSpout) NextTuple() {
-	if s.Max > 0 && s.sent >= s.Max {
+	if s.max > 0 && s.sent >= s.max {
 		return
 	}
 	sentence := Sentences[s.rng.IntN(len(Sentences))]
 	s.out.Emit(api.Values{sentence}, nil)
 	s.sent++
 	s.words.Add(int64(strings.Count(sentence, " ") + 1))
+	if s.emitted != nil {
+		for _, w := range strings.Fields(sentence) {
+			s.emitted[w]++
+		}
+		if s.sent == s.max {
+			writeReport(s.report, s.emitted)
+		}
+	}
 }
 
 // DeclareOutputFields implements api.Spout.
@@ -129,6 +171,7 @@ type CountBolt struct {
 	counts  map[string]int64
 	changed map[string]bool
 	counted *api.Counter
+	report  string
 }
 
 // Prepare implements api.Bolt.
@@ -137,6 +180,9 @@ func (b *CountBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.counts = map[string]int64{}
 	b.changed = map[string]bool{}
 	b.counted = ctx.Counter("counted")
+	if dir := ctx.Config(KeyReportDir); dir != "" {
+		b.report = filepath.Join(dir, fmt.Sprintf("count-%d.json", ctx.TaskID()))
+	}
 	return nil
 }
 
@@ -145,6 +191,9 @@ func (b *CountBolt) Execute(t api.Tuple) {
 	if t.IsTick() {
 		for w := range b.changed {
 			b.out.Emit(api.Values{w, b.counts[w]})
+		}
+		if b.report != "" && len(b.changed) > 0 {
+			writeReport(b.report, b.counts)
 		}
 		clear(b.changed)
 		return
@@ -191,6 +240,43 @@ func (b *ReportBolt) Cleanup() {
 
 // DeclareOutputFields implements api.Bolt.
 func (b *ReportBolt) DeclareOutputFields(api.OutputDeclarer) {}
+
+// writeReport writes counts as JSON to path atomically; errors are ignored
+// (the report is for tests and demos).
+func writeReport(path string, counts map[string]int64) {
+	b, err := json.Marshal(counts)
+	if err != nil {
+		return
+	}
+	tmp := path + ".tmp"
+	if os.WriteFile(tmp, b, 0o644) == nil {
+		_ = os.Rename(tmp, path)
+	}
+}
+
+// ReadReports sums the per-word counts of the report files in dir whose
+// names start with prefix ("sentence-" or "count-").
+func ReadReports(dir, prefix string) (map[string]int64, error) {
+	files, err := filepath.Glob(filepath.Join(dir, prefix+"*.json"))
+	if err != nil {
+		return nil, err
+	}
+	total := map[string]int64{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var m map[string]int64
+		if err := json.Unmarshal(b, &m); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		for w, n := range m {
+			total[w] += n
+		}
+	}
+	return total, nil
+}
 
 // WordCount is one word and its count.
 type WordCount struct {
