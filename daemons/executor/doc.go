@@ -1,0 +1,78 @@
+// Package executor is the executor daemon (`egret executor`): the entry
+// point of every container. It fetches and extracts the topology package,
+// starts the container's processes, restarts those that die, follows the
+// packing plan, and stops everything on SIGTERM (the cmd layer cancels the
+// context of Run).
+//
+// # Process tree
+//
+//	container 0:   egret executor
+//	               ├── egret tmanager
+//	               └── egret metricsmgr
+//	container i≥1: egret executor
+//	               ├── egret metricsmgr
+//	               ├── egret stmgr                (once i is in the packing plan)
+//	               └── W/package/topology --instance ...   (one per task of i)
+//
+// # Command lines
+//
+// One function per process kind builds each command line (TManagerArgs,
+// MetricsMgrArgs, StmgrArgs, InstanceArgs); the cobra commands of cli/ must
+// accept exactly these flags. Every path is passed explicitly; daemons
+// derive none.
+//
+//	egret tmanager   --topology N --topology-id ID --config F
+//	egret metricsmgr --topology N --container C --socket M --metrics-file W/metrics.jsonl --config F
+//	egret stmgr      --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F
+//	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M
+//
+// F is the resolved cluster config (Config.ConfigFile, default
+// W/package/cluster.json), S and M the sockets below, P Config.StmgrPort
+// (0: any). Children run with W as their working directory and the
+// executor's environment plus Config.ExtraEnv.
+//
+// # Working directory W
+//
+//	W/package/            the extracted package: topology, topology.defn, cluster.json
+//	W/package.sha256      digest of the extracted package; a restarted executor with
+//	                      the same digest reuses W/package without fetching
+//	W/package.tar.gz      the download, removed once extracted
+//	W/logs/<name>.log     stdout+stderr of each child, appended across restarts;
+//	                      <name> is tmanager, metricsmgr, stmgr or
+//	                      instance-<component>-<task>
+//	W/pids.json           {"executor": pid, "processes": {name: pid}}, rewritten
+//	                      atomically whenever a child starts or ends
+//	W/metrics.jsonl       the metrics manager's file sink
+//	W/stmgr.sock          the stream manager's socket for local instances
+//	W/metricsmgr.sock     the metrics manager's socket
+//
+// When W is long enough that a socket path would exceed 100 bytes, both
+// sockets go to $TMPDIR/egret-<hash of W>/ instead (removed on exit).
+//
+// # Supervision
+//
+// Each child is started in its own process group (Setpgid) with
+// Pdeathsig=SIGKILL on Linux, so nothing survives the executor even when it
+// is SIGKILLed. A child that exits is restarted after a backoff: it starts
+// at egret.executor.restart.backoff.initial (1s), doubles after every
+// restart up to egret.executor.restart.backoff.max (30s), and falls back to
+// the initial value once a run lasted egret.executor.restart.reset.after
+// (60s). An instance exiting with code 3 (ExitLayoutChanged: its task
+// layout changed) is restarted at once; if it exits with 3 again within the
+// initial backoff, the ordinary backoff applies so it cannot spin. Stopping
+// a child sends SIGTERM to its process group and SIGKILL after
+// egret.executor.stop.grace (10s). There is no restart limit: a container
+// keeps trying, and the restart counters (Executor.Status) show the churn.
+//
+// # Packing plan
+//
+// The executor watches /packingplans/<topology>. On a change it stops the
+// instances no longer assigned to its container, restarts the stream
+// manager (so it re-registers with the topology manager), and starts the
+// instances new to its container; unchanged instances keep running (they
+// exit with code 3 themselves when their layout changed). A container that
+// is not yet in the plan runs only its metrics manager and waits; once it
+// was in the plan and is removed, or when the plan is deleted (topology
+// killed) or belongs to another topology id (resubmitted), the executor
+// stops every child and Run returns nil.
+package executor

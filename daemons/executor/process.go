@@ -1,0 +1,382 @@
+package executor
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Kind is the kind of a child process.
+type Kind string
+
+// The kinds of children.
+const (
+	KindTManager   Kind = "tmanager"
+	KindMetricsMgr Kind = "metricsmgr"
+	KindStmgr      Kind = "stmgr"
+	KindInstance   Kind = "instance"
+)
+
+// State is where a child is in its life cycle.
+type State string
+
+// The states of a child.
+const (
+	StateStarting State = "starting"
+	StateRunning  State = "running"
+	StateBackoff  State = "backoff"  // exited; waiting to be restarted
+	StateStopping State = "stopping" // SIGTERM sent
+	StateStopped  State = "stopped"  // stopped for good
+)
+
+// EventKind says what happened to a child.
+type EventKind string
+
+// The supervision events.
+const (
+	// EventStarted: a process was started (PID).
+	EventStarted EventKind = "started"
+	// EventStartFailed: exec failed (Err); treated like an exit.
+	EventStartFailed EventKind = "start-failed"
+	// EventExited: a process exited on its own (PID, ExitCode, Reason).
+	EventExited EventKind = "exited"
+	// EventRestarting: the process will be started again after Delay
+	// (Reason says why).
+	EventRestarting EventKind = "restarting"
+	// EventStopped: the executor stopped the process (PID; Killed when it
+	// ignored SIGTERM for the grace period and got SIGKILL).
+	EventStopped EventKind = "stopped"
+)
+
+// Event is one supervision event.
+type Event struct {
+	Kind    EventKind
+	Process string
+	PID     int
+	// ExitCode is the exit status (-1 when killed by a signal).
+	ExitCode int
+	// Uptime is how long an exited process ran.
+	Uptime time.Duration
+	Delay  time.Duration
+	Reason string
+	Killed bool
+	Err    error
+}
+
+// ProcessStatus is a snapshot of one child, for tests, the shell and the
+// tracker.
+type ProcessStatus struct {
+	Name string `json:"name"`
+	Kind Kind   `json:"kind"`
+	// Task is the task id of an instance (0 otherwise).
+	Task int `json:"task,omitempty"`
+	// PID is 0 while the process is not running.
+	PID      int   `json:"pid"`
+	State    State `json:"state"`
+	Restarts int   `json:"restarts"`
+	// StartedAt is when the current (or last) run started.
+	StartedAt time.Time `json:"started_at"`
+	// LastExit describes how the last run ended ("" if none has).
+	LastExit string   `json:"last_exit,omitempty"`
+	Args     []string `json:"args"`
+}
+
+// process supervises one child: it runs it, restarts it when it exits and
+// stops it on request. Its mutable fields are guarded by ex.mu.
+type process struct {
+	ex   *Executor
+	name string
+	kind Kind
+	task int
+	args []string
+
+	stopCh    chan struct{} // closed: stop for good
+	restartCh chan string   // a reason: restart now (buffered 1)
+	done      chan struct{} // closed when the child is gone for good
+
+	pid       int
+	state     State
+	restarts  int
+	startedAt time.Time
+	lastExit  string
+}
+
+func newProcess(ex *Executor, name string, kind Kind, task int, args []string) *process {
+	return &process{
+		ex: ex, name: name, kind: kind, task: task, args: args,
+		state:     StateStarting,
+		stopCh:    make(chan struct{}),
+		restartCh: make(chan string, 1),
+		done:      make(chan struct{}),
+	}
+}
+
+// requestStop asks the process to stop; wait on done.
+func (p *process) requestStop() {
+	p.ex.mu.Lock()
+	defer p.ex.mu.Unlock()
+	select {
+	case <-p.stopCh:
+	default:
+		close(p.stopCh)
+	}
+}
+
+// requestRestart asks for an immediate restart (a pending request absorbs
+// a second one).
+func (p *process) requestRestart(reason string) {
+	select {
+	case p.restartCh <- reason:
+	default:
+	}
+}
+
+// exitInfo describes how a run ended.
+type exitInfo struct {
+	code   int
+	reason string
+	uptime time.Duration
+}
+
+// run is the supervision loop.
+func (p *process) run() {
+	defer close(p.done)
+	s := p.ex.set
+	log := p.ex.log.With(zap.String("process", p.name))
+	pol := restartPolicy{set: s}
+	for {
+		select {
+		case <-p.stopCh:
+			p.setStopped()
+			return
+		default:
+		}
+		var ex exitInfo
+		cmd, started, err := p.start()
+		if err != nil {
+			log.Error("cannot start process", zap.Strings("args", p.args), zap.Error(err))
+			p.emit(Event{Kind: EventStartFailed, Process: p.name, Err: err, ExitCode: -1})
+			ex = exitInfo{code: -1, reason: "start failed: " + err.Error()}
+		} else {
+			waitCh := make(chan error, 1)
+			go func() { waitCh <- cmd.Wait() }()
+			select {
+			case werr := <-waitCh:
+				ex = p.exited(cmd, started, werr)
+				log.Warn("process exited", zap.Int("pid", cmd.Process.Pid), zap.String("status", ex.reason),
+					zap.Duration("uptime", ex.uptime))
+			case <-p.stopCh:
+				p.terminate(cmd, waitCh, log)
+				p.setStopped()
+				return
+			case reason := <-p.restartCh:
+				log.Info("restarting process", zap.String("reason", reason))
+				p.terminate(cmd, waitCh, log)
+				p.countRestart(reason, 0)
+				pol.reset()
+				continue
+			}
+		}
+
+		wait, layout := pol.next(p.kind, ex.code, ex.uptime)
+		reason := ex.reason
+		if layout {
+			reason = "task layout changed (exit code 3)"
+		}
+		p.countRestart(reason, wait)
+		if wait > 0 {
+			log.Info("restarting process after backoff", zap.Duration("backoff", wait))
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-p.stopCh:
+				t.Stop()
+				p.setStopped()
+				return
+			case <-p.restartCh:
+				t.Stop()
+			}
+		}
+	}
+}
+
+// restartPolicy computes restart delays: exponential backoff from the
+// initial value, doubling, capped at the max, reset after a long run; an
+// instance's exit code 3 restarts at once unless it repeats within the
+// initial backoff (no hot loop).
+type restartPolicy struct {
+	set        settings
+	delay      time.Duration // the next backoff (0: initial)
+	lastLayout bool          // the previous run ended with exit code 3
+}
+
+// next returns how long to wait before restarting a process of kind that
+// exited with code after uptime, and whether this is a layout restart.
+func (r *restartPolicy) next(kind Kind, code int, uptime time.Duration) (time.Duration, bool) {
+	if r.delay == 0 {
+		r.delay = r.set.backoffInitial
+	}
+	if kind == KindInstance && code == ExitLayoutChanged && !(r.lastLayout && uptime < r.set.backoffInitial) {
+		r.lastLayout = true
+		return 0, true
+	}
+	r.lastLayout = code == ExitLayoutChanged
+	if uptime >= r.set.resetAfter {
+		r.delay = r.set.backoffInitial
+	}
+	d := r.delay
+	r.delay = min(2*d, r.set.backoffMax)
+	return d, false
+}
+
+// reset forgets the history (after a requested restart).
+func (r *restartPolicy) reset() { *r = restartPolicy{set: r.set} }
+
+// start starts one run of the child with its output appended to its log.
+func (p *process) start() (*exec.Cmd, time.Time, error) {
+	e := p.ex
+	logPath := filepath.Join(e.paths.LogsDir, p.name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("open log file: %w", err)
+	}
+	defer f.Close()
+	fmt.Fprintf(f, "==== %s egret executor: starting %s: %s\n", time.Now().Format(time.RFC3339Nano), p.name, quoteArgs(p.args))
+	cmd := exec.Command(p.args[0], p.args[1:]...)
+	cmd.Dir = e.paths.WorkDir
+	cmd.Env = append(os.Environ(), e.cfg.ExtraEnv...)
+	cmd.Stdin = nil
+	cmd.Stdout = f
+	cmd.Stderr = f
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(f, "==== egret executor: start failed: %v\n", err)
+		return nil, time.Time{}, err
+	}
+	now := time.Now()
+	e.mu.Lock()
+	p.pid = cmd.Process.Pid
+	p.state = StateRunning
+	p.startedAt = now
+	e.writePidsLocked()
+	e.mu.Unlock()
+	e.log.Info("process started", zap.String("process", p.name), zap.Int("pid", cmd.Process.Pid))
+	p.emit(Event{Kind: EventStarted, Process: p.name, PID: cmd.Process.Pid})
+	return cmd, now, nil
+}
+
+// exited records a run that ended on its own.
+func (p *process) exited(cmd *exec.Cmd, started time.Time, werr error) exitInfo {
+	pid := cmd.Process.Pid
+	// Kill what the child may have left in its process group.
+	signalGroup(pid, syscall.SIGKILL)
+	ex := exitInfo{code: -1, uptime: time.Since(started)}
+	if ps := cmd.ProcessState; ps != nil {
+		ex.code = ps.ExitCode()
+		ex.reason = ps.String()
+	} else if werr != nil {
+		ex.reason = werr.Error()
+	}
+	p.ex.mu.Lock()
+	p.pid = 0
+	p.state = StateBackoff
+	p.lastExit = ex.reason
+	p.ex.writePidsLocked()
+	p.ex.mu.Unlock()
+	p.emit(Event{Kind: EventExited, Process: p.name, PID: pid, ExitCode: ex.code, Reason: ex.reason, Uptime: ex.uptime})
+	return ex
+}
+
+// terminate sends SIGTERM to the child's process group, SIGKILL after the
+// grace period, and waits for the child.
+func (p *process) terminate(cmd *exec.Cmd, waitCh <-chan error, log *zap.Logger) {
+	pid := cmd.Process.Pid
+	p.ex.mu.Lock()
+	p.state = StateStopping
+	p.ex.mu.Unlock()
+	signalGroup(pid, syscall.SIGTERM)
+	killed := false
+	t := time.NewTimer(p.ex.set.stopGrace)
+	select {
+	case <-waitCh:
+		t.Stop()
+	case <-t.C:
+		log.Warn("process ignored SIGTERM for the grace period; sending SIGKILL",
+			zap.Int("pid", pid), zap.Duration("grace", p.ex.set.stopGrace))
+		killed = true
+		signalGroup(pid, syscall.SIGKILL)
+		<-waitCh
+	}
+	signalGroup(pid, syscall.SIGKILL) // stragglers of the group
+	reason := "stopped"
+	if cmd.ProcessState != nil {
+		reason = cmd.ProcessState.String()
+	}
+	p.ex.mu.Lock()
+	p.pid = 0
+	p.lastExit = reason
+	p.ex.writePidsLocked()
+	p.ex.mu.Unlock()
+	log.Info("process stopped", zap.Int("pid", pid), zap.Bool("killed", killed))
+	p.emit(Event{Kind: EventStopped, Process: p.name, PID: pid, Killed: killed, ExitCode: -1, Reason: reason})
+}
+
+func (p *process) countRestart(reason string, delay time.Duration) {
+	p.ex.mu.Lock()
+	p.restarts++
+	p.state = StateBackoff
+	p.ex.mu.Unlock()
+	p.emit(Event{Kind: EventRestarting, Process: p.name, Delay: delay, Reason: reason})
+}
+
+func (p *process) setStopped() {
+	p.ex.mu.Lock()
+	p.state = StateStopped
+	p.pid = 0
+	p.ex.mu.Unlock()
+}
+
+func (p *process) emit(ev Event) {
+	if f := p.ex.cfg.Hooks.OnEvent; f != nil {
+		f(ev)
+	}
+}
+
+// statusLocked snapshots the process; the caller holds ex.mu.
+func (p *process) statusLocked() ProcessStatus {
+	return ProcessStatus{
+		Name: p.name, Kind: p.kind, Task: p.task, PID: p.pid, State: p.state,
+		Restarts: p.restarts, StartedAt: p.startedAt, LastExit: p.lastExit,
+		Args: append([]string(nil), p.args...),
+	}
+}
+
+// signalGroup signals the process group led by pid, falling back to the
+// process alone when the group is gone or not ours.
+func signalGroup(pid int, sig syscall.Signal) {
+	if pid <= 0 {
+		return
+	}
+	if err := syscall.Kill(-pid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a == "" || strings.ContainsAny(a, " \t\n\"'\\$") {
+			a = strconv.Quote(a)
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
