@@ -121,7 +121,7 @@ func TestDecodedTypesAreExact(t *testing.T) {
 	}
 }
 
-// TestGoldenEncodings pins the byte format documented in FORMAT.md.
+// TestGoldenEncodings pins the byte format documented in docs/tuple-format.md.
 func TestGoldenEncodings(t *testing.T) {
 	reg := testRegistry(t)
 	for _, tc := range []struct {

@@ -17,7 +17,7 @@
 //
 // DecodeValue and DecodeValues are the convenient, allocating way back to Go
 // values. Each decoded value has exactly the Go type it was encoded from
-// (an int32 stays an int32); see FORMAT.md for the few normalisations (times
+// (an int32 stays an int32); see docs/tuple-format.md for the few normalisations (times
 // decode in UTC, nil slices decode as empty ones).
 //
 // Supported kinds are nil, bool, int, int8..int64, uint, uint8..uint64,
@@ -35,6 +35,7 @@
 // out-of-range narrow integers, unsorted or duplicate map keys), so
 // encode(decode(b)) == b for every b that decodes.
 //
-// The exact byte format and the hash definition are in FORMAT.md in this
-// directory, precise enough to implement the codec in another language.
+// The exact byte format and the hash definition are in docs/tuple-format.md
+// of the repository, precise enough to implement the codec in another
+// language.
 package tuple

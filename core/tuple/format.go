@@ -11,7 +11,7 @@ import (
 // self-referencing lists from recursing forever.
 const MaxDepth = 64
 
-// Wire tags: the first byte of every encoded value. FORMAT.md is the
+// Wire tags: the first byte of every encoded value. docs/tuple-format.md is the
 // normative table.
 const (
 	tagNil      byte = 0x01

@@ -11,7 +11,7 @@ import (
 )
 
 // Canonical hash classes: the first byte of each value's canonical hash
-// input (FORMAT.md, "Fields-grouping hash"). They are independent of the
+// input (docs/tuple-format.md, "Fields-grouping hash"). They are independent of the
 // wire tags, so the hash depends on the logical value only.
 const (
 	hNil      byte = 0x00
@@ -138,7 +138,7 @@ func (h *hasher) user(id uint16, payload []byte) {
 
 // HashValues returns the fields-grouping hash of vals, in order: XXH64
 // (seed 0) of the concatenated canonical hash inputs of the values, as
-// defined in FORMAT.md. Equal logical keys hash equally whatever their Go
+// defined in docs/tuple-format.md. Equal logical keys hash equally whatever their Go
 // integer widths (int32(7), int64(7) and uint8(7) are the same key) and
 // the hash is stable across runs, machines and versions. It does not
 // allocate for the basic kinds; user values are encoded with their codec

@@ -54,7 +54,7 @@ func TestHashGolden(t *testing.T) {
 	}
 }
 
-// canon builds the canonical hash input of v by hand, following FORMAT.md
+// canon builds the canonical hash input of v by hand, following docs/tuple-format.md
 // literally, as an independent check of the hasher.
 func canon(t *testing.T, v any, reg *Registry) []byte {
 	u64 := func(c byte, x uint64) []byte { return binary.LittleEndian.AppendUint64([]byte{c}, x) }
