@@ -39,6 +39,6 @@
 // registers again. A garbage, oversize, unknown or undecodable frame is
 // logged with the peer's address and closes that connection only.
 //
-// PROTOCOL-NOTES.md in this directory describes the protocol and the HTTP
+// docs/protocol.md ("Topology manager") describes the protocol and the HTTP
 // API with examples.
 package tmanager
