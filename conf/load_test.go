@@ -503,7 +503,7 @@ func TestUnknownKeys(t *testing.T) {
 		{"egret.statemgr.foo", "unknown key"},
 		{"egret.slurm.queue", "unknown key of the built-in slurm scheduler; its keys are egret.slurm.partition, egret.slurm.job.template"},
 		{"egret.uploader.http.url", "unknown key of the built-in http uploader; did you mean egret.uploader.http.uri?"},
-		{"egret.statemgr.localfs.root", "the built-in localfs state manager has no configuration keys"},
+		{"egret.statemgr.localfs.root", "unknown key of the built-in localfs state manager; did you mean egret.statemgr.localfs.poll.interval?"},
 		{"egret.stmgr.buffer.high.watermark", "unknown key; did you mean egret.stmgr.buffer.high.watermark.bytes?"},
 		{"egret.scheduler.local.dir", "unknown key of the built-in local scheduler; its keys are egret.scheduler.local.egret.binary, egret.scheduler.local.working.directory"},
 		{"egret.metrics.sink.file.pth", "unknown key of the built-in file metrics sink; did you mean egret.metrics.sink.file.path?"},

@@ -1,0 +1,3 @@
+// Package nodepath holds the path rules shared by Egret's state manager
+// backends.
+package nodepath
