@@ -1,0 +1,13 @@
+package cli
+
+// The built-in backends, registered with core/spi by their init functions.
+import (
+	_ "github.com/egret-stream/egret/packing/ffd"
+	_ "github.com/egret-stream/egret/packing/rcrr"
+	_ "github.com/egret-stream/egret/packing/roundrobin"
+	_ "github.com/egret-stream/egret/schedulers/local"
+	_ "github.com/egret-stream/egret/statemgr/localfs"
+	_ "github.com/egret-stream/egret/statemgr/zookeeper"
+	_ "github.com/egret-stream/egret/uploaders/http"
+	_ "github.com/egret-stream/egret/uploaders/localfs"
+)

@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/daemons/metricsmgr"
+	"github.com/egret-stream/egret/launcher"
+	"github.com/egret-stream/egret/schedulers/local"
+)
+
+// daemonEnv is what every daemon command reads: the resolved cluster
+// config written into the topology package, and a logger.
+type daemonEnv struct {
+	configFile string
+	cfg        spi.Config
+	log        *zap.Logger
+	g          *globals
+}
+
+func (d *daemonEnv) load(name string) error {
+	if d.configFile == "" {
+		return usagef("%s needs --config", name)
+	}
+	cfg, err := launcher.ReadConfig(d.configFile)
+	if err != nil {
+		return usageError{err}
+	}
+	d.cfg = cfg
+	d.log = d.g.daemonLogger().Named(name)
+	return nil
+}
+
+// stateManager opens a state-manager session from the daemon's config.
+func (d *daemonEnv) stateManager(ctx context.Context) (spi.StateManager, error) {
+	return newBackends(nil, d.log).StateManager(ctx, d.cfg)
+}
+
+func (d *daemonEnv) duration(key string, def time.Duration) time.Duration {
+	v, err := d.cfg.Duration(key, def)
+	if err != nil {
+		d.log.Warn("bad config value; using the default", zap.String("key", key), zap.Error(err))
+		return def
+	}
+	return v
+}
+
+func addDaemonCmds(root *cobra.Command, g *globals) {
+	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g)} {
+		c.Hidden = true
+		root.AddCommand(c)
+	}
+	addRuntimeCmds(root, g)
+}
+
+func daemonCommand(g *globals, use, short string, flags func(*cobra.Command), run func(ctx context.Context, d *daemonEnv) error) *cobra.Command {
+	d := &daemonEnv{g: g}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  exactArgs(0, use),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := d.load(cmd.Name()); err != nil {
+				return err
+			}
+			defer func() { _ = d.log.Sync() }()
+			return run(cmd.Context(), d)
+		},
+	}
+	cmd.Flags().StringVar(&d.configFile, "config", "", "resolved cluster config (JSON) of the topology")
+	flags(cmd)
+	return cmd
+}
+
+func schedulerCmd(g *globals) *cobra.Command {
+	var workDir string
+	return daemonCommand(g, "scheduler --work-dir W --config F", "Run the local scheduler service of one topology",
+		func(c *cobra.Command) { c.Flags().StringVar(&workDir, "work-dir", "", "the topology's working directory") },
+		func(ctx context.Context, d *daemonEnv) error {
+			if workDir == "" {
+				return usagef("scheduler needs --work-dir")
+			}
+			return local.Serve(ctx, local.ServeConfig{
+				WorkDir:        workDir,
+				EgretBinary:    d.cfg.String("egret.scheduler.local.egret.binary", ""),
+				BackoffInitial: d.duration("egret.executor.restart.backoff.initial", time.Second),
+				BackoffMax:     d.duration("egret.executor.restart.backoff.max", 30*time.Second),
+				StopGrace:      d.duration("egret.executor.stop.grace", 10*time.Second),
+			}, d.log)
+		})
+}
+
+func metricsmgrCmd(g *globals) *cobra.Command {
+	var topology, socket, file string
+	var container int
+	return daemonCommand(g, "metricsmgr --topology T --container N --socket S --config F", "Run a container's metrics manager",
+		func(c *cobra.Command) {
+			f := c.Flags()
+			f.StringVar(&topology, "topology", "", "topology name")
+			f.IntVar(&container, "container", 0, "container index")
+			f.StringVar(&socket, "socket", "", "Unix socket to listen on")
+			f.StringVar(&file, "metrics-file", "", "file sink path (default: metrics.jsonl next to the socket's working directory)")
+		},
+		func(ctx context.Context, d *daemonEnv) error {
+			if topology == "" || socket == "" {
+				return usagef("metricsmgr needs --topology and --socket")
+			}
+			sm, err := d.stateManager(ctx)
+			if err != nil {
+				return err
+			}
+			defer sm.Close()
+			if file == "" {
+				wd, _ := os.Getwd()
+				file = filepath.Join(wd, "metrics.jsonl")
+			}
+			return metricsmgr.Run(ctx, metricsmgr.Config{TopologyName: topology, Container: container, Socket: socket, FilePath: file, StateManager: sm}, d.log)
+		})
+}
+
+func (g *globals) daemonLogger() *zap.Logger {
+	cfg := zap.NewProductionConfig()
+	cfg.OutputPaths = []string{"stderr"}
+	cfg.ErrorOutputPaths = []string{"stderr"}
+	if g.verbose {
+		cfg.Level.SetLevel(zap.DebugLevel)
+	}
+	log, err := cfg.Build()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "egret: logger:", err)
+		return zap.NewNop()
+	}
+	return log
+}

@@ -1,0 +1,116 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/egret-stream/egret/conf"
+	"github.com/egret-stream/egret/launcher"
+)
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1
+	ExitUsage   = 2
+)
+
+// usageError marks errors caused by the command line or its inputs.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// globals are the persistent flags.
+type globals struct {
+	configPath string
+	properties []string
+	verbose    bool
+	stdout     io.Writer
+	stderr     io.Writer
+}
+
+func (g *globals) logger() *zap.Logger {
+	level := zapcore.WarnLevel
+	if g.verbose {
+		level = zapcore.DebugLevel
+	}
+	enc := zap.NewDevelopmentEncoderConfig()
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(g.stderr), level))
+}
+
+// loadCluster loads the config of a cluster[/role[/env]] argument.
+func (g *globals) loadCluster(arg string) (*conf.Cluster, error) {
+	cluster, role, env, err := conf.ParseClusterRoleEnv(arg)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	c, err := conf.Load(conf.LoadOptions{Cluster: cluster, Role: role, Environ: env, ConfigPath: g.configPath, Overrides: g.properties})
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return c, nil
+}
+
+func (g *globals) launcher(arg string, log *zap.Logger) (*launcher.Launcher, error) {
+	c, err := g.loadCluster(arg)
+	if err != nil {
+		return nil, err
+	}
+	return &launcher.Launcher{Cluster: c, Backends: newBackends(c, log), Log: log, Progress: g.stdout}, nil
+}
+
+// NewRoot returns the egret command.
+func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+	g := &globals{stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "egret",
+		Short:         "Egret runs stream processing topologies on a laptop or a cluster",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       launcher.Version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.configPath, "config-path", "", "directory of per-cluster config overrides (default ~/.egret/conf)")
+	pf.StringArrayVar(&g.properties, "config-property", nil, "override a config key: key=value (repeatable)")
+	pf.BoolVarP(&g.verbose, "verbose", "v", false, "log debug details to stderr")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(
+		submitCmd(g), killCmd(g), activateCmd(g, true), activateCmd(g, false), restartCmd(g),
+		updateCmd(g), listCmd(g), configCmd(g), servePackagesCmd(g),
+	)
+	addDaemonCmds(root, g)
+	return root
+}
+
+// Main runs the egret command with args and returns the exit code.
+func Main(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := NewRoot(os.Stdout, os.Stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintln(os.Stderr, "egret:", err)
+	var ue usageError
+	if errors.As(err, &ue) || launcher.IsBadInput(err) || strings.HasPrefix(err.Error(), "unknown command") {
+		return ExitUsage
+	}
+	return ExitFailure
+}

@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/daemons/executor"
+	"github.com/egret-stream/egret/daemons/tmanager"
+)
+
+// addRuntimeCmds adds the container daemons (executor, tmanager, stmgr).
+func addRuntimeCmds(root *cobra.Command, g *globals) {
+	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g)} {
+		c.Hidden = true
+		root.AddCommand(c)
+	}
+}
+
+// advertisedHost is the address other containers reach this one at: the
+// EGRET_HOST environment variable, else the host name when it resolves,
+// else the loopback address.
+func advertisedHost() string {
+	if h := os.Getenv("EGRET_HOST"); h != "" {
+		return h
+	}
+	if h, err := os.Hostname(); err == nil {
+		if _, err := net.LookupHost(h); err == nil {
+			return h
+		}
+	}
+	return "127.0.0.1"
+}
+
+func tmanagerCmd(g *globals) *cobra.Command {
+	var c tmanager.Config
+	return daemonCommand(g, "tmanager --topology T --topology-id ID --config F", "Run a topology's topology manager (container 0)",
+		func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVar(&c.TopologyName, "topology", "", "topology name")
+			f.StringVar(&c.TopologyID, "topology-id", "", "topology id")
+			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
+			f.StringVar(&c.BindHost, "bind", "", "interface to listen on (default: all)")
+			f.IntVar(&c.ServerPort, "server-port", 0, "port for stream and metrics managers (0: any)")
+			f.IntVar(&c.HTTPPort, "http-port", 0, "port of the control and stats API (0: any)")
+		},
+		func(ctx context.Context, d *daemonEnv) error {
+			if c.TopologyName == "" || c.TopologyID == "" {
+				return usagef("tmanager needs --topology and --topology-id")
+			}
+			if c.Host == "" {
+				c.Host = advertisedHost()
+			}
+			sm, err := d.stateManager(ctx)
+			if err != nil {
+				return err
+			}
+			defer sm.Close()
+			c.StateManager, c.Settings = sm, d.cfg
+			return tmanager.Run(ctx, c, d.log)
+		})
+}
+
+func executorCmd(g *globals) *cobra.Command {
+	var c executor.Config
+	cmd := &cobra.Command{
+		Use:   "executor --topology T --topology-id ID --container N --work-dir W --package-uri U [--package-sha256 H] [--config-file F]",
+		Short: "Run one container of a topology: fetch its package, start and supervise its processes",
+		Args:  exactArgs(0, "egret executor --topology wordcount --container 1 ..."),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if c.TopologyName == "" || c.WorkDir == "" {
+				return usagef("executor needs --topology and --work-dir")
+			}
+			log := g.daemonLogger().Named("executor")
+			defer func() { _ = log.Sync() }()
+			c.Connect = func(ctx context.Context, cfg spi.Config) (spi.StateManager, error) {
+				return newBackends(nil, log).StateManager(ctx, cfg)
+			}
+			return executor.Run(cmd.Context(), c, log)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.TopologyName, "topology", "", "topology name")
+	f.StringVar(&c.TopologyID, "topology-id", "", "topology id")
+	f.IntVar(&c.Container, "container", 0, "container index (0 runs the topology manager)")
+	f.StringVar(&c.WorkDir, "work-dir", "", "the container's working directory")
+	f.StringVar(&c.PackageURI, "package-uri", "", "where to fetch the topology package")
+	f.StringVar(&c.PackageSHA256, "package-sha256", "", "expected SHA-256 of the package")
+	f.StringVar(&c.ConfigFile, "config-file", "", "resolved cluster config (default: cluster.json in the package)")
+	f.StringVar(&c.EgretBinary, "egret-binary", "", "egret binary for the daemons (default: this one)")
+	f.IntVar(&c.StmgrPort, "stmgr-port", 0, "TCP port of the stream manager (0: any)")
+	return cmd
+}

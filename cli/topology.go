@@ -1,0 +1,223 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/launcher"
+)
+
+func exactArgs(n int, usage string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != n {
+			return usagef("%s needs %d arguments: %s", cmd.Name(), n, usage)
+		}
+		return nil
+	}
+}
+
+func submitCmd(g *globals) *cobra.Command {
+	var o launcher.SubmitOptions
+	var wait time.Duration
+	cmd := &cobra.Command{
+		Use:   "submit [flags] cluster[/role[/env]] <topology-binary-or-package> [-- args]",
+		Short: "Submit a topology to a cluster",
+		Long: `Submit runs the topology binary in define mode, packs its instances into containers,
+uploads the topology package, records the topology in the state manager and launches its
+containers. Progress is printed step by step. A Go package (./examples/wordcount) is built
+for the cluster's OS and architecture first. Arguments after -- go to the topology binary.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 {
+				return usagef("submit needs a cluster and a topology binary: egret submit local ./wordcount")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			log := g.logger()
+			l, err := g.launcher(args[0], log)
+			if err != nil {
+				return err
+			}
+			o.Binary, o.Args, o.WaitRunning, o.DryRunOut = args[1], args[2:], wait, cmd.OutOrStdout()
+			if o.DryRun {
+				l.Progress = cmd.ErrOrStderr()
+			}
+			if o.DryRunFormat != "table" && o.DryRunFormat != "json" {
+				return usagef("--dry-run-format %q: use table or json", o.DryRunFormat)
+			}
+			res, err := l.Submit(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			if !o.DryRun {
+				fmt.Fprintf(cmd.OutOrStdout(), "submitted topology %q (id %s) with %d containers\n", res.Topology, res.TopologyID, len(res.Plan.Containers)+1)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.DeployDeactivated, "deploy-deactivated", false, "start with the spouts deactivated (egret activate starts them)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "pack and print the plan without touching the cluster")
+	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "plan format of --dry-run: table or json")
+	f.DurationVar(&wait, "wait", 60*time.Second, "wait this long for the topology to run (0: return after launch)")
+	return cmd
+}
+
+func killCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "kill cluster[/role[/env]] <topology>",
+		Short: "Stop a topology and remove its state (idempotent)",
+		Args:  exactArgs(2, "egret kill local wordcount"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := g.launcher(args[0], g.logger())
+			if err != nil {
+				return err
+			}
+			if err := l.Kill(cmd.Context(), args[1]); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "killed topology %q\n", args[1])
+			return nil
+		},
+	}
+}
+
+func activateCmd(g *globals, active bool) *cobra.Command {
+	name, short := "deactivate", "Stop the spouts of a topology"
+	if active {
+		name, short = "activate", "Start the spouts of a deactivated topology"
+	}
+	return &cobra.Command{
+		Use:   name + " cluster[/role[/env]] <topology>",
+		Short: short,
+		Args:  exactArgs(2, "egret "+name+" local wordcount"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			l, err := g.launcher(args[0], g.logger())
+			if err != nil {
+				return err
+			}
+			if err := l.SetActive(cmd.Context(), args[1], active); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%sd topology %q\n", name, args[1])
+			return nil
+		},
+	}
+}
+
+func restartCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "restart cluster[/role[/env]] <topology> [container]",
+		Short: "Restart one container of a topology, or all of them",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) < 2 || len(args) > 3 {
+				return usagef("restart needs a cluster, a topology and optionally a container: egret restart local wordcount 1")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			container := spi.AllContainers
+			if len(args) == 3 {
+				n, err := strconv.Atoi(args[2])
+				if err != nil || n < 0 {
+					return usagef("container %q is not a container number (0, 1, ...)", args[2])
+				}
+				container = n
+			}
+			l, err := g.launcher(args[0], g.logger())
+			if err != nil {
+				return err
+			}
+			if err := l.Restart(cmd.Context(), args[1], container); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "restarted topology %q\n", args[1])
+			return nil
+		},
+	}
+}
+
+func updateCmd(g *globals) *cobra.Command {
+	var parallelism, runtimeConfig []string
+	var containers int
+	cmd := &cobra.Command{
+		Use:   "update cluster[/role[/env]] <topology> [--component-parallelism c:n]... [--container-number n] [--runtime-config k=v]...",
+		Short: "Rescale a running topology or change its runtime config",
+		Args:  exactArgs(2, "egret update local wordcount --component-parallelism count:4"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			par, err := launcher.ParseParallelism(parallelism)
+			if err != nil {
+				return usageError{err}
+			}
+			rc, err := launcher.ParseKeyValues("--runtime-config", runtimeConfig)
+			if err != nil {
+				return usageError{err}
+			}
+			if len(par) == 0 && containers == 0 && len(rc) == 0 {
+				return usagef("update needs --component-parallelism, --container-number or --runtime-config")
+			}
+			if containers < 0 {
+				return usagef("--container-number %d must be at least 1", containers)
+			}
+			l, err := g.launcher(args[0], g.logger())
+			if err != nil {
+				return err
+			}
+			if err := l.Update(cmd.Context(), args[1], launcher.UpdateOptions{Parallelism: par, Containers: containers, RuntimeConfig: rc}); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "updated topology %q\n", args[1])
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringArrayVar(&parallelism, "component-parallelism", nil, "new task count of a component: component:count (repeatable)")
+	f.IntVar(&containers, "container-number", 0, "new number of containers")
+	f.StringArrayVar(&runtimeConfig, "runtime-config", nil, "runtime config value: key=value (repeatable)")
+	return cmd
+}
+
+func listCmd(g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list cluster[/role[/env]]",
+		Short: "List the topologies of a cluster",
+		Args:  exactArgs(1, "egret list local"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usagef("--output %q: use table or json", output)
+			}
+			l, err := g.launcher(args[0], g.logger())
+			if err != nil {
+				return err
+			}
+			infos, err := l.List(cmd.Context())
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				if infos == nil {
+					infos = []launcher.TopologyInfo{}
+				}
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(infos)
+			}
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tROLE\tENV\tSUBMITTED\tID")
+			for _, i := range infos {
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", i.Name, i.State, i.Containers, i.Instances, i.Role, i.Environ, i.Submitted.Format(time.RFC3339), i.ID)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}

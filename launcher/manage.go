@@ -1,0 +1,342 @@
+package launcher
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// session opens the state manager of the cluster resolved for a topology.
+func (l *Launcher) session(ctx context.Context, name string) (spi.Config, *state.Store, func(), error) {
+	cluster, err := l.Cluster.WithTopology(name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cfg := cluster.Config()
+	sm, err := l.Backends.StateManager(ctx, cfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("state manager: %w", err)
+	}
+	return cfg, state.New(sm), func() { _ = sm.Close() }, nil
+}
+
+// ErrNotRunning is returned for operations on a topology that is not
+// submitted.
+var ErrNotRunning = errors.New("topology is not running")
+
+// Kill stops a topology and removes its state and package. It succeeds for
+// a topology that is not (or only partly) there.
+func (l *Launcher) Kill(ctx context.Context, name string) error {
+	cfg, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer closeSM()
+	es, esErr := store.ExecutionState(ctx, name)
+	l.progress("stopping the containers of %q", name)
+	sched, err := l.Backends.Scheduler(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	defer sched.Close()
+	if err := sched.Kill(ctx, name); err != nil {
+		return fmt.Errorf("kill the containers of %q: %w", name, err)
+	}
+	l.progress("removing the state of %q", name)
+	if err := store.Kill(ctx, name); err != nil {
+		return err
+	}
+	if esErr == nil && es.GetPackageUri() != "" {
+		if up, err := l.Backends.Uploader(ctx, cfg); err == nil {
+			if err := up.Undo(ctx, es.GetPackageUri()); err != nil {
+				l.Log.Warn("could not remove the topology package", zap.String("uri", es.GetPackageUri()), zap.Error(err))
+			}
+			_ = up.Close()
+		}
+	}
+	return nil
+}
+
+// SetActive activates or deactivates a topology through its topology
+// manager.
+func (l *Launcher) SetActive(ctx context.Context, name string, active bool) error {
+	op := "deactivate"
+	if active {
+		op = "activate"
+	}
+	return l.tmanagerPost(ctx, name, "/"+op, nil)
+}
+
+// SetRuntimeConfig sends runtime config values to the topology manager.
+func (l *Launcher) SetRuntimeConfig(ctx context.Context, name string, kv map[string]string) error {
+	form := url.Values{}
+	for k, v := range kv {
+		form.Set(k, v)
+	}
+	return l.tmanagerPost(ctx, name, "/runtime-config", form)
+}
+
+func (l *Launcher) tmanagerPost(ctx context.Context, name, path string, form url.Values) error {
+	_, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer closeSM()
+	if err := requireRunning(ctx, store, name); err != nil {
+		return err
+	}
+	loc, err := store.TManagerLocation(ctx, name)
+	if err != nil {
+		return fmt.Errorf("topology %q has no topology manager yet (it may be starting): %w", name, err)
+	}
+	u := fmt.Sprintf("http://%s:%d%s", loc.GetHost(), loc.GetHttpPort(), path)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
+	if err != nil {
+		return fmt.Errorf("topology manager of %q at %s: %w", name, u, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("topology manager of %q: %s %s: %s", name, path, resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}
+
+func requireRunning(ctx context.Context, store *state.Store, name string) error {
+	if _, err := store.Topology(ctx, name); err != nil {
+		if errors.Is(err, spi.ErrNotFound) {
+			return fmt.Errorf("topology %q: %w", name, ErrNotRunning)
+		}
+		return err
+	}
+	return nil
+}
+
+// Restart restarts one container of a topology, or all with
+// spi.AllContainers.
+func (l *Launcher) Restart(ctx context.Context, name string, container int) error {
+	cfg, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer closeSM()
+	if err := requireRunning(ctx, store, name); err != nil {
+		return err
+	}
+	if container != spi.AllContainers {
+		pp, _, err := store.PackingPlan(ctx, name)
+		if err != nil {
+			return err
+		}
+		if _, ok := pp.Container(container); !ok && container != 0 {
+			return fmt.Errorf("topology %q has no container %d (containers 0..%d)", name, container, len(pp.Containers))
+		}
+	}
+	sched, err := l.Backends.Scheduler(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	defer sched.Close()
+	return sched.Restart(ctx, name, container)
+}
+
+// UpdateOptions change a running topology.
+type UpdateOptions struct {
+	// Parallelism sets the task count of components.
+	Parallelism map[string]int
+	// Containers sets the number of containers (0: unchanged).
+	Containers int
+	// RuntimeConfig is sent to the topology manager.
+	RuntimeConfig map[string]string
+}
+
+// Update rescales a topology (repacking it and handing the new plan to the
+// scheduler) and/or changes its runtime config.
+func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) error {
+	if len(o.Parallelism) > 0 || o.Containers > 0 {
+		if err := l.repack(ctx, name, o); err != nil {
+			return err
+		}
+	}
+	if len(o.RuntimeConfig) > 0 {
+		l.progress("sending runtime config to the topology manager")
+		return l.SetRuntimeConfig(ctx, name, o.RuntimeConfig)
+	}
+	return nil
+}
+
+func (l *Launcher) repack(ctx context.Context, name string, o UpdateOptions) error {
+	cfg, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer closeSM()
+	unlock, err := store.Lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unlock() }()
+	if err := requireRunning(ctx, store, name); err != nil {
+		return err
+	}
+	t, err := store.Topology(ctx, name)
+	if err != nil {
+		return err
+	}
+	current, version, err := store.PackingPlan(ctx, name)
+	if err != nil {
+		return err
+	}
+	es, err := store.ExecutionState(ctx, name)
+	if err != nil {
+		return err
+	}
+	for comp, n := range o.Parallelism {
+		c, ok := t.Component(comp)
+		if !ok {
+			return fmt.Errorf("topology %q has no component %q (components: %s)", name, comp, strings.Join(componentNames(t.Components), ", "))
+		}
+		if n < 1 {
+			return fmt.Errorf("component %q: parallelism %d must be at least 1", comp, n)
+		}
+		c.Parallelism = n
+	}
+	packer, err := l.Backends.Packing(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	repacker, ok := packer.(spi.Repacking)
+	if !ok {
+		return fmt.Errorf("packing algorithm %s cannot repack a running topology: %w", cfg.String("egret.packing", ""), spi.ErrUnsupported)
+	}
+	l.progress("repacking %q", name)
+	next, err := repacker.Repack(t, current, o.Parallelism, o.Containers)
+	if err != nil {
+		return fmt.Errorf("repack topology %q: %w", name, err)
+	}
+	next.TopologyID = current.TopologyID
+	if err := next.Validate(t); err != nil {
+		return err
+	}
+	l.progress("writing the new packing plan (%d containers)", len(next.Containers))
+	if err := store.UpdatePackingPlan(ctx, t, next, version); err != nil {
+		return fmt.Errorf("write the new packing plan of %q: %w", name, err)
+	}
+	sched, err := l.Backends.Scheduler(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer sched.Close()
+	l.progress("asking the scheduler to apply it")
+	job := spi.Job{Topology: name, TopologyID: t.ID, Cluster: es.GetCluster(), Role: es.GetRole(), Environ: es.GetEnviron(),
+		PackageURI: es.GetPackageUri(), PackageSHA256: es.GetPackageSha256(), Plan: next, Config: cfg}
+	return sched.Update(ctx, job)
+}
+
+// TopologyInfo is one row of List.
+type TopologyInfo struct {
+	Name       string    `json:"name"`
+	ID         string    `json:"id"`
+	Cluster    string    `json:"cluster"`
+	Role       string    `json:"role"`
+	Environ    string    `json:"environ"`
+	State      string    `json:"state"`
+	Containers int       `json:"containers"`
+	Instances  int       `json:"instances"`
+	Submitted  time.Time `json:"submitted"`
+	User       string    `json:"user"`
+}
+
+// List returns the topologies of the cluster.
+func (l *Launcher) List(ctx context.Context) ([]TopologyInfo, error) {
+	cfg := l.Cluster.Config()
+	sm, err := l.Backends.StateManager(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("state manager: %w", err)
+	}
+	defer sm.Close()
+	store := state.New(sm)
+	names, err := store.Topologies(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sort.Strings(names)
+	var out []TopologyInfo
+	for _, n := range names {
+		info := TopologyInfo{Name: n, State: "starting"}
+		if es, err := store.ExecutionState(ctx, n); err == nil {
+			info.ID, info.Cluster, info.Role, info.Environ = es.GetTopologyId(), es.GetCluster(), es.GetRole(), es.GetEnviron()
+			info.Submitted, info.User = time.Unix(es.GetSubmitTimeUnix(), 0), es.GetSubmitUser()
+		}
+		if pp, _, err := store.PackingPlan(ctx, n); err == nil {
+			info.Containers = len(pp.Containers)
+			for _, c := range pp.Containers {
+				info.Instances += len(c.Instances)
+			}
+		}
+		if pplan, err := store.PhysicalPlan(ctx, n); err == nil {
+			switch pplan.GetState() {
+			case egretpb.TopologyState_TOPOLOGY_STATE_RUNNING:
+				info.State = "running"
+			case egretpb.TopologyState_TOPOLOGY_STATE_PAUSED:
+				info.State = "deactivated"
+			}
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
+func componentNames(cs []topology.Component) []string {
+	out := make([]string, len(cs))
+	for i, c := range cs {
+		out[i] = c.Name
+	}
+	return out
+}
+
+// ParseParallelism parses "component:n" values of --component-parallelism.
+func ParseParallelism(values []string) (map[string]int, error) {
+	out := map[string]int{}
+	for _, v := range values {
+		comp, num, ok := strings.Cut(v, ":")
+		n, err := strconv.Atoi(num)
+		if !ok || comp == "" || err != nil {
+			return nil, fmt.Errorf("--component-parallelism %q: want component:count, for example count:4", v)
+		}
+		out[comp] = n
+	}
+	return out, nil
+}
+
+// ParseKeyValues parses "key=value" values of --runtime-config.
+func ParseKeyValues(flag string, values []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, v := range values {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || strings.TrimSpace(k) == "" {
+			return nil, fmt.Errorf("%s %q: want key=value", flag, v)
+		}
+		out[strings.TrimSpace(k)] = val
+	}
+	return out, nil
+}

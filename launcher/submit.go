@@ -1,0 +1,355 @@
+package launcher
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/conf"
+	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/packing/render"
+	"github.com/egret-stream/egret/proto/egretpb"
+	"github.com/egret-stream/egret/uploaders/fetch"
+)
+
+
+// Names of the files in a topology package.
+const (
+	PackageBinary     = "topology"
+	PackageDefinition = "topology.defn"
+	PackageConfig     = "cluster.json"
+)
+
+// inputError marks an error caused by what the user gave (a missing
+// binary, a binary that defines no or an invalid topology) without changing
+// its message.
+type inputError struct{ error }
+
+func (e inputError) Unwrap() error { return e.error }
+
+func badInput(err error) error { return inputError{err} }
+
+// IsBadInput reports whether err was caused by the user's input.
+func IsBadInput(err error) bool {
+	var ie inputError
+	return errors.As(err, &ie)
+}
+
+// Version is recorded in the execution state of submitted topologies.
+var Version = "dev"
+
+// Launcher runs topology operations against one cluster.
+type Launcher struct {
+	// Cluster is the loaded cluster config (not yet resolved for a
+	// topology; the launcher does that).
+	Cluster  *conf.Cluster
+	Backends Backends
+	Log      *zap.Logger
+	// Progress receives one line per step of long operations (may be nil).
+	Progress io.Writer
+}
+
+func (l *Launcher) progress(format string, args ...any) {
+	if l.Progress != nil {
+		fmt.Fprintf(l.Progress, format+"\n", args...)
+	}
+}
+
+// SubmitOptions describe a submission.
+type SubmitOptions struct {
+	// Binary is a topology binary, or a Go package (a directory or an
+	// import path) that submit builds for the cluster's OS and
+	// architecture.
+	Binary string
+	// Args are passed to the topology binary when it defines the topology.
+	Args []string
+	// DeployDeactivated starts the topology with its spouts deactivated.
+	DeployDeactivated bool
+	// DryRun packs the topology and renders the plan without touching the
+	// cluster; DryRunFormat is "table" (default) or "json".
+	DryRun       bool
+	DryRunFormat string
+	DryRunOut    io.Writer
+	// WaitRunning bounds how long submit waits for the physical plan
+	// (0: do not wait).
+	WaitRunning time.Duration
+}
+
+// SubmitResult describes a submitted topology.
+type SubmitResult struct {
+	Topology   string
+	TopologyID string
+	Plan       *plan.PackingPlan
+	PackageURI string
+}
+
+// Submit defines, packs, uploads, records and launches a topology. A
+// failure after the upload undoes what was done.
+func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, error) {
+	tmp, err := os.MkdirTemp("", "egret-submit-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(tmp)
+
+	binary, err := l.binary(ctx, o.Binary, tmp)
+	if err != nil {
+		return nil, err
+	}
+	l.progress("defining topology from %s", o.Binary)
+	t, defn, err := define(ctx, binary, o.Args, tmp)
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := l.Cluster.WithTopology(t.Name)
+	if err != nil {
+		return nil, err
+	}
+	cfg := cluster.Config()
+	t.ID = t.Name + "-" + randomSuffix()
+
+	l.progress("packing %d components into containers (%s)", len(t.Components), cfg.String("egret.packing", ""))
+	packer, err := l.Backends.Packing(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("packing: %w", err)
+	}
+	pp, err := packer.Pack(t)
+	if err != nil {
+		return nil, fmt.Errorf("pack topology %q: %w", t.Name, err)
+	}
+	pp.TopologyID = t.ID
+	if err := pp.Validate(t); err != nil {
+		return nil, err
+	}
+	if o.DryRun {
+		out := o.DryRunOut
+		if out == nil {
+			out = os.Stdout
+		}
+		format := o.DryRunFormat
+		if format == "" {
+			format = "table"
+		}
+		return &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp}, render.Render(pp, out, format)
+	}
+
+	sm, err := l.Backends.StateManager(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("state manager: %w", err)
+	}
+	defer sm.Close()
+	store := state.New(sm)
+	if names, err := store.Topologies(ctx); err == nil && contains(names, t.Name) {
+		return nil, fmt.Errorf("topology %q is already running on cluster %s (kill it first, or choose another name): %w", t.Name, cluster.Name, spi.ErrExists)
+	}
+
+	l.progress("uploading the topology package (%s)", cfg.String("egret.uploader", ""))
+	pkg := filepath.Join(tmp, t.Name+".tar.gz")
+	cfgFile := filepath.Join(tmp, PackageConfig)
+	if err := writeConfig(cfgFile, cfg); err != nil {
+		return nil, err
+	}
+	sha, err := fetch.CreateTarGz(pkg, map[string]string{PackageBinary: binary, PackageDefinition: defn, PackageConfig: cfgFile})
+	if err != nil {
+		return nil, fmt.Errorf("build the topology package: %w", err)
+	}
+	up, err := l.Backends.Uploader(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("uploader: %w", err)
+	}
+	defer up.Close()
+	uri, err := up.Upload(ctx, spi.Package{Topology: t.Name, Role: cluster.Role, Cluster: cluster.Name, Path: pkg, SHA256: sha})
+	if err != nil {
+		return nil, fmt.Errorf("upload the topology package: %w", err)
+	}
+	undoUpload := func() {
+		if err := up.Undo(context.WithoutCancel(ctx), uri); err != nil {
+			l.Log.Warn("could not remove the uploaded package", zap.String("uri", uri), zap.Error(err))
+		}
+	}
+
+	l.progress("writing topology state (%s)", cfg.String("egret.statemgr", ""))
+	es := &egretpb.ExecutionState{
+		TopologyName: t.Name, TopologyId: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
+		SubmitTimeUnix: time.Now().Unix(), SubmitUser: currentUser(), PackageUri: uri, PackageSha256: sha,
+		EgretVersion: Version, Scheduler: cfg.String("egret.scheduler", ""), DeployDeactivated: o.DeployDeactivated,
+	}
+	if err := store.Submit(ctx, state.Submission{Topology: t, Plan: pp, ExecutionState: es}); err != nil {
+		undoUpload()
+		return nil, err
+	}
+
+	l.progress("launching %d containers (%s)", len(pp.Containers)+1, cfg.String("egret.scheduler", ""))
+	job := spi.Job{Topology: t.Name, TopologyID: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
+		PackageURI: uri, PackageSHA256: sha, Plan: pp, Config: cfg}
+	if err := l.launch(ctx, cfg, job); err != nil {
+		if kerr := store.Kill(context.WithoutCancel(ctx), t.Name); kerr != nil {
+			l.Log.Warn("could not remove the state of the failed submission", zap.Error(kerr))
+		}
+		undoUpload()
+		return nil, fmt.Errorf("launch topology %q: %w", t.Name, err)
+	}
+	res := &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp, PackageURI: uri}
+	if o.WaitRunning > 0 {
+		if err := waitRunning(ctx, store, t.Name, o.WaitRunning); err != nil {
+			return res, err
+		}
+		l.progress("topology %q is running (id %s)", t.Name, t.ID)
+	}
+	return res, nil
+}
+
+func (l *Launcher) launch(ctx context.Context, cfg spi.Config, job spi.Job) error {
+	sched, err := l.Backends.Scheduler(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	defer sched.Close()
+	if ln, ok := sched.(spi.Launcher); ok {
+		return ln.Launch(ctx, job)
+	}
+	return sched.Schedule(ctx, job)
+}
+
+// waitRunning waits until the topology manager has written the physical
+// plan.
+func waitRunning(ctx context.Context, store *state.Store, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	events, err := store.Watch(ctx, state.PhysicalPlansDir, name)
+	if err != nil {
+		return err
+	}
+	for {
+		if _, err := store.PhysicalPlan(ctx, name); err == nil {
+			return nil
+		}
+		select {
+		case <-events:
+		case <-ctx.Done():
+			return fmt.Errorf("topology %q was launched but has no physical plan after %s: its containers may still be starting; see the container logs (egret restart or kill it): %w", name, timeout, ctx.Err())
+		}
+	}
+}
+
+// binary returns the topology binary to package: path itself when it is
+// an executable file, else the result of building path as a Go package.
+func (l *Launcher) binary(ctx context.Context, path, tmp string) (string, error) {
+	if path == "" {
+		return "", badInput(errors.New("no topology binary given"))
+	}
+	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+		if st.Mode()&0o111 == 0 {
+			return "", badInput(fmt.Errorf("topology binary %s is not executable", path))
+		}
+		return filepath.Abs(path)
+	}
+	if !looksLikeGoPackage(path) {
+		return "", badInput(fmt.Errorf("topology binary %s does not exist (give a built binary or a Go package such as ./examples/wordcount)", path))
+	}
+	cfg := l.Cluster.Config()
+	goos := cfg.String("egret.package.goos", runtime.GOOS)
+	goarch := cfg.String("egret.package.goarch", runtime.GOARCH)
+	l.progress("building %s for %s/%s", path, goos, goarch)
+	out := filepath.Join(tmp, "topology-bin")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, path)
+	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", badInput(fmt.Errorf("build topology package %s: %v\n%s", path, err, strings.TrimSpace(string(b))))
+	}
+	return out, nil
+}
+
+func looksLikeGoPackage(path string) bool {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		matches, _ := filepath.Glob(filepath.Join(path, "*.go"))
+		return len(matches) > 0
+	}
+	return !strings.HasPrefix(path, ".") && !filepath.IsAbs(path) && strings.Contains(path, ".") && strings.Contains(path, "/")
+}
+
+// define runs the topology binary in define mode and reads the definition.
+func define(ctx context.Context, binary string, args []string, tmp string) (*topology.Topology, string, error) {
+	defn := filepath.Join(tmp, PackageDefinition)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = append(os.Environ(), egret.DefineEnv+"="+defn)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		msg := strings.TrimSpace(string(out))
+		return nil, "", badInput(fmt.Errorf("topology binary %s failed to define its topology (%v):\n%s", binary, err, msg))
+	}
+	b, err := os.ReadFile(defn)
+	if err != nil {
+		return nil, "", badInput(fmt.Errorf("topology binary %s wrote no definition: is it built with egret.Run? (%w)", binary, err))
+	}
+	t, err := topology.Unmarshal(b)
+	if err != nil {
+		return nil, "", badInput(err)
+	}
+	if err := topology.Validate(t); err != nil {
+		return nil, "", badInput(err)
+	}
+	return t, defn, nil
+}
+
+func writeConfig(path string, cfg spi.Config) error {
+	b, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+// ReadConfig reads a cluster config written into a topology package.
+func ReadConfig(path string) (spi.Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cfg spi.Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("%s is not a cluster config: %w", path, err)
+	}
+	return cfg, nil
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func currentUser() string {
+	if u, err := user.Current(); err == nil {
+		return u.Username
+	}
+	return os.Getenv("USER")
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
