@@ -2,6 +2,7 @@ package egret
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,7 +19,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/instance/inproc"
 )
 
@@ -27,6 +30,9 @@ const (
 	ExitOK      = 0
 	ExitFailure = 1 // invalid topology or runtime failure
 	ExitUsage   = 2 // bad command line
+	// ExitPlanChanged: in instance mode, a new physical plan changed the
+	// task layout; the executor restarts the instance with the new plan.
+	ExitPlanChanged = 3
 )
 
 // DefineEnv names the environment variable with which egret submit asks a
@@ -59,9 +65,11 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 	duration := fs.Duration("duration", 0, "with --local: stop after this long (0: run until interrupted)")
 	define := fs.String("define", "", "write the topology definition to this file and exit")
 	deactivated := fs.Bool("deactivated", false, "with --local: start with the spouts deactivated")
-	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error")
+	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error (instance mode: info unless set)")
+	var inst instanceFlags
+	inst.register(fs)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "%s is an Egret topology binary.\n\nUsage:\n  %s --local [--duration 30s]   run in this process\n  egret submit <cluster> %s     run on a cluster\n\nFlags:\n", b.Name(), os.Args[0], os.Args[0])
+		fmt.Fprintf(stderr, "%s is an Egret topology binary.\n\nUsage:\n  %s --local [--duration 30s]   run in this process\n  egret submit <cluster> %s     run on a cluster\n  (the executor of a container runs it with --instance)\n\nFlags:\n", b.Name(), os.Args[0], os.Args[0])
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -75,9 +83,22 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 		return ExitUsage
 	}
 	var level zapcore.Level
+	if inst.enabled && !flagSet(fs, "log-level") {
+		*logLevel = "info"
+	}
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "--log-level: %v\n", err)
 		return ExitUsage
+	}
+	if inst.enabled {
+		if *local || *define != "" {
+			fmt.Fprintln(stderr, "--instance cannot be combined with --local or --define")
+			return ExitUsage
+		}
+		if err := inst.check(); err != nil {
+			fmt.Fprintf(stderr, "--instance: %v\n", err)
+			return ExitUsage
+		}
 	}
 	t, err := b.Build()
 	if err != nil {
@@ -85,6 +106,10 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 		return ExitFailure
 	}
 	switch {
+	case inst.enabled:
+		log := newLogger(stderr, level)
+		defer func() { _ = log.Sync() }()
+		return runInstance(t, &inst, log, stderr)
 	case *define != "":
 		return writeDefinition(t, *define, stderr)
 	case *local:
@@ -203,4 +228,101 @@ func SplitArgs(args []string, fs *flag.FlagSet) (own, rest []string) {
 		}
 	}
 	return own, rest
+}
+
+// instanceFlags are the flags of instance mode, with which a container's
+// executor runs one task of the topology.
+type instanceFlags struct {
+	enabled       bool
+	task          int
+	container     int
+	topologyID    string
+	stmgrSocket   string
+	metricsSocket string
+	configFile    string
+}
+
+func (f *instanceFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.enabled, "instance", false, "run one task as an instance process of a container (used by the executor)")
+	fs.IntVar(&f.task, "task", -1, "with --instance: the task id to run")
+	fs.IntVar(&f.container, "container", 0, "with --instance: the container id")
+	fs.StringVar(&f.topologyID, "topology-id", "", "with --instance: the topology id")
+	fs.StringVar(&f.stmgrSocket, "stmgr-socket", "", "with --instance: the stream manager's Unix socket")
+	fs.StringVar(&f.metricsSocket, "metrics-socket", "", "with --instance: the metrics manager's Unix socket (optional)")
+	fs.StringVar(&f.configFile, "config", "", "with --instance: cluster config as a JSON object of strings (optional; egret.instance.*, egret.wire.*, egret.metrics.* keys)")
+}
+
+func (f *instanceFlags) check() error {
+	var errs []error
+	if f.task < 0 {
+		errs = append(errs, errors.New("--task is required"))
+	}
+	if f.container < 1 {
+		errs = append(errs, errors.New("--container is required (1 or more)"))
+	}
+	if f.topologyID == "" {
+		errs = append(errs, errors.New("--topology-id is required"))
+	}
+	if f.stmgrSocket == "" {
+		errs = append(errs, errors.New("--stmgr-socket is required"))
+	}
+	return errors.Join(errs...)
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			set = true
+		}
+	})
+	return set
+}
+
+func readSettings(path string) (spi.Config, error) {
+	if path == "" {
+		return spi.Config{}, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read --config: %w", err)
+	}
+	var c spi.Config
+	if err := json.Unmarshal(data, &c); err != nil {
+		return nil, fmt.Errorf("--config %s: want a JSON object of string values: %w", path, err)
+	}
+	return c, nil
+}
+
+// runInstance runs one task until SIGTERM or SIGINT (exit 0), a layout
+// change (exit 3) or a failure (exit 1).
+func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.Writer) int {
+	settings, err := readSettings(f.configFile)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = gateway.Run(ctx, gateway.Config{
+		Topology:      t,
+		TopologyID:    f.topologyID,
+		TaskID:        f.task,
+		Container:     f.container,
+		StMgrSocket:   f.stmgrSocket,
+		MetricsSocket: f.metricsSocket,
+		Settings:      settings,
+		Logger:        log.With(zap.String("topology", t.Logical.Name)),
+	})
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, gateway.ErrLayoutChanged):
+		log.Info("exiting for a restart with the new physical plan", zap.Error(err))
+		return ExitPlanChanged
+	default:
+		log.Error("instance failed", zap.Error(err))
+		fmt.Fprintf(stderr, "instance of task %d: %v\n", f.task, err)
+		return ExitFailure
+	}
 }

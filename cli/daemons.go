@@ -82,7 +82,9 @@ func daemonCommand(g *globals, use, short string, flags func(*cobra.Command), ru
 func schedulerCmd(g *globals) *cobra.Command {
 	var workDir string
 	return daemonCommand(g, "scheduler --work-dir W --config F", "Run the local scheduler service of one topology",
-		func(c *cobra.Command) { c.Flags().StringVar(&workDir, "work-dir", "", "the topology's working directory") },
+		func(c *cobra.Command) {
+			c.Flags().StringVar(&workDir, "work-dir", "", "the topology's working directory")
+		},
 		func(ctx context.Context, d *daemonEnv) error {
 			if workDir == "" {
 				return usagef("scheduler needs --work-dir")

@@ -29,7 +29,6 @@ import (
 	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
-
 // Names of the files in a topology package.
 const (
 	PackageBinary     = "topology"

@@ -148,11 +148,17 @@ var ErrFrameTooLarge = errors.New("frame too large")
 // buffer) and the buffer for reuse. A frame above max, a zero-length frame
 // or an unknown type is an error; the connection should then be closed.
 func ReadFrame(r *bufio.Reader, buf []byte, max int) (t FrameType, payload, newBuf []byte, err error) {
-	var hdr [4]byte
-	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+	// Peek does not allocate; an array passed to io.ReadFull would
+	// escape to the heap on every frame.
+	hdr, err := r.Peek(4)
+	if err != nil {
+		if len(hdr) > 0 && errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
 		return 0, nil, buf, err
 	}
-	n := binary.BigEndian.Uint32(hdr[:])
+	n := binary.BigEndian.Uint32(hdr)
+	_, _ = r.Discard(4)
 	if n == 0 {
 		return 0, nil, buf, fmt.Errorf("%w: empty frame", ErrCorrupt)
 	}
