@@ -1,0 +1,31 @@
+// Package gateway connects an instance process to its container's stream
+// manager: it is the socket implementation of instance.Transport and the
+// body of a topology binary's instance mode (egret.Run with --instance).
+//
+// Run dials the stream manager's Unix socket (retrying with backoff),
+// registers the task (RegisterInstanceRequest), waits for the physical
+// plan, builds the instance from it — the plan's logical topology and
+// packing plan, the binary's spout and bolt factories looked up by
+// component name — and runs daemons/instance.Instance.
+//
+// Outbound, the instance's batches go to one queue bounded by
+// egret.instance.queue.max.bytes; a writer goroutine writes them as data
+// frames into a 64 KiB buffer and flushes whenever the queue is empty, so
+// Idle (the queue is empty) tells the instance to flush its own batches
+// eagerly when the path is free. Inbound, a reader goroutine turns data
+// frames into batches on the instance's inbox, bounded by the same number
+// of bytes: when the instance falls behind, the reader stops and the
+// stream manager's queue fills (back pressure).
+//
+// Each new plan is compared with the running one: a changed topology state
+// activates or deactivates a spout (MsgActivate, MsgDeactivate); a changed
+// task layout makes Run return ErrLayoutChanged, and the binary exits with
+// code 3 so the executor restarts it with the new plan. When the stream
+// manager connection drops, the gateway reconnects and registers again
+// while the component keeps running: batches are held up to the queue's
+// bound and the rest dropped and counted (Stats.TuplesLost).
+//
+// Instance counters, user counters and the process's cpu and memory are
+// published as MetricsPublish frames to the metrics manager's socket every
+// egret.metrics.export.interval; an absent metrics manager is tolerated.
+package gateway

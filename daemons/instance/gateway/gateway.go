@@ -1,0 +1,627 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/instance"
+	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// dataHeader is a data frame's length, type, destination and count.
+const dataHeader = 4 + 1 + 8
+
+// maxPooledBatch bounds the batch buffers kept for reuse.
+const maxPooledBatch = 1 << 20
+
+func batchSize(b *wire.Batch) int { return len(b.Buf) + dataHeader }
+
+// gateway is the socket Transport of one instance.
+type gateway struct {
+	cfg   Config
+	set   settings
+	log   *zap.Logger
+	stats *Stats
+	pool  sync.Pool
+	out   *wire.Queue[*wire.Batch]
+	inbox chan instance.Msg
+	in    budget
+
+	component string
+	layout    *plan.Layout
+	active    bool
+	activeCh  chan bool // latest wanted activation state, for the forwarder
+}
+
+// Run connects to the stream manager, registers the task, builds the
+// instance from the physical plan and runs it until ctx ends (nil), the
+// component fails to start, a new plan changes the layout
+// (ErrLayoutChanged) or the stream manager refuses the task (ErrRefused).
+// A lost stream manager connection is re-established with backoff while
+// the component keeps running.
+func Run(ctx context.Context, cfg Config) error {
+	set, err := cfg.check()
+	if err != nil {
+		return err
+	}
+	g := &gateway{
+		cfg:      cfg,
+		set:      set,
+		log:      cfg.Logger.With(zap.Int("task", cfg.TaskID)),
+		stats:    cfg.Stats,
+		inbox:    make(chan instance.Msg, 1024),
+		activeCh: make(chan bool, 1),
+	}
+	g.in.init(set.queueMax)
+	g.out = wire.NewQueue(set.queueMax, batchSize)
+	g.pool.New = func() any {
+		return &wire.Batch{Buf: make([]byte, 0, instance.DefaultBatchBytes+instance.DefaultBatchBytes/4)}
+	}
+	return g.run(ctx)
+}
+
+func (g *gateway) run(ctx context.Context) error {
+	conn, br, pp, err := g.connect(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	topo, layout, err := g.build(pp)
+	if err != nil {
+		_ = conn.Close()
+		return err
+	}
+	g.stats.PlanVersion.Store(pp.GetVersion())
+	g.layout, g.component = layout, layout.ComponentOf[g.cfg.TaskID]
+	g.log = g.log.With(zap.String("component", g.component))
+	g.active = isActive(pp)
+	in, err := instance.New(instance.Config{
+		Topology:    topo,
+		Layout:      layout,
+		TaskID:      g.cfg.TaskID,
+		Transport:   g,
+		Logger:      g.cfg.Logger,
+		Metrics:     g.cfg.Metrics,
+		StartActive: g.active,
+	})
+	if err != nil {
+		_ = conn.Close()
+		return err
+	}
+	instCtx, stopInstance := context.WithCancel(context.Background())
+	defer stopInstance()
+	instDone := make(chan error, 1)
+	go func() { instDone <- in.Run(instCtx) }()
+	go g.forwardActivation(instCtx, g.active)
+	metricsCtx, stopMetrics := context.WithCancel(ctx)
+	defer stopMetrics()
+	go wire.PublishMetrics(metricsCtx, g.cfg.MetricsSocket, g.set.metricsEvery, g.metricsMessage, g.log)
+	g.log.Info("instance running", zap.Uint64("plan_version", pp.GetVersion()), zap.Bool("active", g.active))
+
+	var result error
+	var s *session
+	for {
+		s = g.startSession(conn, br)
+		err := g.serve(ctx, s, instDone)
+		if err == nil || errors.Is(err, ErrLayoutChanged) || ctx.Err() != nil || !errors.Is(err, errConnLost) {
+			result = err
+			break
+		}
+		g.log.Warn("lost the stream manager connection; reconnecting (the component keeps running)", zap.Error(err))
+		s.stop()
+		s = nil
+		g.out.SetBlocking(false)
+		conn, br, pp, err = g.connect(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				result = err
+			}
+			break
+		}
+		if err := g.applyPlan(pp); err != nil {
+			_ = conn.Close()
+			result = err
+			break
+		}
+	}
+	// Shut down: stop the component, let it flush, write what is queued.
+	stopInstance()
+	var instErr error
+	select {
+	case instErr = <-instDone:
+	case <-time.After(g.cfg.DrainTimeout):
+		g.log.Warn("the component did not stop in time")
+	}
+	if s != nil {
+		if result == nil || errors.Is(result, ErrLayoutChanged) {
+			g.drain()
+		}
+		s.stop()
+	}
+	if result == nil && instErr != nil {
+		result = instErr
+	}
+	return result
+}
+
+var errConnLost = errors.New("stream manager connection lost")
+
+// serve handles one session's events until it ends.
+func (g *gateway) serve(ctx context.Context, s *session, instDone <-chan error) error {
+	for {
+		select {
+		case pp := <-s.plans:
+			if err := g.applyPlan(pp); err != nil {
+				return err
+			}
+		case err := <-s.errc:
+			return fmt.Errorf("%w: %w", errConnLost, err)
+		case err := <-instDone:
+			if err == nil {
+				err = errors.New("the instance stopped by itself")
+			}
+			return err
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// drain waits until the outbound queue is written or DrainTimeout passes.
+func (g *gateway) drain() {
+	deadline := time.Now().Add(g.cfg.DrainTimeout)
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for !g.out.Empty() && time.Now().Before(deadline) && g.stats.Connected.Load() {
+		<-t.C
+	}
+}
+
+// applyPlan reacts to a new physical plan: a changed layout ends the
+// instance, a changed state (de)activates a spout.
+func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) error {
+	g.stats.PlanVersion.Store(pp.GetVersion())
+	layout := plan.FromProto(pp.GetPacking()).Layout()
+	if !sameLayout(layout, g.layout) {
+		g.log.Info("the new physical plan changes the task layout; exiting so the executor restarts this instance", zap.Uint64("plan_version", pp.GetVersion()))
+		return ErrLayoutChanged
+	}
+	active := isActive(pp)
+	if active != g.active {
+		g.active = active
+		g.log.Info("topology state changed", zap.String("state", pp.GetState().String()))
+		select {
+		case <-g.activeCh:
+		default:
+		}
+		g.activeCh <- active
+	}
+	return nil
+}
+
+// isActive reports whether a plan lets spouts run: every state but
+// PAUSED (a plan without a state is treated as running).
+func isActive(pp *egretpb.PhysicalPlan) bool {
+	return pp.GetState() != egretpb.TopologyState_TOPOLOGY_STATE_PAUSED
+}
+
+func sameLayout(a, b *plan.Layout) bool {
+	return maps.Equal(a.ComponentOf, b.ComponentOf) && maps.Equal(a.ContainerOf, b.ContainerOf) && maps.Equal(a.IndexOf, b.IndexOf)
+}
+
+// forwardActivation delivers activation changes to the instance without
+// blocking the gateway's main loop.
+func (g *gateway) forwardActivation(ctx context.Context, sent bool) {
+	for {
+		select {
+		case active := <-g.activeCh:
+			if active == sent {
+				continue
+			}
+			kind := instance.MsgDeactivate
+			if active {
+				kind = instance.MsgActivate
+			}
+			select {
+			case g.inbox <- instance.Msg{Kind: kind}:
+				sent = active
+			case <-ctx.Done():
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// build derives the instance's topology and layout from the physical
+// plan: the plan's logical topology (with its parallelism and runtime
+// config) and the binary's factories, looked up by component name.
+func (g *gateway) build(pp *egretpb.PhysicalPlan) (*api.Topology, *plan.Layout, error) {
+	logical, err := topology.FromProto(pp.GetTopology())
+	if err != nil {
+		return nil, nil, fmt.Errorf("physical plan topology: %w", err)
+	}
+	bin := g.cfg.Topology
+	t := &api.Topology{
+		Logical:         logical,
+		Spouts:          map[string]api.SpoutFactory{},
+		Bolts:           map[string]api.BoltFactory{},
+		CustomGroupings: bin.CustomGroupings,
+		Types:           bin.Types,
+	}
+	for _, c := range logical.Components {
+		switch c.Kind {
+		case topology.Spout:
+			f, ok := bin.Spouts[c.Name]
+			if !ok {
+				return nil, nil, fmt.Errorf("spout %q of the physical plan is not a spout of this binary (was the topology rebuilt after submission?)", c.Name)
+			}
+			t.Spouts[c.Name] = f
+		default:
+			f, ok := bin.Bolts[c.Name]
+			if !ok {
+				return nil, nil, fmt.Errorf("bolt %q of the physical plan is not a bolt of this binary (was the topology rebuilt after submission?)", c.Name)
+			}
+			t.Bolts[c.Name] = f
+		}
+	}
+	for k, v := range pp.GetRuntimeConfig() {
+		if logical.Config == nil {
+			logical.Config = map[string]string{}
+		}
+		logical.Config[k] = v
+	}
+	layout := plan.FromProto(pp.GetPacking()).Layout()
+	if _, ok := layout.ComponentOf[g.cfg.TaskID]; !ok {
+		return nil, nil, fmt.Errorf("%w: task %d is not in the physical plan", ErrLayoutChanged, g.cfg.TaskID)
+	}
+	if c := layout.ContainerOf[g.cfg.TaskID]; c != g.cfg.Container {
+		return nil, nil, fmt.Errorf("%w: the physical plan places task %d in container %d, not %d", ErrLayoutChanged, g.cfg.TaskID, c, g.cfg.Container)
+	}
+	return t, layout, nil
+}
+
+// connect dials the stream manager with backoff until it registers the
+// task and a physical plan is known.
+func (g *gateway) connect(ctx context.Context) (net.Conn, *bufio.Reader, *egretpb.PhysicalPlan, error) {
+	bo := wire.Backoff{Initial: g.cfg.ReconnectMin, Max: g.cfg.ReconnectMax}
+	for attempt := 1; ; attempt++ {
+		conn, br, pp, err := g.register(ctx)
+		if err == nil {
+			g.stats.Registrations.Add(1)
+			g.stats.Connected.Store(true)
+			g.out.SetBlocking(true)
+			g.log.Info("registered with the stream manager", zap.String("socket", g.cfg.StMgrSocket), zap.Uint64("plan_version", pp.GetVersion()))
+			return conn, br, pp, nil
+		}
+		if ctx.Err() != nil {
+			return nil, nil, nil, ctx.Err()
+		}
+		if errors.Is(err, ErrRefused) {
+			return nil, nil, nil, err
+		}
+		if attempt == 1 || attempt%50 == 0 {
+			g.log.Warn("cannot register with the stream manager; retrying", zap.String("socket", g.cfg.StMgrSocket), zap.Int("attempts", attempt), zap.Error(err))
+		}
+		select {
+		case <-time.After(bo.Next()):
+		case <-ctx.Done():
+			return nil, nil, nil, ctx.Err()
+		}
+	}
+}
+
+// register performs one registration: request, response, and (when the
+// stream manager has no plan yet) the wait for its first plan.
+func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egretpb.PhysicalPlan, error) {
+	d := net.Dialer{Timeout: g.cfg.HandshakeTimeout}
+	conn, err := d.DialContext(ctx, "unix", g.cfg.StMgrSocket)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	fail := func(err error) (net.Conn, *bufio.Reader, *egretpb.PhysicalPlan, error) {
+		_ = conn.Close()
+		return nil, nil, nil, err
+	}
+	_ = conn.SetDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
+	req := &egretpb.RegisterInstanceRequest{TopologyId: g.cfg.TopologyID, TaskId: int32(g.cfg.TaskID), Component: g.component, Pid: int32(os.Getpid())}
+	if err := wire.WriteMessage(conn, req); err != nil {
+		return fail(fmt.Errorf("register: %w", err))
+	}
+	br := bufio.NewReaderSize(conn, 64<<10)
+	t, m, buf, err := wire.ReadMessage(br, nil, g.set.maxFrame)
+	if err != nil {
+		return fail(fmt.Errorf("register response: %w", err))
+	}
+	resp, ok := m.(*egretpb.RegisterInstanceResponse)
+	if !ok {
+		return fail(fmt.Errorf("%w: expected RegisterInstanceResponse, got %s", wire.ErrCorrupt, t))
+	}
+	if resp.GetError() != "" {
+		return fail(fmt.Errorf("%w: %s", ErrRefused, resp.GetError()))
+	}
+	_ = conn.SetDeadline(time.Time{})
+	pp := resp.GetPplan()
+	for pp == nil {
+		t, m, buf, err = wire.ReadMessage(br, buf, g.set.maxFrame)
+		if err != nil {
+			return fail(fmt.Errorf("waiting for the physical plan: %w", err))
+		}
+		np, ok := m.(*egretpb.NewPhysicalPlan)
+		if !ok {
+			return fail(fmt.Errorf("%w: expected NewPhysicalPlan, got %s", wire.ErrCorrupt, t))
+		}
+		pp = np.GetPplan()
+	}
+	return conn, br, pp, nil
+}
+
+// session is one registered connection: a reader and a writer goroutine.
+type session struct {
+	conn  net.Conn
+	plans chan *egretpb.PhysicalPlan
+	errc  chan error
+	done  chan struct{}
+	wg    sync.WaitGroup
+	once  sync.Once
+}
+
+func (g *gateway) startSession(conn net.Conn, br *bufio.Reader) *session {
+	s := &session{conn: conn, plans: make(chan *egretpb.PhysicalPlan, 1), errc: make(chan error, 2), done: make(chan struct{})}
+	s.wg.Add(2)
+	go func() {
+		defer s.wg.Done()
+		if err := g.readLoop(s, br); err != nil {
+			s.errc <- fmt.Errorf("read: %w", err)
+		}
+	}()
+	go func() {
+		defer s.wg.Done()
+		if err := g.writeLoop(s); err != nil {
+			s.errc <- fmt.Errorf("write: %w", err)
+		}
+	}()
+	return s
+}
+
+// stop closes the session's connection and waits for its goroutines.
+func (s *session) stop() {
+	s.once.Do(func() {
+		close(s.done)
+		_ = s.conn.Close()
+	})
+	s.wg.Wait()
+}
+
+// readLoop turns the stream manager's frames into messages for the
+// instance: data frames become batches on the inbox (bounded by the
+// inbound byte budget), plans go to the main loop.
+func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
+	defer g.stats.Connected.Store(false)
+	var hdr [4 + 1 + 8]byte
+	var buf []byte
+	for {
+		if _, err := io.ReadFull(br, hdr[:5]); err != nil {
+			return err
+		}
+		n := int(binary.BigEndian.Uint32(hdr[:4]))
+		if n == 0 || n > g.set.maxFrame {
+			return fmt.Errorf("%w: frame of %d bytes (limit %d)", wire.ErrCorrupt, n, g.set.maxFrame)
+		}
+		t := wire.FrameType(hdr[4])
+		if t != wire.FrameData {
+			if cap(buf) < n-1 {
+				buf = make([]byte, n-1)
+			}
+			payload := buf[:n-1]
+			if _, err := io.ReadFull(br, payload); err != nil {
+				return err
+			}
+			m, err := wire.DecodeMessage(t, payload)
+			if err != nil {
+				return err
+			}
+			np, ok := m.(*egretpb.NewPhysicalPlan)
+			if !ok {
+				return fmt.Errorf("%w: unexpected %s from the stream manager", wire.ErrCorrupt, t)
+			}
+			select {
+			case s.plans <- np.GetPplan():
+			case <-s.done:
+				return nil
+			}
+			continue
+		}
+		if n < 9 {
+			return fmt.Errorf("%w: data frame of %d bytes", wire.ErrCorrupt, n)
+		}
+		if _, err := io.ReadFull(br, hdr[5:]); err != nil {
+			return err
+		}
+		dest := binary.BigEndian.Uint32(hdr[5:])
+		count := binary.BigEndian.Uint32(hdr[9:])
+		size := n - 9
+		if uint64(count) > uint64(size) {
+			return fmt.Errorf("%w: data frame claims %d tuples in %d bytes", wire.ErrCorrupt, count, size)
+		}
+		if int(dest) != g.cfg.TaskID {
+			return fmt.Errorf("%w: data frame for task %d delivered to task %d", wire.ErrCorrupt, dest, g.cfg.TaskID)
+		}
+		b := g.NewBatch(dest)
+		if cap(b.Buf) < size {
+			b.Buf = make([]byte, size)
+		}
+		b.Buf = b.Buf[:size]
+		b.Count = int(count)
+		if _, err := io.ReadFull(br, b.Buf); err != nil {
+			g.recycle(b)
+			return err
+		}
+		if !g.in.acquire(s.done, size) {
+			g.recycle(b)
+			return nil
+		}
+		g.stats.TuplesIn.Add(int64(count))
+		select {
+		case g.inbox <- instance.Msg{Kind: instance.MsgData, Batch: b}:
+		case <-s.done:
+			g.in.release(size)
+			g.recycle(b)
+			return nil
+		}
+	}
+}
+
+// writeLoop writes the outbound queue, flushing whenever it is empty.
+func (g *gateway) writeLoop(s *session) error {
+	bw := bufio.NewWriterSize(s.conn, writeBufferBytes)
+	hdr := make([]byte, dataHeader)
+	var batch []*wire.Batch
+	for {
+		batch = g.out.PopAll(batch[:0])
+		if len(batch) == 0 {
+			if bw.Buffered() > 0 {
+				if err := bw.Flush(); err != nil {
+					return err
+				}
+			}
+			select {
+			case <-g.out.Ready():
+				continue
+			case <-s.done:
+				return nil
+			}
+		}
+		size, tuples := 0, int64(0)
+		for i, b := range batch {
+			binary.BigEndian.PutUint32(hdr, uint32(1+8+len(b.Buf)))
+			hdr[4] = byte(wire.FrameData)
+			binary.BigEndian.PutUint32(hdr[5:], b.Dest)
+			binary.BigEndian.PutUint32(hdr[9:], uint32(b.Count))
+			_, err := bw.Write(hdr)
+			if err == nil {
+				_, err = bw.Write(b.Buf)
+			}
+			if err != nil {
+				for _, r := range batch[i:] {
+					size += batchSize(r)
+					g.stats.TuplesLost.Add(int64(r.Count))
+					g.recycle(r)
+				}
+				clear(batch)
+				g.out.Release(size)
+				return err
+			}
+			size += batchSize(b)
+			tuples += int64(b.Count)
+			g.recycle(b)
+		}
+		clear(batch)
+		g.out.Release(size)
+		g.stats.TuplesOut.Add(tuples)
+	}
+}
+
+// Send implements instance.Transport. While the stream manager is
+// connected a full queue blocks; while it is not, batches beyond the
+// queue's bound are dropped and counted.
+func (g *gateway) Send(ctx context.Context, b *wire.Batch) error {
+	err := g.out.Push(ctx, b)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, wire.ErrQueueFull) {
+		g.stats.TuplesLost.Add(int64(b.Count))
+		err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
+	}
+	g.recycle(b)
+	return err
+}
+
+// Idle implements instance.Transport: nothing is queued or being written.
+func (g *gateway) Idle(uint32) bool { return g.out.Empty() }
+
+// NewBatch implements instance.Transport.
+func (g *gateway) NewBatch(dest uint32) *wire.Batch {
+	b := g.pool.Get().(*wire.Batch)
+	b.Reset(dest)
+	return b
+}
+
+// Done implements instance.Transport: an inbound batch was consumed.
+func (g *gateway) Done(b *wire.Batch) {
+	g.in.release(len(b.Buf))
+	g.recycle(b)
+}
+
+// Inbox implements instance.Transport.
+func (g *gateway) Inbox() <-chan instance.Msg { return g.inbox }
+
+func (g *gateway) recycle(b *wire.Batch) {
+	if cap(b.Buf) > maxPooledBatch {
+		b.Buf = nil
+	}
+	g.pool.Put(b)
+}
+
+// budget bounds the bytes of inbound batches the instance has not
+// consumed yet; the reader waits for room (so the stream manager's queue
+// toward this instance fills and pushes back).
+type budget struct {
+	mu    sync.Mutex
+	used  int
+	max   int
+	space chan struct{}
+}
+
+func (b *budget) init(max int) {
+	b.max = max
+	b.space = make(chan struct{}, 1)
+}
+
+func (b *budget) acquire(stop <-chan struct{}, n int) bool {
+	for {
+		b.mu.Lock()
+		if b.used == 0 || b.used+n <= b.max {
+			b.used += n
+			b.mu.Unlock()
+			return true
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.space:
+		case <-stop:
+			return false
+		}
+	}
+}
+
+func (b *budget) release(n int) {
+	b.mu.Lock()
+	b.used = max(b.used-n, 0)
+	b.mu.Unlock()
+	select {
+	case b.space <- struct{}{}:
+	default:
+	}
+}

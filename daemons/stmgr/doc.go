@@ -1,0 +1,33 @@
+// Package stmgr is the stream manager: one per container 1..N, the hub of
+// the container's data plane.
+//
+// Local instances connect to its Unix socket and register
+// (RegisterInstanceRequest); peer stream managers connect to its TCP port
+// and say hello (StMgrHello, checked against the topology id). It finds the
+// topology manager through the state manager (/tmanagers/<name>, watched),
+// registers with its location, heartbeats every
+// egret.stmgr.heartbeat.interval and registers again after any topology
+// manager restart or move. Every physical plan it receives is forwarded to
+// its local instances and rewires the full mesh: one outgoing connection to
+// every peer, which carries only this stream manager's frames (a stream
+// manager sends on connections it dialled and receives on connections it
+// accepted).
+//
+// Data frames are routed by their destination task id, read from the frame
+// header; tuple records are never decoded. A local task's frames go to
+// that instance's connection (one hop), a remote task's to the peer of the
+// task's container (two hops). Every destination has one queue bounded by
+// egret.stmgr.buffer.max.bytes and one writer goroutine that batches frames
+// in a buffer of egret.stmgr.batch.max.bytes and flushes whenever its queue
+// is empty: at once when idle, in full buffers under load. While a
+// destination is connected a full queue blocks the reader of the source
+// connection, so socket flow control pushes back to the sender; while it
+// is not (an instance not yet registered, a peer reconnecting) the queue
+// holds frames up to its bound and drops the rest, counting the lost
+// tuples.
+//
+// Garbage, an oversized frame (egret.wire.max.frame.bytes), an unknown
+// frame type or a failed handshake closes that one connection with a
+// logged error. docs/protocol.md ("Stream manager and instances")
+// describes the connections, handshakes and rules in detail.
+package stmgr

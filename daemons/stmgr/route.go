@@ -1,0 +1,330 @@
+package stmgr
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// readLoop reads data frames from a connection and routes them until the
+// connection fails. fromPeer frames are only delivered to local tasks
+// (never forwarded again). It returns the error that ended the
+// connection; a control frame on a data connection is a protocol error.
+func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, fromPeer bool) error {
+	tuplesIn, bytesIn := &s.c.fromInstancesTuples, &s.c.fromInstancesBytes
+	if fromPeer {
+		tuplesIn, bytesIn = &s.c.fromPeersTuples, &s.c.fromPeersBytes
+	}
+	for {
+		f := s.getFrame()
+		t, payload, buf, err := wire.ReadFrame(br, f.body, s.set.maxFrame)
+		f.body = buf
+		if err != nil {
+			s.putFrame(f)
+			return err
+		}
+		if t != wire.FrameData {
+			s.putFrame(f)
+			return fmt.Errorf("%w: unexpected %s frame on a data connection", wire.ErrCorrupt, t)
+		}
+		dest, count, _, err := wire.ParseDataFrame(payload)
+		if err != nil {
+			s.putFrame(f)
+			return err
+		}
+		f.body = buf[:len(payload)+1]
+		tuplesIn.Add(int64(count))
+		bytesIn.Add(int64(len(f.body) + 4))
+		if err := s.route(ctx, f, dest, int64(count), fromPeer); err != nil {
+			return err
+		}
+	}
+}
+
+// route queues f toward its destination task: the task's own queue when
+// it is local, else the queue of the peer stream manager of its
+// container. It blocks while a connected destination's queue is full and
+// drops (counting the tuples lost) when a disconnected destination's queue
+// is full or the task is unknown. It fails only when ctx ends.
+func (s *StMgr) route(ctx context.Context, f *frame, task uint32, count int64, fromPeer bool) error {
+	rt := s.table.Load()
+	if rt == nil {
+		// No physical plan yet: hold the reader (and so its sender).
+		select {
+		case <-s.planReady:
+			rt = s.table.Load()
+		case <-ctx.Done():
+			s.putFrame(f)
+			return ctx.Err()
+		}
+	}
+	var d *dest
+	if int(task) < len(rt.local) && rt.local[task] != nil {
+		d = &rt.local[task].dest
+	} else if !fromPeer && int(task) < len(rt.container) {
+		if c := rt.container[task]; c > 0 && int(c) < len(rt.peers) && rt.peers[c] != nil {
+			d = &rt.peers[c].dest
+		}
+	}
+	if d == nil {
+		s.c.lost.Add(count)
+		s.c.unroutable.Add(count)
+		s.putFrame(f)
+		s.warnUnroutable(task, fromPeer)
+		return nil
+	}
+	err := d.q.Push(ctx, f)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, wire.ErrQueueFull), errors.Is(err, wire.ErrQueueClosed):
+		d.lost.Add(count)
+		s.c.lost.Add(count)
+		s.putFrame(f)
+		return nil
+	default:
+		s.putFrame(f)
+		return err
+	}
+}
+
+// warnUnroutable logs frames for unknown tasks at most once a second.
+func (s *StMgr) warnUnroutable(task uint32, fromPeer bool) {
+	now := time.Now().UnixNano()
+	last := s.c.lastUnroutableLog.Load()
+	if now-last < int64(time.Second) || !s.c.lastUnroutableLog.CompareAndSwap(last, now) {
+		return
+	}
+	s.log.Warn("dropping tuples for a task this stream manager cannot route (not in the physical plan, or sent by a peer for a task that is not local)",
+		zap.Uint32("task", task), zap.Bool("from_peer", fromPeer), zap.Int64("tuples_unroutable_total", s.c.unroutable.Load()))
+}
+
+// writeLoop writes d's queue to conn until stop is closed or a write
+// fails. It batches frames in a buffer of egret.stmgr.batch.max.bytes and
+// flushes whenever the queue is empty (adaptive flushing: at once when
+// idle, full buffers under load). plan, when not nil, is a slot holding a
+// physical plan to forward: it is written before the data queued after it.
+func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *atomic.Pointer[egretpb.PhysicalPlan], toPeer bool) error {
+	bw := bufio.NewWriterSize(conn, s.set.batchMax)
+	tuplesOut, bytesOut := &s.c.toInstancesTuples, &s.c.toInstancesBytes
+	if toPeer {
+		tuplesOut, bytesOut = &s.c.toPeersTuples, &s.c.toPeersBytes
+	}
+	var batch []*frame
+	var msg []byte
+	hdr := make([]byte, 4)
+	for {
+		if plan != nil {
+			if pp := plan.Swap(nil); pp != nil {
+				var err error
+				if msg, err = wire.AppendMessage(msg[:0], &egretpb.NewPhysicalPlan{Pplan: pp}); err != nil {
+					return err
+				}
+				if _, err := bw.Write(msg); err != nil {
+					return err
+				}
+			}
+		}
+		batch = d.q.PopAll(batch[:0])
+		if len(batch) == 0 {
+			if bw.Buffered() > 0 {
+				if err := bw.Flush(); err != nil {
+					return err
+				}
+			}
+			select {
+			case <-d.q.Ready():
+				continue
+			case <-stop:
+				return nil
+			}
+		}
+		var size, tuples int64
+		for i, f := range batch {
+			binary.BigEndian.PutUint32(hdr, uint32(len(f.body)))
+			_, err := bw.Write(hdr)
+			if err == nil {
+				_, err = bw.Write(f.body)
+			}
+			if err != nil {
+				drop := s.dropFrame(d)
+				for _, g := range batch[i:] {
+					size += int64(frameSize(g))
+					drop(g)
+				}
+				clear(batch)
+				d.q.Release(int(size))
+				return err
+			}
+			size += int64(frameSize(f))
+			tuples += frameTuples(f)
+			s.putFrame(f)
+		}
+		clear(batch)
+		d.q.Release(int(size))
+		d.tuples.Add(tuples)
+		d.bytes.Add(size)
+		tuplesOut.Add(tuples)
+		bytesOut.Add(size)
+	}
+}
+
+// applyPlan installs a physical plan: it rebuilds the routing table,
+// creates the queues of new local tasks, starts, moves or stops peer
+// connections, and forwards the plan to connected instances.
+//
+// Plan versions only grow: a plan whose version is not above the current
+// one is a duplicate (the topology manager sends a new plan both in its
+// registration response and in its broadcast) and is ignored, except in a
+// registration response (fromRegistration), which is authoritative: a
+// topology manager that lost its plan history starts versions again.
+func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
+	if err := s.checkPlan(pp); err != nil {
+		s.log.Error("ignoring a physical plan", zap.Error(err))
+		return
+	}
+	own := int32(s.cfg.Container)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.runCtx == nil {
+		return
+	}
+	if cur := s.pplan; cur != nil && pp.GetVersion() <= cur.GetVersion() {
+		if !fromRegistration || pp.GetVersion() == cur.GetVersion() {
+			s.log.Debug("ignoring a physical plan that is not newer", zap.Uint64("version", pp.GetVersion()), zap.Uint64("current", cur.GetVersion()))
+			return
+		}
+		s.log.Warn("the topology manager sent an older plan version at registration; adopting it", zap.Uint64("version", pp.GetVersion()), zap.Uint64("current", cur.GetVersion()))
+	}
+	s.pplan = pp
+	rt := &routes{}
+	inPlan := false
+	for _, loc := range pp.GetStmgrs() {
+		if loc.GetContainer() == own {
+			inPlan = true
+		}
+	}
+	if !inPlan {
+		s.log.Error("this stream manager's container is not in the physical plan; nothing will be routed to it", zap.Uint64("version", pp.GetVersion()))
+	}
+	local := map[int32]bool{}
+	for _, c := range pp.GetPacking().GetContainers() {
+		for _, in := range c.GetInstances() {
+			task := in.GetTaskId()
+			for int(task) >= len(rt.container) {
+				rt.container = append(rt.container, 0)
+				rt.local = append(rt.local, nil)
+			}
+			rt.container[task] = c.GetId()
+			if c.GetId() == own {
+				local[task] = true
+				td := s.tasks[task]
+				if td == nil {
+					td = s.newTaskDest(task)
+					s.tasks[task] = td
+				}
+				rt.local[task] = td
+			}
+		}
+	}
+	for id, td := range s.tasks {
+		if !local[id] && td.conn == nil {
+			delete(s.tasks, id)
+			td.q.Close()
+			td.q.Discard(s.dropFrame(&td.dest))
+		}
+	}
+	seen := map[int32]bool{}
+	for _, loc := range pp.GetStmgrs() {
+		c := loc.GetContainer()
+		if c == own {
+			continue
+		}
+		seen[c] = true
+		addr := net.JoinHostPort(loc.GetHost(), fmt.Sprint(loc.GetDataPort()))
+		p := s.peers[c]
+		if p == nil {
+			p = s.newPeer(c, addr)
+			s.peers[c] = p
+			ctx, cancel := context.WithCancel(s.runCtx)
+			p.cancel = cancel
+			s.wg.Add(1)
+			go s.runPeer(ctx, p)
+		} else {
+			p.setAddr(addr)
+		}
+		for int(c) >= len(rt.peers) {
+			rt.peers = append(rt.peers, nil)
+		}
+		rt.peers[c] = p
+	}
+	for c, p := range s.peers {
+		if !seen[c] {
+			delete(s.peers, c)
+			p.cancel()
+		}
+	}
+	for id, td := range s.tasks {
+		// An instance only gets plans that place it here; one started for
+		// a newer packing plan waits for its plan.
+		if td.conn != nil && local[id] {
+			td.conn.plan.Store(pp)
+			td.q.Signal()
+		}
+	}
+	first := s.table.Load() == nil
+	s.table.Store(rt)
+	if first {
+		close(s.planReady)
+	}
+	s.c.planVersion.Store(pp.GetVersion())
+	s.log.Info("physical plan applied", zap.Uint64("version", pp.GetVersion()), zap.Int("local_tasks", len(local)), zap.Int("peers", len(seen)), zap.String("state", pp.GetState().String()))
+}
+
+// checkPlan rejects a plan of another topology or one whose ids would
+// make the routing table unreasonably large.
+func (s *StMgr) checkPlan(pp *egretpb.PhysicalPlan) error {
+	if pp == nil {
+		return errors.New("empty physical plan")
+	}
+	if id := pp.GetTopology().GetId(); id != "" && id != s.cfg.TopologyID {
+		return fmt.Errorf("plan of topology id %q, this stream manager serves %q", id, s.cfg.TopologyID)
+	}
+	if id := pp.GetPacking().GetTopologyId(); id != "" && id != s.cfg.TopologyID {
+		return fmt.Errorf("packing plan of topology id %q, this stream manager serves %q", id, s.cfg.TopologyID)
+	}
+	for _, c := range pp.GetPacking().GetContainers() {
+		if c.GetId() < 1 || c.GetId() > maxContainer {
+			return fmt.Errorf("container id %d out of range 1..%d", c.GetId(), maxContainer)
+		}
+		for _, in := range c.GetInstances() {
+			if in.GetTaskId() < 0 || in.GetTaskId() > maxTaskID {
+				return fmt.Errorf("task id %d out of range 0..%d", in.GetTaskId(), maxTaskID)
+			}
+		}
+	}
+	for _, loc := range pp.GetStmgrs() {
+		if loc.GetContainer() < 1 || loc.GetContainer() > maxContainer {
+			return fmt.Errorf("stream manager container id %d out of range 1..%d", loc.GetContainer(), maxContainer)
+		}
+	}
+	return nil
+}
+
+func (s *StMgr) newTaskDest(task int32) *taskDest {
+	td := &taskDest{task: task}
+	td.name = fmt.Sprintf("task %d", task)
+	td.q = wire.NewQueue(s.set.bufferMax, frameSize)
+	td.q.SetBlocking(false) // until its instance connects
+	return td
+}

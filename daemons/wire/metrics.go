@@ -1,0 +1,133 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// PublishMetrics sends collect's MetricsPublish to the metrics manager's
+// Unix socket every interval until ctx ends. The metrics manager may be
+// absent or restart: a failed dial or write drops that round's message
+// (logged once per outage at debug level) and the next round dials again.
+// It returns when ctx ends.
+func PublishMetrics(ctx context.Context, socket string, interval time.Duration, collect func() *egretpb.MetricsPublish, log *zap.Logger) {
+	if socket == "" || interval <= 0 {
+		return
+	}
+	var conn net.Conn
+	var buf []byte
+	down := false
+	defer func() {
+		if conn != nil {
+			_ = conn.Close()
+		}
+	}()
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if conn == nil {
+			d := net.Dialer{Timeout: time.Second}
+			c, err := d.DialContext(ctx, "unix", socket)
+			if err != nil {
+				if !down {
+					log.Debug("metrics manager not reachable; metrics are dropped until it is", zap.String("socket", socket), zap.Error(err))
+					down = true
+				}
+				continue
+			}
+			conn, down = c, false
+		}
+		m := collect()
+		m.UnixNanos = time.Now().UnixNano()
+		var err error
+		if buf, err = AppendMessage(buf[:0], m); err != nil {
+			log.Error("encode metrics", zap.Error(err))
+			continue
+		}
+		_ = conn.SetWriteDeadline(time.Now().Add(interval))
+		if _, err := conn.Write(buf); err != nil {
+			log.Debug("metrics manager connection lost", zap.String("socket", socket), zap.Error(err))
+			_ = conn.Close()
+			conn, down = nil, true
+		}
+	}
+}
+
+// ProcessMetrics returns the cpu time (seconds, user+system) and the
+// resident memory (bytes) of this process read from /proc/self, as
+// metrics "process.cpu.seconds" and "process.rss.bytes". Where /proc is
+// missing (not Linux) it returns what it could read, possibly nothing.
+func ProcessMetrics() []*egretpb.Metric {
+	var out []*egretpb.Metric
+	if cpu, err := processCPU(); err == nil {
+		out = append(out, &egretpb.Metric{Name: "process.cpu.seconds", Value: cpu})
+	}
+	if rss, err := processRSS(); err == nil {
+		out = append(out, &egretpb.Metric{Name: "process.rss.bytes", Value: rss})
+	}
+	return out
+}
+
+// clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
+const clockTicks = 100
+
+func processCPU() (float64, error) {
+	b, err := os.ReadFile("/proc/self/stat")
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may contain spaces; fields after it are
+	// counted from its closing parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/self/stat: unexpected format")
+	}
+	f := strings.Fields(s[i+1:])
+	// f[0] is field 3 (state); utime and stime are fields 14 and 15.
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/self/stat: too few fields")
+	}
+	ut, err1 := strconv.ParseUint(f[11], 10, 64)
+	st, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/self/stat: bad cpu times")
+	}
+	return float64(ut+st) / clockTicks, nil
+}
+
+func processRSS() (float64, error) {
+	f, err := os.Open("/proc/self/statm")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	line, err := bufio.NewReader(f).ReadString('\n')
+	if err != nil && line == "" {
+		return 0, err
+	}
+	fields := strings.Fields(line)
+	if len(fields) < 2 {
+		return 0, fmt.Errorf("/proc/self/statm: unexpected format")
+	}
+	pages, err := strconv.ParseUint(fields[1], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("/proc/self/statm: %w", err)
+	}
+	return float64(pages) * float64(os.Getpagesize()), nil
+}
