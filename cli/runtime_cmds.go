@@ -9,12 +9,13 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/executor"
+	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/daemons/tmanager"
 )
 
 // addRuntimeCmds adds the container daemons (executor, tmanager, stmgr).
 func addRuntimeCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g)} {
+	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
 	}
@@ -93,4 +94,34 @@ func executorCmd(g *globals) *cobra.Command {
 	f.StringVar(&c.EgretBinary, "egret-binary", "", "egret binary for the daemons (default: this one)")
 	f.IntVar(&c.StmgrPort, "stmgr-port", 0, "TCP port of the stream manager (0: any)")
 	return cmd
+}
+
+func stmgrCmd(g *globals) *cobra.Command {
+	var c stmgr.Config
+	return daemonCommand(g, "stmgr --topology T --topology-id ID --container N --socket S --config F", "Run a container's stream manager",
+		func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVar(&c.TopologyName, "topology", "", "topology name")
+			f.StringVar(&c.TopologyID, "topology-id", "", "topology id")
+			f.IntVar(&c.Container, "container", 0, "container index (1..N)")
+			f.StringVar(&c.Socket, "socket", "", "Unix socket for the container's instances")
+			f.IntVar(&c.Port, "port", 0, "TCP port for peer stream managers (0: any)")
+			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
+			f.StringVar(&c.MetricsSocket, "metrics-socket", "", "the metrics manager's Unix socket")
+		},
+		func(ctx context.Context, d *daemonEnv) error {
+			if c.TopologyName == "" || c.TopologyID == "" || c.Container < 1 || c.Socket == "" {
+				return usagef("stmgr needs --topology, --topology-id, --container (1 or more) and --socket")
+			}
+			if c.Host == "" {
+				c.Host = advertisedHost()
+			}
+			sm, err := d.stateManager(ctx)
+			if err != nil {
+				return err
+			}
+			defer sm.Close()
+			c.StateManager, c.Settings = sm, d.cfg
+			return stmgr.Run(ctx, c, d.log)
+		})
 }

@@ -249,6 +249,7 @@ func writeReport(path string, counts map[string]int64) {
 		return
 	}
 	tmp := path + ".tmp"
+	_ = os.MkdirAll(filepath.Dir(path), 0o755)
 	if os.WriteFile(tmp, b, 0o644) == nil {
 		_ = os.Rename(tmp, path)
 	}
