@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// packages maps the binaries tests use to their Go packages.
+var packages = map[string]string{
+	"egret":     "./cmd/egret",
+	"wordcount": "./examples/wordcount",
+}
+
+// binaries are built once per test run, on first use.
+var (
+	buildMu  sync.Mutex
+	buildDir string
+	built    = map[string]string{}
+)
+
+func repoRoot() string {
+	wd, _ := os.Getwd()
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}
+
+// binary returns the path of a binary built from a package of the
+// repository (see packages).
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if p, ok := built[name]; ok {
+		return p
+	}
+	pkg, ok := packages[name]
+	if !ok {
+		t.Fatalf("no package for binary %q", name)
+	}
+	if buildDir == "" {
+		dir, err := os.MkdirTemp("", "egret-e2e-bin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		buildDir = dir
+	}
+	out := filepath.Join(buildDir, name)
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = repoRoot()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", pkg, err, b)
+	}
+	built[name] = out
+	return out
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+	}
+	os.Exit(code)
+}
+
+// cluster is one test's Egret installation: its own EGRET_HOME.
+type cluster struct {
+	t     *testing.T
+	name  string
+	home  string
+	zk    string // ZooKeeper address of a localzk cluster
+	props []string
+}
+
+func newCluster(t *testing.T, name string, props ...string) *cluster {
+	home, err := os.MkdirTemp("", "egret-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster{t: t, name: name, home: home, props: append([]string{
+		"egret.scheduler.local.egret.binary=" + binary(t, "egret"),
+		"egret.metrics.export.interval=500ms",
+		"egret.executor.restart.backoff.initial=200ms",
+		"egret.executor.restart.backoff.max=2s",
+		"egret.tmanager.heartbeat.timeout=3s",
+	}, props...)}
+	t.Cleanup(func() {
+		c.killAll()
+		if !t.Failed() {
+			os.RemoveAll(home)
+		} else {
+			t.Logf("EGRET_HOME kept for inspection: %s", home)
+		}
+	})
+	return c
+}
+
+// egret runs the egret CLI and returns its output and exit code.
+func (c *cluster) egret(args ...string) (stdout, stderr string, code int) {
+	c.t.Helper()
+	full := []string{}
+	for _, p := range c.props {
+		full = append(full, "--config-property", p)
+	}
+	full = append(full, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary(c.t, "egret"), full...)
+	cmd.Env = append(os.Environ(), "EGRET_HOME="+c.home)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code = 0
+	if err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+	}
+	return out.String(), errb.String(), code
+}
+
+// mustEgret runs the CLI and fails the test unless it succeeds.
+func (c *cluster) mustEgret(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.egret(args...)
+	if code != 0 {
+		c.t.Fatalf("egret %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+// killAll kills every topology still listed, then any process left in
+// this cluster's home (a safety net: tests assert cleanliness themselves).
+func (c *cluster) killAll() {
+	out, _, code := c.egret("list", c.name, "--output", "json")
+	if code == 0 {
+		var infos []struct{ Name string }
+		_ = json.Unmarshal([]byte(out), &infos)
+		for _, i := range infos {
+			c.egret("kill", c.name, i.Name)
+		}
+	}
+	for _, pid := range c.processes() {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// processes returns the pids of processes whose command line mentions
+// this cluster's home directory or were started from it.
+func (c *cluster) processes() []int {
+	entries, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscanf(e.Name(), "%d", &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(cmdline, []byte(c.home)) {
+			pids = append(pids, pid)
+			continue
+		}
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, c.home) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// getJSON fetches url into v.
+func getJSON(url string, v any) error {
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Get(url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s: %s", url, resp.Status, b)
+	}
+	return json.Unmarshal(b, v)
+}
