@@ -1,0 +1,25 @@
+//go:build unix
+
+package example
+
+import (
+	"os"
+	"syscall"
+)
+
+// lockFile takes an exclusive lock on path, so that two processes do not
+// update the state file at once.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		_ = f.Close()
+	}, nil
+}

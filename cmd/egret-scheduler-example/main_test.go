@@ -1,0 +1,87 @@
+package main_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/cmd/egret-scheduler-example/example"
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/plugins"
+	"github.com/egret-stream/egret/plugins/plugintest"
+	"github.com/egret-stream/egret/schedulers/schedulertest"
+)
+
+func TestMain(m *testing.M) { plugintest.Main(m, ".") }
+
+func harness(file string, newScheduler func(t *testing.T) spi.Scheduler) schedulertest.Harness {
+	return schedulertest.Harness{
+		New: func(t *testing.T, _ string) spi.Scheduler { return newScheduler(t) },
+		Containers: func(_ context.Context, topology string) (map[int]string, error) {
+			return example.Containers(file, topology)
+		},
+		Timeout:      20 * time.Second,
+		StrictErrors: true,
+	}
+}
+
+// The conformance suite against the scheduler in process.
+func TestConformance(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "cluster.json")
+	schedulertest.Run(t, harness(file, func(t *testing.T) spi.Scheduler {
+		s, err := example.New(spi.Config{example.KeyStateFile: file}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}))
+}
+
+// The conformance suite against the plugin binary built from this
+// directory: every scheduler the suite asks for is a new plugin process,
+// as every CLI command starts one.
+func TestConformanceAsPlugin(t *testing.T) {
+	dir := t.TempDir()
+	plugintest.Install(t, dir, plugins.KindScheduler, "example", plugintest.Build(t, "."))
+	loader := plugintest.NewLoader(t, dir)
+	file := filepath.Join(t.TempDir(), "cluster.json")
+	schedulertest.Run(t, harness(file, func(t *testing.T) spi.Scheduler {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		s, err := loader.LoadScheduler(ctx, "example", spi.Config{example.KeyStateFile: file})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := plugins.ProcessOf(s); !ok {
+			t.Fatal("the example scheduler was not loaded as a plugin")
+		}
+		return s
+	}))
+}
+
+func TestConfigErrors(t *testing.T) {
+	dir := t.TempDir()
+	plugintest.Install(t, dir, plugins.KindScheduler, "example", plugintest.Build(t, "."))
+	loader := plugintest.NewLoader(t, dir)
+	_, err := loader.LoadScheduler(context.Background(), "example", nil)
+	if err == nil || !strings.Contains(err.Error(), example.KeyStateFile+" is required") {
+		t.Fatalf("load without a state file: %v", err)
+	}
+
+	file := filepath.Join(t.TempDir(), "cluster.json")
+	if err := os.WriteFile(file, []byte("{not json"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := loader.LoadScheduler(context.Background(), "example", spi.Config{example.KeyStateFile: file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	err = s.Schedule(context.Background(), schedulertest.NewJob("wc", 1))
+	if err == nil || !strings.Contains(err.Error(), "is corrupt") {
+		t.Fatalf("schedule with a corrupt state file: %v", err)
+	}
+}

@@ -1,0 +1,98 @@
+package plugins
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/egret-stream/egret/core/spi"
+)
+
+// DispenseStateManager takes the state manager from a connected go-plugin
+// client (a subprocess's or plugin.TestPluginGRPCConn's) and configures it
+// with name and cfg. Closing the result closes the plugin's session but
+// does not stop a subprocess: the owner of rpc does that. Loader does all
+// of it.
+func DispenseStateManager(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.StateManager, error) {
+	c, err := dispense[*stateManagerClient](rpc, KindStateManager, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.configure(ctx, name, cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DispenseUploader is DispenseStateManager for an uploader.
+func DispenseUploader(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Uploader, error) {
+	c, err := dispense[*uploaderClient](rpc, KindUploader, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.configure(ctx, name, cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DispensePacking is DispenseStateManager for a packing algorithm. The
+// result implements io.Closer, and spi.Repacking when the plugin's
+// algorithm does.
+func DispensePacking(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Packing, error) {
+	c, err := dispense[*packingClient](rpc, KindPacking, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.configure(ctx, name, cfg); err != nil {
+		return nil, err
+	}
+	return c.typed(), nil
+}
+
+// DispenseScheduler is DispenseStateManager for a scheduler. The result
+// implements spi.Launcher and spi.Scalable exactly when the plugin's
+// scheduler does.
+func DispenseScheduler(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Scheduler, error) {
+	c, err := dispense[*schedulerClient](rpc, KindScheduler, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.configure(ctx, name, cfg); err != nil {
+		return nil, err
+	}
+	return c.typed(), nil
+}
+
+// adapter is implemented by the host-side client of every kind.
+type adapter interface {
+	base() *client
+}
+
+func (c *client) base() *client { return c }
+
+// dispense takes kind's adapter from rpc and attaches proc to it.
+func dispense[T adapter](rpc plugin.ClientProtocol, kind string, proc *Process) (T, error) {
+	var zero T
+	raw, err := rpc.Dispense(kind)
+	if err != nil {
+		return zero, fmt.Errorf("dispense %s plugin: %w", kind, err)
+	}
+	c, ok := raw.(T)
+	if !ok {
+		return zero, fmt.Errorf("dispense %s plugin: got %T, want %T (the plugin set was not built by package plugins)", kind, raw, zero)
+	}
+	b := c.base()
+	b.proc = proc
+	if proc != nil && proc.sockDir != "" {
+		// A plugin that dies leaves its socket behind: remove it as soon as
+		// the process is gone, even if the host never calls Close.
+		go func() {
+			<-b.done.Done()
+			_ = os.RemoveAll(proc.sockDir)
+		}()
+	}
+	return c, nil
+}

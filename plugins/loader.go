@@ -1,0 +1,307 @@
+package plugins
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"time"
+
+	plugin "github.com/hashicorp/go-plugin"
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/core/spi"
+)
+
+// DefaultStartTimeout bounds how long a plugin may take to start and
+// answer the handshake when the context has no earlier deadline.
+const DefaultStartTimeout = time.Minute
+
+// validName is the syntax of a backend name.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Loader gives the implementation of an SPI kind by name: the built-in one
+// registered under the name (spi.Lookup*), or else the plugin binary
+// <dir>/egret-<kind>-<name>, started as a subprocess.
+//
+// A plugin process lives until the value it backs is closed (or, for
+// packing, its io.Closer), until Loader.Close, or until the host process
+// dies: on Linux the plugin gets SIGKILL when its host dies, and plugins
+// served by this package also watch their parent.
+type Loader struct {
+	dir string
+	log *zap.Logger
+
+	// parentDeathSignal sets the Linux parent-death signal on plugin
+	// processes; tests turn it off to check the plugin-side watchdog.
+	parentDeathSignal bool
+	// env is added to every plugin's environment.
+	env []string
+
+	mu      sync.Mutex
+	running map[*Process]struct{}
+	closed  bool
+}
+
+// NewLoader returns a loader of plugins in dir (egret.plugin.directory); an
+// empty dir allows built-ins only. log gets the loader's and the plugins'
+// logs; nil discards them.
+func NewLoader(dir string, log *zap.Logger) *Loader {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Loader{dir: dir, log: log, parentDeathSignal: true, running: map[*Process]struct{}{}}
+}
+
+// Dir returns the plugin directory.
+func (l *Loader) Dir() string { return l.dir }
+
+// BinaryPath returns where the loader looks for the plugin binary of kind
+// and name.
+func (l *Loader) BinaryPath(kind, name string) string {
+	return filepath.Join(l.dir, BinaryName(kind, name))
+}
+
+// LoadStateManager returns the state manager named name, configured with
+// cfg. For a plugin, the session is the plugin process's: Close ends it and
+// stops the process.
+func (l *Loader) LoadStateManager(ctx context.Context, name string, cfg spi.Config) (spi.StateManager, error) {
+	if f, err := spi.LookupStateManager(name); err == nil {
+		return f(cfg, l.log.Named(KindStateManager).With(zap.String("backend", name)))
+	}
+	proc, rpc, err := l.start(ctx, KindStateManager, name, spi.StateManagerNames())
+	if err != nil {
+		return nil, err
+	}
+	c, err := dispense[*stateManagerClient](rpc, KindStateManager, proc)
+	if err == nil {
+		err = c.configure(ctx, name, cfg)
+	}
+	if err != nil {
+		proc.Kill()
+		return nil, l.startErr(proc, err)
+	}
+	return c, nil
+}
+
+// LoadUploader returns the uploader named name, configured with cfg. For a
+// plugin, Close stops the process.
+func (l *Loader) LoadUploader(ctx context.Context, name string, cfg spi.Config) (spi.Uploader, error) {
+	if f, err := spi.LookupUploader(name); err == nil {
+		return f(cfg, l.log.Named(KindUploader).With(zap.String("backend", name)))
+	}
+	proc, rpc, err := l.start(ctx, KindUploader, name, spi.UploaderNames())
+	if err != nil {
+		return nil, err
+	}
+	c, err := dispense[*uploaderClient](rpc, KindUploader, proc)
+	if err == nil {
+		err = c.configure(ctx, name, cfg)
+	}
+	if err != nil {
+		proc.Kill()
+		return nil, l.startErr(proc, err)
+	}
+	return c, nil
+}
+
+// LoadPacking returns the packing algorithm named name, configured with
+// cfg, and the closer that releases it: spi.Packing has no Close, so the
+// closer is what stops a plugin process. The algorithm implements
+// spi.Repacking when the built-in or the plugin does.
+func (l *Loader) LoadPacking(ctx context.Context, name string, cfg spi.Config) (spi.Packing, io.Closer, error) {
+	if f, err := spi.LookupPacking(name); err == nil {
+		p, err := f(cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		if c, ok := p.(io.Closer); ok {
+			return p, c, nil
+		}
+		return p, nopCloser{}, nil
+	}
+	proc, rpc, err := l.start(ctx, KindPacking, name, spi.PackingNames())
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := dispense[*packingClient](rpc, KindPacking, proc)
+	if err == nil {
+		err = c.configure(ctx, name, cfg)
+	}
+	if err != nil {
+		proc.Kill()
+		return nil, nil, l.startErr(proc, err)
+	}
+	return c.typed(), c, nil
+}
+
+// LoadScheduler returns the scheduler named name, configured with cfg. A
+// plugin's scheduler implements spi.Launcher and spi.Scalable exactly when
+// the plugin's implementation does. For a plugin, Close stops the process
+// (not the topology).
+func (l *Loader) LoadScheduler(ctx context.Context, name string, cfg spi.Config) (spi.Scheduler, error) {
+	if f, err := spi.LookupScheduler(name); err == nil {
+		return f(cfg, l.log.Named(KindScheduler).With(zap.String("backend", name)))
+	}
+	proc, rpc, err := l.start(ctx, KindScheduler, name, spi.SchedulerNames())
+	if err != nil {
+		return nil, err
+	}
+	c, err := dispense[*schedulerClient](rpc, KindScheduler, proc)
+	if err == nil {
+		err = c.configure(ctx, name, cfg)
+	}
+	if err != nil {
+		proc.Kill()
+		return nil, l.startErr(proc, err)
+	}
+	return c.typed(), nil
+}
+
+// Close stops every plugin process the loader started that is still
+// running. Values backed by them fail with ErrPluginExited afterwards.
+// Later loads fail.
+func (l *Loader) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	procs := make([]*Process, 0, len(l.running))
+	for p := range l.running {
+		procs = append(procs, p)
+	}
+	l.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Kill()
+		}()
+	}
+	wg.Wait()
+	return nil
+}
+
+// startErr adds the plugin's identity to an error of its first calls.
+func (l *Loader) startErr(proc *Process, err error) error {
+	if errors.Is(err, ErrPluginExited) {
+		return err
+	}
+	return fmt.Errorf("%s plugin %q (%s): %w", proc.Kind, proc.Name, proc.Path, err)
+}
+
+// start finds and starts the plugin binary of kind and name and completes
+// the handshake.
+func (l *Loader) start(ctx context.Context, kind, name string, builtins []string) (*Process, plugin.ClientProtocol, error) {
+	what := kindNames[kind]
+	if !validName.MatchString(name) {
+		return nil, nil, fmt.Errorf("%s name %q is invalid: use letters, digits, '.', '_' and '-' (built in: %v): %w", what, name, builtins, spi.ErrUnknownBackend)
+	}
+	if l.dir == "" {
+		return nil, nil, fmt.Errorf("%s %q is not built in (built in: %v) and no plugin directory is configured (set egret.plugin.directory to the directory holding %s): %w",
+			what, name, builtins, BinaryName(kind, name), spi.ErrUnknownBackend)
+	}
+	path := l.BinaryPath(kind, name)
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, nil, fmt.Errorf("%s %q is not built in (built in: %v) and there is no plugin binary %s: %w", what, name, builtins, path, spi.ErrUnknownBackend)
+	case err != nil:
+		return nil, nil, fmt.Errorf("%s %q: plugin binary %s: %w", what, name, path, err)
+	case fi.IsDir():
+		return nil, nil, fmt.Errorf("%s %q: plugin binary %s is a directory", what, name, path)
+	case fi.Mode().Perm()&0o111 == 0:
+		return nil, nil, fmt.Errorf("%s %q: plugin binary %s is not executable (chmod +x %s)", what, name, path, path)
+	}
+
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		return nil, nil, fmt.Errorf("%s %q: the plugin loader is closed", what, name)
+	}
+
+	log := l.log.Named("plugin").With(zap.String("kind", kind), zap.String("backend", name))
+	// The plugin's Unix socket goes into a directory of its own that Kill
+	// removes: a plugin that is killed cannot remove its socket itself.
+	sockDir, err := os.MkdirTemp("", "egret-plugin-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("start %s plugin %s: %w", kind, path, err)
+	}
+	cmd := exec.Command(path)
+	cmd.Env = append([]string{EnvLogLevel + "=" + zapLevelName(log), plugin.EnvUnixSocketDir + "=" + sockDir}, l.env...)
+	if l.parentDeathSignal {
+		setParentDeathSignal(cmd)
+	}
+	timeout := DefaultStartTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < timeout {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	set, _ := PluginSet(kind)
+	pc := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  Handshake,
+		Plugins:          set,
+		Cmd:              cmd,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		AutoMTLS:         true,
+		StartTimeout:     timeout,
+		Logger:           NewHCLogger(log),
+		SyncStdout:       &lineWriter{log: func(s string) { log.Info(s, zap.String("stream", "stdout")) }},
+		SyncStderr:       &lineWriter{log: func(s string) { log.Info(s, zap.String("stream", "stderr")) }},
+	})
+	proc := &Process{Kind: kind, Name: name, Path: path, client: pc, sockDir: sockDir}
+	proc.forget = func() {
+		l.mu.Lock()
+		delete(l.running, proc)
+		l.mu.Unlock()
+	}
+	l.mu.Lock()
+	l.running[proc] = struct{}{}
+	l.mu.Unlock()
+
+	type result struct {
+		rpc plugin.ClientProtocol
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		rpc, err := pc.Client()
+		done <- result{rpc, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		proc.Kill()
+		<-done
+		return nil, nil, fmt.Errorf("start %s plugin %s: %w", kind, path, ctx.Err())
+	}
+	if r.err != nil {
+		proc.Kill()
+		return nil, nil, fmt.Errorf("start %s plugin %s: %w (is it an Egret %s plugin built for protocol version %d? run it with %s=debug and read the log)",
+			kind, path, r.err, kind, ProtocolVersion, EnvLogLevel)
+	}
+	if rc := pc.ReattachConfig(); rc != nil {
+		proc.Pid = rc.Pid
+	}
+	log.Debug("plugin started", zap.String("path", path), zap.Int("pid", proc.Pid))
+	return proc, r.rpc, nil
+}
+
+var kindNames = map[string]string{
+	KindStateManager: "state manager",
+	KindUploader:     "uploader",
+	KindPacking:      "packing algorithm",
+	KindScheduler:    "scheduler",
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }

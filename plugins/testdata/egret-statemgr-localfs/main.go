@@ -1,0 +1,12 @@
+// Command egret-statemgr-localfs serves the built-in localfs state manager
+// as a plugin, to run the state manager conformance suite across the plugin
+// boundary.
+package main
+
+import (
+	"github.com/egret-stream/egret/plugins"
+
+	_ "github.com/egret-stream/egret/statemgr/localfs"
+)
+
+func main() { plugins.ServeBuiltin(plugins.KindStateManager, "localfs") }
