@@ -40,7 +40,9 @@ func (d *daemonEnv) load(name string) error {
 
 // stateManager opens a state-manager session from the daemon's config.
 func (d *daemonEnv) stateManager(ctx context.Context) (spi.StateManager, error) {
-	return newBackends(nil, d.log).StateManager(ctx, d.cfg)
+	b := newBackends(d.log)
+	d.g.closers = append(d.g.closers, b.Close)
+	return b.StateManager(ctx, d.cfg)
 }
 
 func (d *daemonEnv) duration(key string, def time.Duration) time.Duration {

@@ -40,6 +40,8 @@ type globals struct {
 	verbose    bool
 	stdout     io.Writer
 	stderr     io.Writer
+	// closers run when the command ends (plugin processes).
+	closers []func()
 }
 
 func (g *globals) logger() *zap.Logger {
@@ -69,7 +71,30 @@ func (g *globals) launcher(arg string, log *zap.Logger) (*launcher.Launcher, err
 	if err != nil {
 		return nil, err
 	}
-	return &launcher.Launcher{Cluster: c, Backends: newBackends(c, log), Log: log, Progress: g.stdout}, nil
+	b := newBackends(log)
+	g.closers = append(g.closers, b.Close)
+	return &launcher.Launcher{Cluster: c, Backends: b, Log: log, Progress: g.stdout}, nil
+}
+
+func (g *globals) close() {
+	for _, c := range g.closers {
+		c()
+	}
+	g.closers = nil
+}
+
+// closeAfter makes every command release what it opened (plugin
+// processes) when it returns, whether it failed or not.
+func closeAfter(cmd *cobra.Command, g *globals) {
+	if run := cmd.RunE; run != nil {
+		cmd.RunE = func(c *cobra.Command, args []string) error {
+			defer g.close()
+			return run(c, args)
+		}
+	}
+	for _, sub := range cmd.Commands() {
+		closeAfter(sub, g)
+	}
 }
 
 // NewRoot returns the egret command.
@@ -94,6 +119,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 		updateCmd(g), listCmd(g), configCmd(g), servePackagesCmd(g),
 	)
 	addDaemonCmds(root, g)
+	closeAfter(root, g)
 	return root
 }
 

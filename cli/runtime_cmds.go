@@ -7,7 +7,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/executor"
 	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/daemons/tmanager"
@@ -77,9 +76,9 @@ func executorCmd(g *globals) *cobra.Command {
 			}
 			log := g.daemonLogger().Named("executor")
 			defer func() { _ = log.Sync() }()
-			c.Connect = func(ctx context.Context, cfg spi.Config) (spi.StateManager, error) {
-				return newBackends(nil, log).StateManager(ctx, cfg)
-			}
+			b := newBackends(log)
+			defer b.Close()
+			c.Connect = b.StateManager
 			return executor.Run(cmd.Context(), c, log)
 		},
 	}

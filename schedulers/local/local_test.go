@@ -24,6 +24,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
+	"github.com/egret-stream/egret/schedulers/internal/executorcmd"
 	"github.com/egret-stream/egret/schedulers/local"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
 )
@@ -355,7 +356,7 @@ func TestExecutorArgsAndFiles(t *testing.T) {
 		if err := json.Unmarshal(b, &argv); err != nil {
 			t.Fatal(err)
 		}
-		want := local.ExecutorArgs(job, i, dir, filepath.Join(w, local.ConfigFile))
+		want := executorcmd.Args(job, i, dir, filepath.Join(w, local.ConfigFile))
 		if want[0] != "executor" || !slices.Equal(argv, want[1:]) {
 			t.Errorf("container %d ran with %q, want %q", i, argv, want)
 		}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/schedulers/internal/executorcmd"
 )
 
 // ServeConfig configures the scheduler service.
@@ -32,20 +33,6 @@ type ServeConfig struct {
 	BackoffInitial, BackoffMax time.Duration
 	// StopGrace is how long executors get to stop after SIGTERM (10s).
 	StopGrace time.Duration
-}
-
-// ExecutorArgs returns the command line of the executor of one container.
-func ExecutorArgs(job spi.Job, container int, workDir, configFile string) []string {
-	return []string{
-		"executor",
-		"--topology", job.Topology,
-		"--topology-id", job.TopologyID,
-		"--container", strconv.Itoa(container),
-		"--work-dir", workDir,
-		"--package-uri", job.PackageURI,
-		"--package-sha256", job.PackageSHA256,
-		"--config-file", configFile,
-	}
 }
 
 // ConfigFile is the resolved cluster config the service's executors read.
@@ -198,7 +185,7 @@ func (s *service) runExecutor(c *container, job spi.Job, dir string) error {
 		return err
 	}
 	defer out.Close()
-	cmd := exec.Command(s.cfg.EgretBinary, ExecutorArgs(job, c.id, dir, filepath.Join(s.cfg.WorkDir, ConfigFile))...)
+	cmd := exec.Command(s.cfg.EgretBinary, executorcmd.Args(job, c.id, dir, filepath.Join(s.cfg.WorkDir, ConfigFile))...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

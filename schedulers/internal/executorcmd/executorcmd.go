@@ -8,7 +8,8 @@ import (
 
 // Args returns the arguments (after the egret binary) of the executor of
 // container in job: it works in workDir and reads the cluster config from
-// configFile. The flags are those of local.ExecutorArgs, in the same order.
+// configFile. Every scheduler starts executors with it, and the flags are
+// those of the `egret executor` command.
 func Args(job spi.Job, container int, workDir, configFile string) []string {
 	return []string{
 		"executor",
