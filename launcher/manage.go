@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
@@ -115,11 +116,18 @@ func (l *Launcher) tmanagerPost(ctx context.Context, name, path string, form url
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("topology manager of %q: %s %s: %s", name, path, resp.Status, strings.TrimSpace(string(body)))
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return nil
+	case http.StatusConflict:
+		return fmt.Errorf("topology manager of %q: %s: %w: %s", name, path, errNotReady, strings.TrimSpace(string(body)))
 	}
-	return nil
+	return fmt.Errorf("topology manager of %q: %s %s: %s", name, path, resp.Status, strings.TrimSpace(string(body)))
 }
+
+// errNotReady: the topology manager refuses a change until every stream
+// manager of the plan has registered (HTTP 409).
+var errNotReady = errors.New("not every stream manager has registered yet")
 
 func requireRunning(ctx context.Context, store *state.Store, name string) error {
 	if _, err := store.Topology(ctx, name); err != nil {
@@ -171,9 +179,15 @@ type UpdateOptions struct {
 
 // Update rescales a topology (repacking it and handing the new plan to the
 // scheduler) and/or changes its runtime config.
+//
+// A rescale restarts the topology's instances with the new plan. A running
+// topology is deactivated first and activated again once the new physical
+// plan is in place, so that no spout emits while instances restart (with
+// at-most-once delivery, tuples in flight at the moment of the switch
+// could otherwise be lost).
 func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) error {
 	if len(o.Parallelism) > 0 || o.Containers > 0 {
-		if err := l.repack(ctx, name, o); err != nil {
+		if err := l.rescale(ctx, name, o); err != nil {
 			return err
 		}
 	}
@@ -182,6 +196,81 @@ func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) err
 		return l.SetRuntimeConfig(ctx, name, o.RuntimeConfig)
 	}
 	return nil
+}
+
+func (l *Launcher) rescale(ctx context.Context, name string, o UpdateOptions) error {
+	_, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer closeSM()
+	before, err := store.PhysicalPlan(ctx, name)
+	running := err == nil && before.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING
+	if running {
+		l.progress("deactivating %q while it is rescaled", name)
+		if err := l.SetActive(ctx, name, false); err != nil {
+			return err
+		}
+	}
+	if err := l.repack(ctx, name, o); err != nil {
+		return err
+	}
+	if !running {
+		return nil
+	}
+	l.progress("waiting for the new physical plan")
+	if err := waitPlan(ctx, store, name, before.GetVersion(), time.Minute); err != nil {
+		return err
+	}
+	l.progress("activating %q", name)
+	return retryConflict(ctx, func() error { return l.SetActive(ctx, name, true) })
+}
+
+// waitPlan waits until the topology manager has written a physical plan
+// newer than version for the topology's current packing plan.
+func waitPlan(ctx context.Context, store *state.Store, name string, version uint64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	events, err := store.Watch(ctx, state.PhysicalPlansDir, name)
+	if err != nil {
+		return err
+	}
+	for {
+		pp, _, err := store.PackingPlan(ctx, name)
+		if err != nil {
+			return err
+		}
+		if cur, err := store.PhysicalPlan(ctx, name); err == nil && cur.GetVersion() > version &&
+			plan.FromProto(cur.GetPacking()).Layout().Fingerprint() == pp.Layout().Fingerprint() {
+			return nil
+		}
+		select {
+		case <-events:
+		case <-ctx.Done():
+			return fmt.Errorf("topology %q has no physical plan for its new packing plan after %s (see the container logs; egret activate it when it is ready): %w", name, timeout, ctx.Err())
+		}
+	}
+}
+
+// retryConflict retries op while the topology manager answers 409 (not
+// every stream manager registered yet).
+func retryConflict(ctx context.Context, op func() error) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(time.Minute)
+	for {
+		err := op()
+		if !errors.Is(err, errNotReady) {
+			return err
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 func (l *Launcher) repack(ctx context.Context, name string, o UpdateOptions) error {

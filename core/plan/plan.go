@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"sort"
 
 	"github.com/egret-stream/egret/core/topology"
@@ -86,6 +88,23 @@ func (l *Layout) AllTasks() []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// Fingerprint identifies the layout: equal layouts (same tasks with the
+// same components, indexes and containers) have equal fingerprints. It is
+// never 0.
+func (l *Layout) Fingerprint() uint64 {
+	h := fnv.New64a()
+	var b [8]byte
+	for _, id := range l.AllTasks() {
+		for _, v := range []int{id, l.ContainerOf[id], l.IndexOf[id]} {
+			binary.LittleEndian.PutUint64(b[:], uint64(v))
+			h.Write(b[:])
+		}
+		h.Write([]byte(l.ComponentOf[id]))
+		h.Write([]byte{0})
+	}
+	return h.Sum64() | 1
 }
 
 // TaskIDs assigns task ids to the tasks of t: components in definition

@@ -70,5 +70,6 @@ func InstanceArgs(p Params, task int) []string {
 		"--topology-id", p.TopologyID,
 		"--stmgr-socket", p.Paths.StmgrSocket,
 		"--metrics-socket", p.Paths.MetricsSocket,
+		"--config", p.Paths.ConfigFile,
 	}
 }

@@ -24,7 +24,7 @@
 //	egret tmanager   --topology N --topology-id ID --config F
 //	egret metricsmgr --topology N --container C --socket M --metrics-file W/metrics.jsonl --config F
 //	egret stmgr      --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F
-//	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M
+//	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M --config F
 //
 // F is the resolved cluster config (Config.ConfigFile, default
 // W/package/cluster.json), S and M the sockets below, P Config.StmgrPort

@@ -40,7 +40,7 @@ func TestArgs(t *testing.T) {
 		{"stmgr", StmgrArgs(p), []string{"/bin/egret", "stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
 			"--socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"instance", InstanceArgs(p, 7), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
-			"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--metrics-socket", "/w/metricsmgr.sock"}},
+			"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,9 +190,9 @@ func TestContainerProcesses(t *testing.T) {
 		{"stmgr", pids["stmgr"], []string{"stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "1",
 			"--socket", ss, "--port", "7001", "--metrics-socket", ms, "--config", cf}},
 		{"task-1", pids["instance-word-1"], []string{"--instance", "--task", "1", "--container", "1", "--topology-id", "wc-1",
-			"--stmgr-socket", ss, "--metrics-socket", ms}},
+			"--stmgr-socket", ss, "--metrics-socket", ms, "--config", cf}},
 		{"task-3", pids["instance-count-3"], []string{"--instance", "--task", "3", "--container", "1", "--topology-id", "wc-1",
-			"--stmgr-socket", ss, "--metrics-socket", ms}},
+			"--stmgr-socket", ss, "--metrics-socket", ms, "--config", cf}},
 	}
 	for _, c := range checks {
 		if got := v.argv(c.fake, c.pid); !slices.Equal(got, c.want) {

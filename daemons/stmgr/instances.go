@@ -3,6 +3,7 @@ package stmgr
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -57,7 +59,7 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 	td, ic, pp, err := s.attachInstance(req, conn)
 	if err != nil {
 		_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-		_ = wire.WriteMessage(conn, &egretpb.RegisterInstanceResponse{Error: err.Error()})
+		_ = wire.WriteMessage(conn, &egretpb.RegisterInstanceResponse{Error: err.Error(), LayoutChanged: errors.Is(err, errLayoutChanged)})
 		s.closeReason(who, conn, fmt.Errorf("registration refused: %w", err))
 		return
 	}
@@ -102,6 +104,10 @@ func (s *StMgr) attachInstance(req *egretpb.RegisterInstanceRequest, conn net.Co
 	}
 	s.mu.Lock()
 	pp := s.pplan
+	if fp := req.GetLayoutFingerprint(); fp != 0 && pp != nil && fp != layoutFingerprint(pp) {
+		s.mu.Unlock()
+		return nil, nil, nil, fmt.Errorf("%w: the instance runs with an older task layout than plan version %d", errLayoutChanged, pp.GetVersion())
+	}
 	td := s.tasks[task]
 	if td == nil {
 		td = s.newTaskDest(task)
@@ -125,6 +131,15 @@ func (s *StMgr) attachInstance(req *egretpb.RegisterInstanceRequest, conn net.Co
 		<-old.writerDone
 	}
 	return td, ic, pp, nil
+}
+
+// errLayoutChanged refuses an instance that runs with an outdated layout:
+// it must restart before it may receive tuples routed by the current plan.
+var errLayoutChanged = errors.New("layout changed")
+
+// layoutFingerprint is the fingerprint of a physical plan's task layout.
+func layoutFingerprint(pp *egretpb.PhysicalPlan) uint64 {
+	return plan.FromProto(pp.GetPacking()).Layout().Fingerprint()
 }
 
 // detachInstance closes ic and, if it is still the task's connection,

@@ -14,6 +14,7 @@
 //	--count N          count bolt parallelism (default 2)
 //	--containers N     containers in a cluster (default 1)
 //	--report-dir DIR   write per-word counts to DIR (see wordcount.Options)
+//	--rate N           at most N sentences per second per spout task
 package main
 
 import (
@@ -34,6 +35,7 @@ func main() {
 	fs.IntVar(&o.CountParallelism, "count", 2, "count bolt parallelism")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
 	fs.StringVar(&o.ReportDir, "report-dir", "", "write per-word counts to this directory")
+	fs.IntVar(&o.Rate, "rate", 0, "sentences per second per spout task (0: as fast as possible)")
 	own, rest := egret.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -25,13 +25,18 @@ const (
 )
 
 type RegisterInstanceRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TopologyId    string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
-	TaskId        int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Component     string                 `protobuf:"bytes,3,opt,name=component,proto3" json:"component,omitempty"`
-	Pid           int32                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TopologyId string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	TaskId     int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Component  string                 `protobuf:"bytes,3,opt,name=component,proto3" json:"component,omitempty"`
+	Pid        int32                  `protobuf:"varint,4,opt,name=pid,proto3" json:"pid,omitempty"`
+	// layout_fingerprint is the plan.Layout fingerprint of the plan the
+	// instance runs with, 0 for an instance that has none yet. A stream
+	// manager whose plan has another layout refuses it with layout_changed,
+	// so a stale instance never receives tuples routed by the new plan.
+	LayoutFingerprint uint64 `protobuf:"varint,5,opt,name=layout_fingerprint,json=layoutFingerprint,proto3" json:"layout_fingerprint,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *RegisterInstanceRequest) Reset() {
@@ -92,10 +97,20 @@ func (x *RegisterInstanceRequest) GetPid() int32 {
 	return 0
 }
 
+func (x *RegisterInstanceRequest) GetLayoutFingerprint() uint64 {
+	if x != nil {
+		return x.LayoutFingerprint
+	}
+	return 0
+}
+
 type RegisterInstanceResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// error is empty on success.
 	Error string `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	// layout_changed: the instance runs with an outdated layout and must
+	// restart.
+	LayoutChanged bool `protobuf:"varint,3,opt,name=layout_changed,json=layoutChanged,proto3" json:"layout_changed,omitempty"`
 	// pplan is set once the stream manager has a physical plan; otherwise a
 	// NewPhysicalPlan follows.
 	Pplan         *PhysicalPlan `protobuf:"bytes,2,opt,name=pplan,proto3" json:"pplan,omitempty"`
@@ -138,6 +153,13 @@ func (x *RegisterInstanceResponse) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *RegisterInstanceResponse) GetLayoutChanged() bool {
+	if x != nil {
+		return x.LayoutChanged
+	}
+	return false
 }
 
 func (x *RegisterInstanceResponse) GetPplan() *PhysicalPlan {
@@ -723,15 +745,17 @@ var File_proto_egretpb_runtime_proto protoreflect.FileDescriptor
 
 const file_proto_egretpb_runtime_proto_rawDesc = "" +
 	"\n" +
-	"\x1bproto/egretpb/runtime.proto\x12\begret.v1\x1a\x18proto/egretpb/plan.proto\"\x83\x01\n" +
+	"\x1bproto/egretpb/runtime.proto\x12\begret.v1\x1a\x18proto/egretpb/plan.proto\"\xb2\x01\n" +
 	"\x17RegisterInstanceRequest\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x1c\n" +
 	"\tcomponent\x18\x03 \x01(\tR\tcomponent\x12\x10\n" +
-	"\x03pid\x18\x04 \x01(\x05R\x03pid\"^\n" +
+	"\x03pid\x18\x04 \x01(\x05R\x03pid\x12-\n" +
+	"\x12layout_fingerprint\x18\x05 \x01(\x04R\x11layoutFingerprint\"\x85\x01\n" +
 	"\x18RegisterInstanceResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\x12,\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\x12%\n" +
+	"\x0elayout_changed\x18\x03 \x01(\bR\rlayoutChanged\x12,\n" +
 	"\x05pplan\x18\x02 \x01(\v2\x16.egret.v1.PhysicalPlanR\x05pplan\"?\n" +
 	"\x0fNewPhysicalPlan\x12,\n" +
 	"\x05pplan\x18\x01 \x01(\v2\x16.egret.v1.PhysicalPlanR\x05pplan\"\x87\x01\n" +

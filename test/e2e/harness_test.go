@@ -95,6 +95,9 @@ func newCluster(t *testing.T, name string, props ...string) *cluster {
 		"egret.tmanager.heartbeat.timeout=3s",
 	}, props...)}
 	t.Cleanup(func() {
+		if t.Failed() {
+			c.dumpLogs()
+		}
 		c.killAll()
 		if !t.Failed() {
 			os.RemoveAll(home)
@@ -138,6 +141,23 @@ func (c *cluster) mustEgret(args ...string) string {
 		c.t.Fatalf("egret %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
 	}
 	return out
+}
+
+// dumpLogs logs the last lines of every process log of the cluster.
+func (c *cluster) dumpLogs() {
+	logs, _ := filepath.Glob(filepath.Join(c.home, "topologies", "*", "*", "*", "*", "*.log"))
+	more, _ := filepath.Glob(filepath.Join(c.home, "topologies", "*", "*", "*", "*", "logs", "*.log"))
+	for _, f := range append(logs, more...) {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		c.t.Logf("== %s\n%s", strings.TrimPrefix(f, c.home), strings.Join(lines, "\n"))
+	}
 }
 
 // killAll kills every topology still listed, then any process left in

@@ -315,7 +315,7 @@ func (g *gateway) connect(ctx context.Context) (net.Conn, *bufio.Reader, *egretp
 		if ctx.Err() != nil {
 			return nil, nil, nil, ctx.Err()
 		}
-		if errors.Is(err, ErrRefused) {
+		if errors.Is(err, ErrRefused) || errors.Is(err, ErrLayoutChanged) {
 			return nil, nil, nil, err
 		}
 		if attempt == 1 || attempt%50 == 0 {
@@ -345,6 +345,9 @@ func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egret
 	}
 	_ = conn.SetDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
 	req := &egretpb.RegisterInstanceRequest{TopologyId: g.cfg.TopologyID, TaskId: int32(g.cfg.TaskID), Component: g.component, Pid: int32(os.Getpid())}
+	if g.layout != nil {
+		req.LayoutFingerprint = g.layout.Fingerprint()
+	}
 	if err := wire.WriteMessage(conn, req); err != nil {
 		return fail(fmt.Errorf("register: %w", err))
 	}
@@ -356,6 +359,9 @@ func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egret
 	resp, ok := m.(*egretpb.RegisterInstanceResponse)
 	if !ok {
 		return fail(fmt.Errorf("%w: expected RegisterInstanceResponse, got %s", wire.ErrCorrupt, t))
+	}
+	if resp.GetLayoutChanged() {
+		return fail(fmt.Errorf("%w: %s", ErrLayoutChanged, resp.GetError()))
 	}
 	if resp.GetError() != "" {
 		return fail(fmt.Errorf("%w: %s", ErrRefused, resp.GetError()))

@@ -44,12 +44,16 @@ type Options struct {
 	// per-word counts there as JSON files (KeyReportDir): sentence-<task>.json
 	// once a bounded spout has finished, count-<task>.json at every tick.
 	ReportDir string
+	// Rate limits each spout task to this many sentences per second (0:
+	// as fast as it can); KeyRate.
+	Rate int
 }
 
 // Topology config keys of the example.
 const (
 	KeyMaxSentences = "wordcount.max.sentences"
 	KeyReportDir    = "wordcount.report.dir"
+	KeyRate         = "wordcount.rate"
 )
 
 // Builder returns the word count topology.
@@ -72,6 +76,9 @@ func Builder(o Options) *api.TopologyBuilder {
 	}
 	if o.ReportDir != "" {
 		b.SetConfig(KeyReportDir, o.ReportDir)
+	}
+	if o.Rate > 0 {
+		b.SetConfig(KeyRate, strconv.Itoa(o.Rate))
 	}
 	b.SetSpout("sentence", func() api.Spout { return &SentenceSpout{} }, 1)
 	b.SetBolt("split", func() api.Bolt { return &SplitBolt{} }, o.SplitParallelism).
@@ -96,6 +103,8 @@ type SentenceSpout struct {
 	sent    int
 	report  string
 	emitted map[string]int64
+	rate    int
+	start   time.Time
 }
 
 // Open implements api.Spout.
@@ -114,6 +123,14 @@ func (s *SentenceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 		s.report = filepath.Join(dir, fmt.Sprintf("sentence-%d.json", ctx.TaskID()))
 		s.emitted = map[string]int64{}
 	}
+	if v := ctx.Config(KeyRate); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("%s: %q is not a rate", KeyRate, v)
+		}
+		s.rate = n
+	}
+	s.start = time.Now()
 	return nil
 }
 
@@ -121,6 +138,9 @@ func (s *SentenceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 func (s *SentenceSpout) NextTuple() {
 	if s.max > 0 && s.sent >= s.max {
 		return
+	}
+	if s.rate > 0 && float64(s.sent) >= time.Since(s.start).Seconds()*float64(s.rate) {
+		return // ahead of the rate: emit nothing, the runtime backs off
 	}
 	sentence := Sentences[s.rng.IntN(len(Sentences))]
 	s.out.Emit(api.Values{sentence}, nil)
