@@ -34,10 +34,16 @@ proto: ## regenerate the protobuf Go code (needs protoc; installs protoc-gen-go)
 	@[ -x $(GOBIN)/protoc-gen-go ] || GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	PATH=$(GOBIN):$$PATH protoc --go_out=. --go_opt=module=github.com/egret-stream/egret proto/egretpb/*.proto
 
-bench: ## run the micro-benchmarks (codec, wire records, in-process topology)
-	$(GO) test -run '^$$' -bench . -benchmem ./core/tuple/ ./daemons/wire/ ./daemons/instance/...
+bench: ## run the benchmarks (T1 on a local cluster, 3 runs; micro-benchmarks) and rewrite docs/benchmarks.md
+	$(GO) run ./bench/cmd/egret-bench -report docs/benchmarks.md -profile 10
 
-demo: ## run word count in this process for 15 s and print the top words and throughput
+bench-quick: ## a one-minute subset of make bench (results in bench/results/*-quick.json; docs untouched)
+	$(GO) run ./bench/cmd/egret-bench -quick
+
+demo: ## run word count on a local 2-container cluster for 15 s, print live counts and throughput, kill it
+	@scripts/demo.sh
+
+demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test test-deps lint proto bench demo
+.PHONY: help build test test-deps lint proto bench bench-quick demo

@@ -3,7 +3,9 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -214,6 +216,60 @@ func listCmd(g *globals) *cobra.Command {
 			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tROLE\tENV\tSUBMITTED\tID")
 			for _, i := range infos {
 				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", i.Name, i.State, i.Containers, i.Instances, i.Role, i.Environ, i.Submitted.Format(time.RFC3339), i.ID)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func metricsCmd(g *globals) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "metrics cluster[/role[/env]] <topology>",
+		Short: "Show the latest metrics of a running topology, per component",
+		Args:  exactArgs(2, "egret metrics local wordcount"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "table" && output != "json" {
+				return usagef("--output %q: use table or json", output)
+			}
+			l, err := g.launcher(args[0], g.logger())
+			if err != nil {
+				return err
+			}
+			st, err := l.Metrics(cmd.Context(), args[1])
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if output == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			comps := make([]string, 0, len(st.Components))
+			for c := range st.Components {
+				comps = append(comps, c)
+			}
+			sort.Strings(comps)
+			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "COMPONENT\tEMITTED\tEXECUTED\tAVG EXECUTE\tERRORS\tDROPPED\tCPU s\tRSS MiB\tUSER COUNTERS\t")
+			for _, c := range comps {
+				m := st.Components[c]
+				avg := "-"
+				if n := m["instance.executed"]; n > 0 {
+					avg = time.Duration(m["instance.execute.nanos"] / n).String()
+				}
+				var user []string
+				for k, v := range m {
+					if name, ok := strings.CutPrefix(k, "user."); ok {
+						user = append(user, fmt.Sprintf("%s=%.0f", name, v))
+					}
+				}
+				sort.Strings(user)
+				fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%.0f\t%.0f\t%.1f\t%.0f\t%s\t\n", c, m["instance.emitted"], m["instance.executed"], avg,
+					m["instance.errors"], m["instance.dropped"], m["process.cpu.seconds"], m["process.rss.bytes"]/(1<<20), strings.Join(user, " "))
 			}
 			return tw.Flush()
 		},

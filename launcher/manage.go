@@ -2,6 +2,7 @@ package launcher
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -426,6 +427,53 @@ func ParseKeyValues(flag string, values []string) (map[string]string, error) {
 			return nil, fmt.Errorf("%s %q: want key=value", flag, v)
 		}
 		out[strings.TrimSpace(k)] = val
+	}
+	return out, nil
+}
+
+// Stats is the topology manager's aggregated view of a topology's metrics:
+// the latest reported values summed per component.
+type Stats struct {
+	Topology   string                        `json:"topology"`
+	Components map[string]map[string]float64 `json:"components"`
+}
+
+// Metrics reads the latest metrics of a running topology from its
+// topology manager.
+func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
+	_, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSM()
+	if err := requireRunning(ctx, store, name); err != nil {
+		return nil, err
+	}
+	loc, err := store.TManagerLocation(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("topology %q has no topology manager yet (it may be starting): %w", name, err)
+	}
+	u := fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("topology manager of %q at %s: %w", name, u, err)
+	}
+	defer resp.Body.Close()
+	var raw struct {
+		Components map[string]struct {
+			Sums map[string]float64 `json:"sums"`
+		} `json:"components"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&raw); err != nil {
+		return nil, fmt.Errorf("topology manager of %q: bad /stats answer: %w", name, err)
+	}
+	out := &Stats{Topology: name, Components: map[string]map[string]float64{}}
+	for c, v := range raw.Components {
+		out.Components[c] = v.Sums
 	}
 	return out, nil
 }
