@@ -116,7 +116,8 @@ func TestConformance(t *testing.T) {
 
 func TestExpiry(t *testing.T) {
 	addr := zktest.Start(t)
-	ss := newSessions(addr, "/egret-expiry", time.Second)
+	// 3s rather than 1s: a loaded machine must not starve a live session.
+	ss := newSessions(addr, "/egret-expiry", 3*time.Second)
 	statemgrtest.RunExpiry(t, ss.open, func(t *testing.T, sm spi.StateManager) { ss.cutter(sm).cut(true) })
 }
 
