@@ -110,7 +110,7 @@ func TestReaderTypedFields(t *testing.T) {
 	if mn != 2 || string(k) != "a" || i != 1 {
 		t.Fatalf("map %d %q %d", mn, k, i)
 	}
-	k, err = r.MapKey()
+	_, err = r.MapKey()
 	check(err)
 	check(r.Skip())
 	if r.Kind() != KindUser {

@@ -514,7 +514,7 @@ func configFromJob(j *api.Job) (spi.Config, error) {
 func jobFromNomad(j *api.Job) (spi.Job, error) {
 	m := j.Meta
 	if m[MetaTopology] == "" {
-		return spi.Job{}, fmt.Errorf("Nomad job %s has no %s meta: it was not submitted by egret", deref(j.ID), MetaTopology)
+		return spi.Job{}, fmt.Errorf("the Nomad job %s has no %s meta: it was not submitted by egret", deref(j.ID), MetaTopology)
 	}
 	cfg, err := configFromJob(j)
 	if err != nil {

@@ -162,7 +162,7 @@ func (x *extractor) entry(ctx context.Context, hdr *tar.Header, tr *tar.Reader) 
 			return err
 		}
 		return x.root.Chmod(name, fs.FileMode(hdr.Mode)&0o777|0o700)
-	case tar.TypeReg, tar.TypeRegA: //nolint:staticcheck // TypeRegA is still written by old tools
+	case tar.TypeReg, '\x00': // '\x00' (the deprecated TypeRegA) is still written by old tools
 		return x.regular(ctx, name, hdr, tr)
 	case tar.TypeSymlink:
 		t := hdr.Linkname

@@ -200,7 +200,7 @@ func TestUploadRetriesConnectionRefused(t *testing.T) {
 	l.Close()
 	u := newUploader(t, spi.Config{egrethttp.KeyURI: "http://" + addr + "/packages/", egrethttp.KeyRetries: "3"})
 	retries := 0
-	egrethttp.SetRetryHook(u, time.Millisecond, func(attempt int, err error) {
+	egrethttp.SetRetryHook(u, time.Millisecond, func(attempt int, _ error) {
 		retries++
 		if attempt != 2 {
 			return

@@ -137,7 +137,7 @@ func Repack(s *Spec, strat Strategy, t *topology.Topology, current *plan.Packing
 	}
 
 	if containers > 0 && containers != len(st.Bins) {
-		pool = rebalance(s, strat, st, containers, pool)
+		rebalance(s, strat, st, containers, pool)
 	} else {
 		if strat.CheckFit {
 			pool = append(pool, evictOverfull(s, st.Bins)...)
@@ -165,7 +165,7 @@ func Repack(s *Spec, strat Strategy, t *topology.Topology, current *plan.Packing
 // as it can: containers beyond n are emptied, every container keeps at most
 // its share (the newest tasks leave first), and the moved and new instances
 // are dealt round robin to the containers below their share.
-func rebalance(s *Spec, strat Strategy, st *State, n int, pool []plan.Instance) []plan.Instance {
+func rebalance(s *Spec, strat Strategy, st *State, n int, pool []plan.Instance) {
 	for len(st.Bins) > n {
 		last := st.Bins[len(st.Bins)-1]
 		pool = append(pool, last.Instances...)
@@ -224,7 +224,6 @@ func rebalance(s *Spec, strat Strategy, st *State, n int, pool []plan.Instance) 
 			b.Add(in)
 		}
 	}
-	return nil
 }
 
 // evictOverfull takes the newest instances out of every container that no
