@@ -50,9 +50,6 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 			if o.DryRun {
 				l.Progress = cmd.ErrOrStderr()
 			}
-			if o.DryRunFormat != "table" && o.DryRunFormat != "json" {
-				return usagef("--dry-run-format %q: use table or json", o.DryRunFormat)
-			}
 			res, err := l.Submit(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -66,7 +63,7 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 	f := cmd.Flags()
 	f.BoolVar(&o.DeployDeactivated, "deploy-deactivated", false, "start with the spouts deactivated (egret activate starts them)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "pack and print the plan without touching the cluster")
-	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "plan format of --dry-run: table or json")
+	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "--dry-run output: the packing plan as table or json, or the scheduler's own job (nomad-json: uploads the package, prints the job for nomad job run -json)")
 	f.DurationVar(&wait, "wait", 60*time.Second, "wait this long for the topology to run (0: return after launch)")
 	return cmd
 }

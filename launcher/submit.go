@@ -137,26 +137,26 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	if err := pp.Validate(t); err != nil {
 		return nil, err
 	}
-	if o.DryRun {
-		out := o.DryRunOut
-		if out == nil {
-			out = os.Stdout
-		}
-		format := o.DryRunFormat
-		if format == "" {
-			format = "table"
-		}
-		return &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp}, render.Render(pp, out, format)
+	format := o.DryRunFormat
+	if format == "" {
+		format = "table"
+	}
+	nativeDryRun := o.DryRun && format != "table" && format != "json"
+	if o.DryRun && !nativeDryRun {
+		return &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp}, render.Render(pp, o.dryRunOut(), format)
 	}
 
-	sm, err := l.Backends.StateManager(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("state manager: %w", err)
-	}
-	defer sm.Close()
-	store := state.New(sm)
-	if names, err := store.Topologies(ctx); err == nil && contains(names, t.Name) {
-		return nil, fmt.Errorf("topology %q is already running on cluster %s (kill it first, or choose another name): %w", t.Name, cluster.Name, spi.ErrExists)
+	var store *state.Store
+	if !nativeDryRun {
+		sm, err := l.Backends.StateManager(ctx, cfg)
+		if err != nil {
+			return nil, fmt.Errorf("state manager: %w", err)
+		}
+		defer sm.Close()
+		store = state.New(sm)
+		if names, err := store.Topologies(ctx); err == nil && contains(names, t.Name) {
+			return nil, fmt.Errorf("topology %q is already running on cluster %s (kill it first, or choose another name): %w", t.Name, cluster.Name, spi.ErrExists)
+		}
 	}
 
 	l.progress("uploading the topology package (%s)", cfg.String("egret.uploader", ""))
@@ -183,6 +183,13 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 			l.Log.Warn("could not remove the uploaded package", zap.String("uri", uri), zap.Error(err))
 		}
 	}
+	job := spi.Job{Topology: t.Name, TopologyID: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
+		PackageURI: uri, PackageSHA256: sha, Plan: pp, Config: cfg}
+	if nativeDryRun {
+		// The job names the uploaded package, which stays for the user to
+		// run the job by hand; nothing else is written.
+		return &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp, PackageURI: uri}, l.renderJob(ctx, cfg, job, format, o.dryRunOut())
+	}
 
 	l.progress("writing topology state (%s)", cfg.String("egret.statemgr", ""))
 	es := &egretpb.ExecutionState{
@@ -196,8 +203,6 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 
 	l.progress("launching %d containers (%s)", len(pp.Containers)+1, cfg.String("egret.scheduler", ""))
-	job := spi.Job{Topology: t.Name, TopologyID: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
-		PackageURI: uri, PackageSHA256: sha, Plan: pp, Config: cfg}
 	if err := l.launch(ctx, cfg, job); err != nil {
 		if kerr := store.Kill(context.WithoutCancel(ctx), t.Name); kerr != nil {
 			l.Log.Warn("could not remove the state of the failed submission", zap.Error(kerr))
@@ -213,6 +218,37 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		l.progress("topology %q is running (id %s)", t.Name, t.ID)
 	}
 	return res, nil
+}
+
+func (o SubmitOptions) dryRunOut() io.Writer {
+	if o.DryRunOut == nil {
+		return os.Stdout
+	}
+	return o.DryRunOut
+}
+
+// renderJob writes the scheduler's own job for a --dry-run-format of
+// "<scheduler>-json" (for example nomad-json).
+func (l *Launcher) renderJob(ctx context.Context, cfg spi.Config, job spi.Job, format string, out io.Writer) error {
+	name := cfg.String("egret.scheduler", "")
+	if format != name+"-json" {
+		return badInput(fmt.Errorf("--dry-run-format %q: use table, json or %s-json", format, name))
+	}
+	sched, err := l.Backends.Scheduler(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	defer sched.Close()
+	r, ok := sched.(spi.JobRenderer)
+	if !ok {
+		return badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler cannot show its job", format, name))
+	}
+	b, err := r.RenderJob(job)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
 }
 
 func (l *Launcher) launch(ctx context.Context, cfg spi.Config, job spi.Job) error {

@@ -70,3 +70,10 @@ type SchedulerFactory func(cfg Config, log *zap.Logger) (Scheduler, error)
 type Launcher interface {
 	Launch(ctx context.Context, job Job) error
 }
+
+// JobRenderer is implemented by schedulers that can show the exact job
+// they would submit to their resource manager, for
+// `egret submit --dry-run --dry-run-format <scheduler>-json`.
+type JobRenderer interface {
+	RenderJob(job Job) ([]byte, error)
+}

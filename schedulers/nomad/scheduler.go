@@ -427,3 +427,15 @@ func span(ids []int) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+var _ spi.JobRenderer = (*Scheduler)(nil)
+
+// RenderJob returns the job Schedule would register, as the JSON
+// `nomad job run -json` accepts.
+func (sc *Scheduler) RenderJob(job spi.Job) ([]byte, error) {
+	j, err := sc.s.buildJob(job)
+	if err != nil {
+		return nil, err
+	}
+	return renderJob(j)
+}
