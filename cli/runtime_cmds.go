@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -35,6 +36,16 @@ func advertisedHost() string {
 	return "127.0.0.1"
 }
 
+// envPort reads a port a resource manager assigned to this container (for
+// example EGRET_PORT_TMANAGER=${NOMAD_PORT_tmanager}); 0 when unset.
+func envPort(name string) int {
+	p, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || p < 0 || p > 65535 {
+		return 0
+	}
+	return p
+}
+
 func tmanagerCmd(g *globals) *cobra.Command {
 	var c tmanager.Config
 	return daemonCommand(g, "tmanager --topology T --topology-id ID --config F", "Run a topology's topology manager (container 0)",
@@ -44,8 +55,8 @@ func tmanagerCmd(g *globals) *cobra.Command {
 			f.StringVar(&c.TopologyID, "topology-id", "", "topology id")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
 			f.StringVar(&c.BindHost, "bind", "", "interface to listen on (default: all)")
-			f.IntVar(&c.ServerPort, "server-port", 0, "port for stream and metrics managers (0: any)")
-			f.IntVar(&c.HTTPPort, "http-port", 0, "port of the control and stats API (0: any)")
+			f.IntVar(&c.ServerPort, "server-port", envPort("EGRET_PORT_TMANAGER"), "port for stream and metrics managers (default: $EGRET_PORT_TMANAGER, else any)")
+			f.IntVar(&c.HTTPPort, "http-port", envPort("EGRET_PORT_TMANAGER_HTTP"), "port of the control and stats API (default: $EGRET_PORT_TMANAGER_HTTP, else any)")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
 			if c.TopologyName == "" || c.TopologyID == "" {
