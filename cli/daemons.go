@@ -133,6 +133,7 @@ func (g *globals) daemonLogger() *zap.Logger {
 	cfg := zap.NewProductionConfig()
 	cfg.OutputPaths = []string{"stderr"}
 	cfg.ErrorOutputPaths = []string{"stderr"}
+	cfg.DisableStacktrace = true // a peer sending garbage must not multiply the log volume
 	if g.verbose {
 		cfg.Level.SetLevel(zap.DebugLevel)
 	}

@@ -86,6 +86,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 		go func(s sink) { defer wg.Done(); s.run(ctx) }(s)
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
+	slots := make(chan struct{}, maxConns)
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
@@ -99,9 +100,18 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 			log.Warn("accept failed", zap.Error(err))
 			continue
 		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			stats.BadConns.Add(1)
+			log.Error("too many publisher connections; closing the new one", zap.Int("limit", maxConns))
+			conn.Close()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-slots }()
 			serve(ctx, conn, cfg, sinks, stats, log)
 		}()
 	}
@@ -115,6 +125,9 @@ func serve(ctx context.Context, conn net.Conn, cfg Config, sinks []sink, stats *
 	r := bufio.NewReader(conn)
 	var buf []byte
 	for {
+		// A publisher reports at least once per export interval; a silent
+		// connection is closed rather than held forever.
+		_ = conn.SetReadDeadline(time.Now().Add(idleTimeout))
 		t, payload, nb, err := wire.ReadFrame(r, buf, cfg.MaxFrame)
 		buf = nb
 		if err != nil {
@@ -151,6 +164,12 @@ func serve(ctx context.Context, conn net.Conn, cfg Config, sinks []sink, stats *
 func isClosed(err error) bool {
 	return errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.EOF)
 }
+
+// Bounds of the publisher connections.
+const (
+	maxConns    = 1024
+	idleTimeout = 5 * time.Minute
+)
 
 // backoff returns the delay before the attempt-th retry.
 func backoff(attempt int) time.Duration {

@@ -35,6 +35,10 @@ func newServer(mgr *manager, ms *metricsStore, s *settings, log *zap.Logger) *se
 	return &server{mgr: mgr, metrics: ms, clock: s.Clock, log: log, maxFrame: s.maxFrame, limits: s.Limits, conns: map[*conn]struct{}{}}
 }
 
+// firstFrameTimeout bounds the wait for a new connection's first frame.
+// Metrics managers send their first report within one export interval.
+const firstFrameTimeout = time.Minute
+
 // acceptLoop serves ln until it is closed.
 func (s *server) acceptLoop(ctx context.Context, ln net.Listener) {
 	delay := 5 * time.Millisecond
@@ -58,6 +62,9 @@ func (s *server) acceptLoop(ctx context.Context, ln net.Listener) {
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
+		// A peer must say who it is soon; a silent one would hold a
+		// connection slot forever. readLoop lifts the deadline.
+		_ = nc.SetReadDeadline(time.Now().Add(firstFrameTimeout))
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -121,6 +128,9 @@ func (s *server) readLoop(c *conn) error {
 				return fmt.Errorf("bad frame: %w", err)
 			}
 			return err
+		}
+		if d, ok := c.rwc.(interface{ SetReadDeadline(time.Time) error }); ok {
+			_ = d.SetReadDeadline(time.Time{})
 		}
 		if err := s.handleFrame(c, t, payload); err != nil {
 			return err

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/httpguard"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -155,7 +156,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := hs.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		if err := hs.Serve(httpguard.Listener(httpLn, log)); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fail(fmt.Errorf("tmanager: http server: %w", err))
 		}
 	}()

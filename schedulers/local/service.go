@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/httpguard"
 	"github.com/egret-stream/egret/schedulers/internal/executorcmd"
 )
 
@@ -87,7 +88,7 @@ func Serve(ctx context.Context, cfg ServeConfig, log *zap.Logger) error {
 		return fmt.Errorf("local scheduler: listen: %w", err)
 	}
 	srv := &http.Server{Handler: s.routes(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(ln) }()
+	go func() { _ = srv.Serve(httpguard.Listener(ln, log)) }()
 	defer func() {
 		// Shut down gracefully so that the /kill request gets its answer.
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
