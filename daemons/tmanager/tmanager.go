@@ -16,8 +16,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/internal/httpguard"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/internal/httpguard"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
