@@ -15,15 +15,17 @@ const testPlugin = "./testdata/egretplugin"
 
 // Plugins that serve built-in backends.
 const (
-	localfsPlugin = "./testdata/egret-statemgr-localfs"
-	packingPlugin = "./testdata/egret-packing-builtins"
+	localfsPlugin   = "./testdata/egret-statemgr-localfs"
+	zookeeperPlugin = "./testdata/egret-statemgr-zookeeper"
+	httpPlugin      = "./testdata/egret-uploader-http"
+	packingPlugin   = "./testdata/egret-packing-builtins"
 )
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envHostDir) != "" {
 		runHost() // the host helper of TestPluginDiesWithHost; never returns
 	}
-	plugintest.Main(m, testPlugin, localfsPlugin, packingPlugin)
+	plugintest.Main(m, testPlugin, localfsPlugin, zookeeperPlugin, httpPlugin, packingPlugin)
 }
 
 // pluginDir returns a plugin directory holding the test plugin under the
