@@ -11,8 +11,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/metricsmgr"
 	"github.com/egret-stream/egret/launcher"
+	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/schedulers/local"
 )
 
@@ -91,8 +93,20 @@ func schedulerCmd(g *globals) *cobra.Command {
 			if workDir == "" {
 				return usagef("scheduler needs --work-dir")
 			}
+			sm, err := d.stateManager(ctx)
+			if err != nil {
+				return err
+			}
+			defer sm.Close()
 			return local.Serve(ctx, local.ServeConfig{
-				WorkDir:        workDir,
+				WorkDir: workDir,
+				Ready: func(topology, url string) {
+					// An ephemeral node: it vanishes with this service.
+					loc := &egretpb.SchedulerLocation{TopologyName: topology, HttpEndpoint: url, JobLinks: []string{"file://" + workDir}, Pid: int32(os.Getpid())}
+					if err := state.New(sm).SetSchedulerLocation(ctx, loc, true); err != nil {
+						d.log.Warn("could not publish the scheduler location", zap.Error(err))
+					}
+				},
 				EgretBinary:    d.cfg.String("egret.scheduler.local.egret.binary", ""),
 				BackoffInitial: d.duration("egret.executor.restart.backoff.initial", time.Second),
 				BackoffMax:     d.duration("egret.executor.restart.backoff.max", 30*time.Second),

@@ -10,6 +10,7 @@
 //	/tmanagers/<name>       topology manager address topology manager (ephemeral)
 //	/schedulers/<name>      scheduler location       scheduler
 //	/locks/<name>           update lock              launcher
+//	/checkpoints/<name>     checkpoints              topology manager (effectively-once)
 //
 // Every node holds protobuf bytes (proto/egretpb).
 package state

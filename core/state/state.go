@@ -22,9 +22,11 @@ const (
 	TManagersDir      = "/tmanagers"
 	SchedulersDir     = "/schedulers"
 	LocksDir          = "/locks"
+	// CheckpointsDir holds the checkpoints of effectively-once topologies.
+	CheckpointsDir = "/checkpoints"
 )
 
-var allDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, TManagersDir, SchedulersDir, LocksDir}
+var allDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, TManagersDir, SchedulersDir, LocksDir, CheckpointsDir}
 
 // Path returns the node of a topology in dir.
 func Path(dir, topologyName string) string { return dir + "/" + topologyName }

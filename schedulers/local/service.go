@@ -34,6 +34,9 @@ type ServeConfig struct {
 	BackoffInitial, BackoffMax time.Duration
 	// StopGrace is how long executors get to stop after SIGTERM (10s).
 	StopGrace time.Duration
+	// Ready, when set, is called with the service's URL once it serves
+	// (the egret command publishes it as the topology's scheduler location).
+	Ready func(topology, url string)
 }
 
 // ConfigFile is the resolved cluster config the service's executors read.
@@ -109,6 +112,9 @@ func Serve(ctx context.Context, cfg ServeConfig, log *zap.Logger) error {
 		return fmt.Errorf("local scheduler: publish endpoint: %w", err)
 	}
 	log.Info("local scheduler serving", zap.String("topology", s.job.Topology), zap.String("url", ep.URL), zap.Int("containers", len(s.ctrs)))
+	if cfg.Ready != nil {
+		cfg.Ready(s.job.Topology, ep.URL)
+	}
 	select {
 	case <-ctx.Done():
 	case <-s.done:

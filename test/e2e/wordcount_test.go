@@ -63,6 +63,9 @@ func TestWordCountExactOnOneAndThreeContainers(t *testing.T) {
 			if !strings.Contains(list, "wordcount") || !strings.Contains(list, "running") {
 				t.Errorf("list does not show the running topology:\n%s", list)
 			}
+			if loc, err := c.store().SchedulerLocation(context.Background(), "wordcount"); err != nil || loc.GetHttpEndpoint() == "" {
+				t.Errorf("scheduler location: %v %v", loc, err)
+			}
 			pp, _, err := c.store().PackingPlan(context.Background(), "wordcount")
 			if err != nil || len(pp.Containers) != containers {
 				t.Fatalf("packing plan: %v, %d containers, want %d", err, len(pp.Containers), containers)
@@ -71,6 +74,9 @@ func TestWordCountExactOnOneAndThreeContainers(t *testing.T) {
 			c.waitGone(t)
 			if _, err := c.store().Topology(context.Background(), "wordcount"); !errors.Is(err, spi.ErrNotFound) {
 				t.Errorf("state left after kill: %v", err)
+			}
+			if _, err := c.store().SchedulerLocation(context.Background(), "wordcount"); !errors.Is(err, spi.ErrNotFound) {
+				t.Errorf("scheduler location left after kill: %v", err)
 			}
 			if matches, _ := filepath.Glob(filepath.Join(c.home, "repository", "topologies", c.name, "*", "wordcount", "*")); len(matches) > 0 {
 				t.Errorf("package left after kill: %v", matches)
