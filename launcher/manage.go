@@ -248,7 +248,7 @@ func waitPlan(ctx context.Context, store *state.Store, name string, version uint
 		select {
 		case <-events:
 		case <-ctx.Done():
-			return fmt.Errorf("topology %q has no physical plan for its new packing plan after %s (see the container logs; egret activate it when it is ready): %w", name, timeout, ctx.Err())
+			return fmt.Errorf("topology %q has no physical plan for its packing plan after %s: its containers may still be starting; see their logs: %w", name, timeout, ctx.Err())
 		}
 	}
 }

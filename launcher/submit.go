@@ -212,7 +212,7 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 	res := &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp, PackageURI: uri}
 	if o.WaitRunning > 0 {
-		if err := waitRunning(ctx, store, t.Name, o.WaitRunning); err != nil {
+		if err := waitPlan(ctx, store, t.Name, 0, o.WaitRunning); err != nil {
 			return res, err
 		}
 		l.progress("topology %q is running (id %s)", t.Name, t.ID)
@@ -261,27 +261,6 @@ func (l *Launcher) launch(ctx context.Context, cfg spi.Config, job spi.Job) erro
 		return ln.Launch(ctx, job)
 	}
 	return sched.Schedule(ctx, job)
-}
-
-// waitRunning waits until the topology manager has written the physical
-// plan.
-func waitRunning(ctx context.Context, store *state.Store, name string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	events, err := store.Watch(ctx, state.PhysicalPlansDir, name)
-	if err != nil {
-		return err
-	}
-	for {
-		if _, err := store.PhysicalPlan(ctx, name); err == nil {
-			return nil
-		}
-		select {
-		case <-events:
-		case <-ctx.Done():
-			return fmt.Errorf("topology %q was launched but has no physical plan after %s: its containers may still be starting; see the container logs (egret restart or kill it): %w", name, timeout, ctx.Err())
-		}
-	}
 }
 
 // binary returns the topology binary to package: path itself when it is

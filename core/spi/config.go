@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/egret-stream/egret/core/topology"
 )
 
 // Config is the flat, resolved key/value configuration handed to a backend
@@ -93,4 +95,21 @@ func (c Config) Clone() Config {
 		out[k] = v
 	}
 	return out
+}
+
+// Size returns the value of key parsed as a byte size ("64MiB", "1GB",
+// "1048576"), def when absent. It must be between 1 and max bytes.
+func (c Config) Size(key string, def, max int) (int, error) {
+	v, ok := c[key]
+	if !ok || v == "" {
+		return def, nil
+	}
+	n, err := topology.ParseBytes(v)
+	if err != nil {
+		return 0, fmt.Errorf("config key %s: %w", key, err)
+	}
+	if n <= 0 || n > int64(max) {
+		return 0, fmt.Errorf("config key %s: %q is out of range (1 byte to %d bytes)", key, v, max)
+	}
+	return int(n), nil
 }

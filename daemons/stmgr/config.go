@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/wire"
 )
 
@@ -70,21 +69,6 @@ type settings struct {
 	metricsEvery time.Duration
 }
 
-func bytesSetting(c spi.Config, key string, def int) (int, error) {
-	v := c.String(key, "")
-	if v == "" {
-		return def, nil
-	}
-	n, err := topology.ParseBytes(v)
-	if err != nil {
-		return 0, fmt.Errorf("config key %s: %w", key, err)
-	}
-	if n <= 0 || n > 1<<31-1 {
-		return 0, fmt.Errorf("config key %s: %q is out of range (1 byte to 2GiB)", key, v)
-	}
-	return int(n), nil
-}
-
 func (c *Config) check() (settings, error) {
 	var errs []error
 	if c.TopologyName == "" {
@@ -107,13 +91,13 @@ func (c *Config) check() (settings, error) {
 	}
 	var s settings
 	var err error
-	if s.bufferMax, err = bytesSetting(c.Settings, KeyBufferMaxBytes, DefaultBufferMaxBytes); err != nil {
+	if s.bufferMax, err = c.Settings.Size(KeyBufferMaxBytes, DefaultBufferMaxBytes, 1<<31-1); err != nil {
 		errs = append(errs, err)
 	}
-	if s.batchMax, err = bytesSetting(c.Settings, KeyBatchMaxBytes, DefaultBatchMaxBytes); err != nil {
+	if s.batchMax, err = c.Settings.Size(KeyBatchMaxBytes, DefaultBatchMaxBytes, 1<<31-1); err != nil {
 		errs = append(errs, err)
 	}
-	if s.maxFrame, err = bytesSetting(c.Settings, KeyMaxFrameBytes, wire.DefaultMaxFrame); err != nil {
+	if s.maxFrame, err = c.Settings.Size(KeyMaxFrameBytes, wire.DefaultMaxFrame, 1<<31-1); err != nil {
 		errs = append(errs, err)
 	}
 	if s.heartbeat, err = c.Settings.Duration(KeyHeartbeatInterval, DefaultHeartbeatInterval); err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/instance"
 	"github.com/egret-stream/egret/daemons/wire"
 )
@@ -94,21 +93,6 @@ type settings struct {
 	metricsEvery time.Duration
 }
 
-func bytesSetting(c spi.Config, key string, def int) (int, error) {
-	v := c.String(key, "")
-	if v == "" {
-		return def, nil
-	}
-	n, err := topology.ParseBytes(v)
-	if err != nil {
-		return 0, fmt.Errorf("config key %s: %w", key, err)
-	}
-	if n <= 0 || n > 1<<31-1 {
-		return 0, fmt.Errorf("config key %s: %q is out of range (1 byte to 2GiB)", key, v)
-	}
-	return int(n), nil
-}
-
 func (c *Config) check() (settings, error) {
 	var errs []error
 	if c.Topology == nil {
@@ -128,10 +112,10 @@ func (c *Config) check() (settings, error) {
 	}
 	var s settings
 	var err error
-	if s.queueMax, err = bytesSetting(c.Settings, KeyQueueMaxBytes, DefaultQueueMaxBytes); err != nil {
+	if s.queueMax, err = c.Settings.Size(KeyQueueMaxBytes, DefaultQueueMaxBytes, 1<<31-1); err != nil {
 		errs = append(errs, err)
 	}
-	if s.maxFrame, err = bytesSetting(c.Settings, KeyMaxFrameBytes, wire.DefaultMaxFrame); err != nil {
+	if s.maxFrame, err = c.Settings.Size(KeyMaxFrameBytes, wire.DefaultMaxFrame, 1<<31-1); err != nil {
 		errs = append(errs, err)
 	}
 	if s.metricsEvery, err = c.Settings.Duration(KeyMetricsInterval, DefaultMetricsInterval); err != nil {
