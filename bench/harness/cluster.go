@@ -1,0 +1,224 @@
+package harness
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/daemons/executor"
+	"github.com/egret-stream/egret/statemgr/localfs"
+)
+
+// clusterName is the cluster the benchmarks submit to.
+const clusterName = "local"
+
+// localCluster is one run's Egret installation: a fresh EGRET_HOME.
+type localCluster struct {
+	egret string
+	home  string
+	props []string
+}
+
+func newLocalCluster(egret string, props []string) (*localCluster, error) {
+	home, err := os.MkdirTemp("", "egret-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("create EGRET_HOME: %w", err)
+	}
+	props = append([]string{"egret.scheduler.local.egret.binary=" + egret}, props...)
+	return &localCluster{egret: egret, home: home, props: props}, nil
+}
+
+// cli runs the egret CLI with the cluster's properties.
+func (c *localCluster) cli(ctx context.Context, args ...string) (string, error) {
+	full := make([]string, 0, 2*len(c.props)+len(args))
+	for _, p := range c.props {
+		full = append(full, "--config-property", p)
+	}
+	full = append(full, args...)
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.egret, full...)
+	cmd.Env = append(os.Environ(), "EGRET_HOME="+c.home)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("egret %s: %w\n%s", strings.Join(args, " "), err, out.String())
+	}
+	return out.String(), nil
+}
+
+// workDir is the local scheduler's working directory of a topology.
+func (c *localCluster) workDir(topology string) string {
+	return filepath.Join(c.home, "topologies", clusterName, "root", topology)
+}
+
+// schedulerPID returns the pid of the topology's scheduler service.
+func (c *localCluster) schedulerPID(topology string) (int, error) {
+	var ep struct {
+		PID int `json:"pid"`
+	}
+	b, err := os.ReadFile(filepath.Join(c.workDir(topology), "scheduler.json"))
+	if err != nil {
+		return 0, fmt.Errorf("the scheduler service's endpoint: %w", err)
+	}
+	if err := json.Unmarshal(b, &ep); err != nil || ep.PID <= 0 {
+		return 0, fmt.Errorf("scheduler.json of %s is not usable (%v)", topology, err)
+	}
+	return ep.PID, nil
+}
+
+// containerDirs returns the container working directories by container id.
+func (c *localCluster) containerDirs(topology string) (map[int]string, error) {
+	matches, err := filepath.Glob(filepath.Join(c.workDir(topology), "container-*"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[int]string{}
+	for _, m := range matches {
+		var id int
+		if _, err := fmt.Sscanf(filepath.Base(m), "container-%d", &id); err == nil {
+			out[id] = m
+		}
+	}
+	return out, nil
+}
+
+// processKinds maps the pid of every engine process to its kind: the
+// scheduler service, and for every container the executor and its
+// children as recorded in W/pids.json ("tmanager", "stmgr",
+// "metricsmgr", "instance:<component>").
+func (c *localCluster) processKinds(topology string) (map[int]string, error) {
+	sched, err := c.schedulerPID(topology)
+	if err != nil {
+		return nil, err
+	}
+	kinds := map[int]string{sched: "scheduler"}
+	dirs, err := c.containerDirs(topology)
+	if err != nil {
+		return nil, err
+	}
+	for _, dir := range dirs {
+		var pf executor.PidFile
+		b, err := os.ReadFile(filepath.Join(dir, "pids.json"))
+		if err != nil {
+			return nil, fmt.Errorf("pids of %s: %w", filepath.Base(dir), err)
+		}
+		if err := json.Unmarshal(b, &pf); err != nil {
+			return nil, fmt.Errorf("pids of %s: %w", filepath.Base(dir), err)
+		}
+		kinds[pf.Executor] = "executor"
+		for name, pid := range pf.Processes {
+			kinds[pid] = processKind(name)
+		}
+	}
+	return kinds, nil
+}
+
+// processKind turns an executor process name into a kind:
+// "instance-<component>-<task>" → "instance:<component>".
+func processKind(name string) string {
+	if rest, ok := strings.CutPrefix(name, "instance-"); ok {
+		if i := strings.LastIndexByte(rest, '-'); i > 0 {
+			return "instance:" + rest[:i]
+		}
+		return "instance"
+	}
+	return name
+}
+
+// packingPlan reads the topology's packing plan from the state manager.
+func (c *localCluster) packingPlan(ctx context.Context, topology string) (*plan.PackingPlan, error) {
+	sm, err := localfs.Open(localfs.Options{Root: filepath.Join(c.home, "state", clusterName)})
+	if err != nil {
+		return nil, fmt.Errorf("open the state manager: %w", err)
+	}
+	defer sm.Close()
+	pp, _, err := state.New(sm).PackingPlan(ctx, topology)
+	if err != nil {
+		return nil, fmt.Errorf("read the packing plan of %s: %w", topology, err)
+	}
+	return pp, nil
+}
+
+// kill kills the topology and waits until none of its processes is left;
+// processes still there after the grace period are killed by pid.
+func (c *localCluster) kill(ctx context.Context, topology string, pids []int) error {
+	_, kerr := c.cli(ctx, "kill", clusterName, topology)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var alive []int
+		for _, p := range pids {
+			if processAlive(p) {
+				alive = append(alive, p)
+			}
+		}
+		if len(alive) == 0 {
+			return kerr
+		}
+		if time.Now().After(deadline) {
+			for _, p := range alive {
+				_ = syscall.Kill(p, syscall.SIGKILL)
+			}
+			sort.Ints(alive)
+			return errors.Join(kerr, fmt.Errorf("processes %v outlived egret kill by 30s and were killed", alive))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// remove deletes the cluster's EGRET_HOME.
+func (c *localCluster) remove() error { return os.RemoveAll(c.home) }
+
+// processAlive reports whether pid runs and is not a zombie.
+func processAlive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// saveWorkDir copies the topology's working directory (logs, metrics
+// files, pids; not the extracted packages or sockets) to dst, because
+// egret kill removes it.
+func (c *localCluster) saveWorkDir(topology, dst string) error {
+	src := c.workDir(topology)
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == "package" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+}

@@ -1,0 +1,46 @@
+// Command constnull is Egret's ConstSpoutNullBolt benchmark topology (T1,
+// after storm-perf's ConstSpoutNullBoltTopo): a spout emits a fixed small
+// tuple (an int64 sequence number and the string "some data") as fast as
+// the runtime lets it, into a bolt that only counts what it receives.
+// Acking is off (at-most-once); the grouping is shuffle.
+//
+//	go run ./bench/topologies/constnull --local --duration 10s
+//	egret submit local ./constnull -- --containers 2 --spouts 1 --bolts 1
+//
+// Its own flags (given before Egret's, or after -- with egret submit):
+//
+//	--containers N   containers in a cluster (default 2)
+//	--spouts N       spout parallelism (default 1)
+//	--bolts N        bolt parallelism (default 1)
+//
+// The runtime's own counters measure it: instance.emitted of the spout and
+// instance.executed of the bolt (see bench/harness).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/bench/topologies/constnull/constnull"
+)
+
+func main() {
+	var o constnull.Options
+	fs := flag.NewFlagSet("constnull", flag.ContinueOnError)
+	fs.IntVar(&o.Containers, "containers", 2, "containers in a cluster")
+	fs.IntVar(&o.Spouts, "spouts", 1, "spout parallelism")
+	fs.IntVar(&o.Bolts, "bolts", 1, "bolt parallelism")
+	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	if err := fs.Parse(own); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(egret.ExitUsage)
+	}
+	b, err := constnull.Builder(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "constnull: %v\n", err)
+		os.Exit(egret.ExitUsage)
+	}
+	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+}
