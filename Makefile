@@ -46,4 +46,4 @@ demo: ## run word count on a local 2-container cluster for 15 s, print live coun
 demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test test-deps lint proto bench bench-quick demo
+.PHONY: help build test test-deps lint proto bench bench-quick demo demo-local

@@ -20,6 +20,7 @@ type emitter struct {
 	out     []*wire.Batch // pending batch per destination task id
 	pending []uint32      // destinations with a pending batch
 	since   time.Time     // when the oldest pending tuple was added
+	checks  int           // emits since the clock was last read
 	scratch []byte
 	dests   []int
 	hdr     wire.Header
@@ -146,9 +147,13 @@ func (e *emitter) flushAll() {
 }
 
 // flushIfDue sends the pending batches when the oldest has waited longer
-// than interval.
+// than interval; it reads the clock only every flushCheckEvery emits.
 func (e *emitter) flushIfDue(interval time.Duration) {
-	if len(e.pending) > 0 && time.Since(e.since) >= interval {
+	if e.checks++; e.checks < flushCheckEvery || len(e.pending) == 0 {
+		return
+	}
+	e.checks = 0
+	if time.Since(e.since) >= interval {
 		e.flushAll()
 	}
 }
