@@ -313,10 +313,12 @@ var schema = []Key{
 		Description: "Fixed disk padding per container (logs, packages)."},
 
 	// internals.yaml
-	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "100MiB", File: "internals", check: checkPositive,
-		Description: "Buffered bytes at which a stream manager starts back pressure."},
-	{Name: "egret.stmgr.buffer.low.watermark.bytes", Type: TypeBytes, Default: "50MiB", File: "internals", check: checkPositive,
-		Description: "Buffered bytes at which back pressure is released; below the high watermark."},
+	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "4MiB", File: "internals", check: checkPositive,
+		Description: "Bytes queued toward one instance or peer at which a stream manager starts back pressure (stops reading its spouts and tells its peers to); at most half of egret.stmgr.buffer.max.bytes."},
+	{Name: "egret.stmgr.buffer.low.watermark.bytes", Type: TypeBytes, Default: "2MiB", File: "internals", check: checkPositive,
+		Description: "Back pressure is released when every queue is below this; below the high watermark."},
+	{Name: "egret.stmgr.socket.buffer.bytes", Type: TypeBytes, Default: "0", File: "internals", check: checkNonNegative,
+		Description: "Kernel send and receive buffers of the stream managers' data connections; 0: the kernel sizes them. Bytes in kernel buffers are invisible to the watermarks."},
 	{Name: "egret.stmgr.batch.max.bytes", Type: TypeBytes, Default: "64KiB", File: "internals", check: checkPositive,
 		Description: "A tuple batch is written when it reaches this size (or at once when the connection is idle)."},
 	{Name: "egret.stmgr.flush.interval", Type: TypeDuration, Default: "5ms", File: "internals", check: checkPositive,

@@ -24,6 +24,8 @@ type emitter struct {
 	scratch []byte
 	dests   []int
 	hdr     wire.Header
+	// ack is the at-least-once state; nil in other modes.
+	ack *ackState
 }
 
 // noDirect marks an emit that is not an EmitDirect.
@@ -32,14 +34,14 @@ const noDirect = math.MinInt
 // emit routes values on stream; direct, unless noDirect, is the task of a
 // direct stream to send to. Routing errors are reported and the tuple is
 // dropped.
-func (e *emitter) emit(stream string, values []any, direct int) {
-	if err := e.route(stream, values, direct); err != nil {
+func (e *emitter) emit(stream string, values []any, direct int, msgID any, anchors []api.Tuple) {
+	if err := e.route(stream, values, direct, msgID, anchors); err != nil {
 		e.in.metrics.Dropped.Add(1)
 		e.reportError(err)
 	}
 }
 
-func (e *emitter) route(stream string, values []any, direct int) error {
+func (e *emitter) route(stream string, values []any, direct int, msgID any, anchors []api.Tuple) error {
 	m := e.in.metrics
 	m.Emitted.Add(1)
 	r := e.routes[stream]
@@ -70,6 +72,10 @@ func (e *emitter) route(stream string, values []any, direct int) error {
 		}
 	}
 	if len(e.dests) == 0 {
+		if e.ack != nil && msgID != nil && e.ack.spout != nil {
+			// Nobody subscribes: the tree is complete at once.
+			e.ack.spout.ackNow(msgID)
+		}
 		return nil
 	}
 	var err error
@@ -79,6 +85,14 @@ func (e *emitter) route(stream string, values []any, direct int) error {
 	}
 	e.hdr.SrcTask = uint32(e.in.cfg.TaskID)
 	e.hdr.Stream = r.index
+	if e.ack != nil {
+		e.ack.track(e, msgID, anchors)
+		for i, d := range e.dests {
+			e.hdr.Edge = e.ack.edges[i]
+			e.append(uint32(d))
+		}
+		return nil
+	}
 	for _, d := range e.dests {
 		e.append(uint32(d))
 	}
@@ -128,6 +142,11 @@ func (e *emitter) flush(dest uint32) {
 }
 
 func (e *emitter) send(b *wire.Batch) {
+	if e.ack != nil {
+		// Registrations of new roots must reach the ledger before the
+		// tuples that could ack them.
+		e.ack.flush(e)
+	}
 	if err := e.in.cfg.Transport.Send(e.in.ctx, b); err != nil {
 		e.in.metrics.Dropped.Add(int64(b.Count))
 		e.in.log.Debug("batch not sent", zap.Uint32("dest", b.Dest), zap.Int("tuples", b.Count), zap.Error(err))
@@ -144,6 +163,9 @@ func (e *emitter) flushAll() {
 		e.send(b)
 	}
 	e.pending = e.pending[:0]
+	if e.ack != nil {
+		e.ack.flush(e)
+	}
 }
 
 // flushIfDue sends the pending batches when the oldest has waited longer
@@ -166,15 +188,15 @@ func (e *emitter) reportError(err error) {
 type spoutCollector struct{ em *emitter }
 
 func (c *spoutCollector) Emit(values api.Values, msgID any) {
-	c.em.emit(defaultStream, values, noDirect)
+	c.em.emit(defaultStream, values, noDirect, msgID, nil)
 }
 
 func (c *spoutCollector) EmitStream(stream string, values api.Values, msgID any) {
-	c.em.emit(stream, values, noDirect)
+	c.em.emit(stream, values, noDirect, msgID, nil)
 }
 
 func (c *spoutCollector) EmitDirect(task int, stream string, values api.Values, msgID any) {
-	c.em.emit(stream, values, task)
+	c.em.emit(stream, values, task, msgID, nil)
 }
 
 func (c *spoutCollector) ReportError(err error) { c.em.reportError(err) }
@@ -182,19 +204,30 @@ func (c *spoutCollector) ReportError(err error) { c.em.reportError(err) }
 type boltCollector struct{ em *emitter }
 
 func (c *boltCollector) Emit(values api.Values, anchors ...api.Tuple) {
-	c.em.emit(defaultStream, values, noDirect)
+	c.em.emit(defaultStream, values, noDirect, nil, anchors)
 }
 
 func (c *boltCollector) EmitStream(stream string, values api.Values, anchors ...api.Tuple) {
-	c.em.emit(stream, values, noDirect)
+	c.em.emit(stream, values, noDirect, nil, anchors)
 }
 
 func (c *boltCollector) EmitDirect(task int, stream string, values api.Values, anchors ...api.Tuple) {
-	c.em.emit(stream, values, task)
+	c.em.emit(stream, values, task, nil, anchors)
 }
 
-func (c *boltCollector) Ack(api.Tuple)  {}
-func (c *boltCollector) Fail(api.Tuple) {}
+// Ack acks t's trees (at-least-once mode; a no-op otherwise).
+func (c *boltCollector) Ack(t api.Tuple) {
+	if c.em.ack != nil {
+		c.em.ack.ackInput(c.em, t, false)
+	}
+}
+
+// Fail fails t's trees at once (at-least-once mode; a no-op otherwise).
+func (c *boltCollector) Fail(t api.Tuple) {
+	if c.em.ack != nil {
+		c.em.ack.ackInput(c.em, t, true)
+	}
+}
 
 func (c *boltCollector) ReportError(err error) { c.em.reportError(err) }
 

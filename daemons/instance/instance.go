@@ -50,6 +50,9 @@ type Config struct {
 	// FlushInterval bounds how long a spout's tuple waits in a batch
 	// while the path to its destination is busy.
 	FlushInterval time.Duration
+	// Now is the clock of at-least-once timeouts and complete latency
+	// (time.Now when nil); tests inject a fake one.
+	Now func() time.Time
 }
 
 // Instance runs one task.
@@ -111,6 +114,17 @@ func New(cfg Config) (*Instance, error) {
 		maxTask = max(maxTask, id)
 	}
 	in.em = emitter{in: in, routes: routes, out: make([]*wire.Batch, maxTask+1)}
+	if cfg.Topology.Logical.DeliveryMode() == topology.AtLeastOnce {
+		if cfg.Now == nil {
+			cfg.Now = time.Now
+			in.cfg.Now = time.Now
+		}
+		in.em.ack = &ackState{rng: rand.New(rand.NewPCG(uint64(cfg.TaskID)<<32|1, uint64(time.Now().UnixNano())))}
+		if comp.Kind == topology.Spout {
+			lt := cfg.Topology.Logical
+			in.em.ack.spout = newSpoutAcks(lt.MaxSpoutPending(name), lt.MessageTimeout(name), cfg.Now)
+		}
+	}
 	return in, nil
 }
 
@@ -161,8 +175,44 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 	defer timer.Stop()
 	idle := 0
 	nextTuple := func() error { s.NextTuple(); return nil }
+	var sa *spoutAcks
+	var expired []any
+	if in.em.ack != nil {
+		sa = in.em.ack.spout
+	}
+	ack := func(msgID any) { in.call("Ack", func() error { s.Ack(msgID); return nil }) }
+	fail := func(msgID any) { in.call("Fail", func() error { s.Fail(msgID); return nil }) }
+	// settleLocal acks trees without copies and times out old roots.
+	settleLocal := func() {
+		for i, r := range sa.local {
+			sa.local[i] = localResult{}
+			in.metrics.Acked.Add(1)
+			in.metrics.CompleteLatencyCount.Add(1)
+			ack(r.msgID)
+		}
+		sa.local = sa.local[:0]
+		expired = sa.expire(in, in.em.ack, expired[:0])
+		for i, id := range expired {
+			expired[i] = nil
+			fail(id)
+		}
+	}
+	checks := 0
 	handle := func(m Msg) {
 		switch m.Kind {
+		case MsgAckResults:
+			if sa == nil {
+				break
+			}
+			for _, r := range m.Acks {
+				if id, ok := sa.settle(in, r); ok {
+					if r.Acked {
+						ack(id)
+					} else {
+						fail(id)
+					}
+				}
+			}
 		case MsgActivate:
 			if !active {
 				active = true
@@ -195,8 +245,25 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			in.em.flushAll()
 			return
 		}
+		if sa != nil {
+			if checks++; checks%flushCheckEvery == 0 || len(sa.local) > 0 || !active || sa.full() {
+				settleLocal()
+			}
+			if active && sa.full() {
+				// max.spout.pending reached: send what is buffered (its
+				// acks free the slots) and wait for results.
+				in.em.flushAll()
+				waitInbox(ctx, inbox, timer, maxIdleWait, handle)
+				continue
+			}
+		}
 		if !active {
 			in.em.flushAll()
+			if sa != nil && len(sa.pending) > 0 {
+				// Keep timing out pending roots while deactivated.
+				waitInbox(ctx, inbox, timer, maxIdleWait, handle)
+				continue
+			}
 			select {
 			case m := <-inbox:
 				handle(m)
@@ -215,6 +282,9 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 		// Nothing to emit: send what is buffered, then back off so an idle
 		// spout does not spin a core.
 		in.em.flushAll()
+		if sa != nil {
+			settleLocal()
+		}
 		idle++
 		if idle <= 3 {
 			runtime.Gosched()
@@ -233,6 +303,24 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			case <-timer.C:
 			default:
 			}
+		}
+	}
+}
+
+// waitInbox handles one inbox message, or returns after wait or when ctx
+// ends.
+func waitInbox(ctx context.Context, inbox <-chan Msg, timer *time.Timer, wait time.Duration, handle func(Msg)) {
+	timer.Reset(wait)
+	select {
+	case m := <-inbox:
+		handle(m)
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	if !timer.Stop() {
+		select {
+		case <-timer.C:
+		default:
 		}
 	}
 }
@@ -297,6 +385,11 @@ type inTuple struct {
 	api.BasicTuple
 	edge  uint64
 	roots []wire.Root
+	// xors[i] accumulates the edge ids of the tuples emitted anchored on
+	// this tuple for roots[i] (at-least-once mode).
+	xors []uint64
+	// done is set once the tuple is acked or failed.
+	done bool
 }
 
 func (in *Instance) decode(rd *wire.RecordReader, h *wire.Header) (*inTuple, error) {
@@ -318,6 +411,7 @@ func (in *Instance) decode(rd *wire.RecordReader, h *wire.Header) (*inTuple, err
 	}
 	if len(h.Roots) > 0 {
 		t.roots = append([]wire.Root(nil), h.Roots...)
+		t.xors = make([]uint64, len(t.roots))
 	}
 	return t, nil
 }

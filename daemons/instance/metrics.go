@@ -20,6 +20,16 @@ type Metrics struct {
 	Errors       atomic.Int64 // errors reported or raised by the runtime
 	Dropped      atomic.Int64 // tuples that could not be routed
 
+	// At-least-once counters of a spout task.
+	Acked                atomic.Int64 // roots whose tree completed (Ack called)
+	Failed               atomic.Int64 // roots failed by a bolt or the ledger (Fail called)
+	TimedOut             atomic.Int64 // roots that timed out (Fail called)
+	CompleteLatencyNanos atomic.Int64 // sum of emit-to-ack times of acked roots
+	CompleteLatencyCount atomic.Int64 // acked roots counted in CompleteLatencyNanos
+	PendingRoots         atomic.Int64 // roots emitted and not yet acked, failed or timed out
+	// AckUpdates counts the ack and fail updates a bolt task sent.
+	AckUpdates atomic.Int64
+
 	mu       sync.Mutex
 	counters map[string]*api.Counter
 }

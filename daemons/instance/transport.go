@@ -17,12 +17,17 @@ const (
 	// calls.
 	MsgActivate
 	MsgDeactivate
+	// MsgAckResults carries completed and failed roots of a spout task
+	// (at-least-once mode).
+	MsgAckResults
 )
 
 // Msg is one message delivered to an instance.
 type Msg struct {
 	Kind  MsgKind
 	Batch *wire.Batch
+	// Acks are the results of a MsgAckResults message.
+	Acks []wire.AckResult
 	// Handled, when set, is called once the instance has acted on the
 	// message (for a deactivation: after flushing what the spout emitted).
 	Handled func()
@@ -43,6 +48,12 @@ type Transport interface {
 	// Done is called when the instance has consumed an inbound batch and
 	// everything it emitted while processing it has been sent.
 	Done(b *wire.Batch)
+	// SendAcks hands acking updates to the ledgers of their roots' spout
+	// tasks; kind is wire.FrameAckInit, wire.FrameAck or wire.FrameFail.
+	// The transport does not keep updates after it returns. Updates of a
+	// kind sent before a batch reach the ledger before that batch's tuples
+	// can be acked. Only called in at-least-once mode.
+	SendAcks(ctx context.Context, kind wire.FrameType, updates []wire.AckUpdate) error
 	// Inbox delivers the instance's messages.
 	Inbox() <-chan Msg
 }

@@ -17,6 +17,13 @@ const (
 	KeyHeartbeatInterval = "egret.stmgr.heartbeat.interval"
 	KeyMaxFrameBytes     = "egret.wire.max.frame.bytes"
 	KeyMetricsInterval   = "egret.metrics.export.interval"
+	KeyHighWatermark     = "egret.stmgr.buffer.high.watermark.bytes"
+	KeyLowWatermark      = "egret.stmgr.buffer.low.watermark.bytes"
+	// KeySocketBufferBytes, when set, sizes the kernel send and receive
+	// buffers of every data connection (SO_SNDBUF, SO_RCVBUF); 0 leaves
+	// the kernel's autotuning. Kernel buffers hold tuples outside the
+	// watermarks' reach.
+	KeySocketBufferBytes = "egret.stmgr.socket.buffer.bytes"
 )
 
 // Defaults of the settings.
@@ -25,6 +32,17 @@ const (
 	DefaultBatchMaxBytes     = 64 << 10
 	DefaultHeartbeatInterval = time.Second
 	DefaultMetricsInterval   = 10 * time.Second
+	// DefaultHighWatermark and DefaultLowWatermark are half and a quarter
+	// of DefaultBufferMaxBytes: back pressure must engage well before a
+	// queue blocks its producers.
+	DefaultHighWatermark = DefaultBufferMaxBytes / 2
+	DefaultLowWatermark  = DefaultBufferMaxBytes / 4
+	// DefaultBackPressureInterval is how often a stream manager re-sends
+	// its back pressure state to its peers.
+	DefaultBackPressureInterval = time.Second
+	// DefaultBackPressureExpiry is how many intervals a peer's announcement
+	// stays valid without being re-sent.
+	DefaultBackPressureExpiry = 3
 )
 
 // Config configures a stream manager.
@@ -58,6 +76,12 @@ type Config struct {
 	// HandshakeTimeout bounds the first frame of every connection and the
 	// wait for a handshake answer (default 10s).
 	HandshakeTimeout time.Duration
+	// BackPressureInterval is how often the back pressure state is
+	// re-sent to peers and the watermarks re-checked (default 1s).
+	BackPressureInterval time.Duration
+	// BackPressureExpiry is how many intervals a peer's back pressure
+	// announcement stays in force without being re-sent (default 3).
+	BackPressureExpiry int
 }
 
 // settings are the parsed, defaulted values of a Config.
@@ -67,6 +91,13 @@ type settings struct {
 	maxFrame     int
 	heartbeat    time.Duration
 	metricsEvery time.Duration
+	high, low    int
+	// liveMax bounds the queue toward a connected destination: the high
+	// watermark plus one batch. Beyond it the producers wait (the peer
+	// connection or bolt feeding it is not read), so frames already in
+	// flight when back pressure engages cannot overshoot further.
+	liveMax int
+	sockBuf int
 }
 
 func (c *Config) check() (settings, error) {
@@ -108,6 +139,30 @@ func (c *Config) check() (settings, error) {
 	if s.metricsEvery, err = c.Settings.Duration(KeyMetricsInterval, DefaultMetricsInterval); err != nil {
 		errs = append(errs, err)
 	}
+	high, highErr := c.Settings.Size(KeyHighWatermark, DefaultHighWatermark, 1<<31-1)
+	if highErr != nil {
+		errs = append(errs, highErr)
+	}
+	lowDefault := DefaultLowWatermark
+	if highErr == nil && high != DefaultHighWatermark {
+		lowDefault = high / 2 // only the high watermark was set
+	}
+	low, lowErr := c.Settings.Size(KeyLowWatermark, lowDefault, 1<<31-1)
+	if lowErr != nil {
+		errs = append(errs, lowErr)
+	}
+	if highErr == nil && lowErr == nil {
+		s.high, s.low = watermarks(high, low, s.bufferMax)
+		s.liveMax = min(s.bufferMax, s.high+s.batchMax)
+		if low >= high {
+			errs = append(errs, fmt.Errorf("config key %s (%d) must be below %s (%d)", KeyLowWatermark, low, KeyHighWatermark, high))
+		}
+	}
+	if v := c.Settings.String(KeySocketBufferBytes, "0"); v == "0" {
+		s.sockBuf = 0 // the kernel sizes the buffers
+	} else if s.sockBuf, err = c.Settings.Size(KeySocketBufferBytes, 0, 1<<30); err != nil {
+		errs = append(errs, err)
+	}
 	if c.Host == "" {
 		if c.Host, err = os.Hostname(); err != nil {
 			errs = append(errs, fmt.Errorf("no Host given and the host name is unknown: %w", err))
@@ -119,6 +174,12 @@ func (c *Config) check() (settings, error) {
 	if c.ReconnectMax <= 0 {
 		c.ReconnectMax = 2 * time.Second
 	}
+	if c.BackPressureInterval <= 0 {
+		c.BackPressureInterval = DefaultBackPressureInterval
+	}
+	if c.BackPressureExpiry <= 0 {
+		c.BackPressureExpiry = DefaultBackPressureExpiry
+	}
 	if c.HandshakeTimeout <= 0 {
 		c.HandshakeTimeout = 10 * time.Second
 	}
@@ -126,4 +187,15 @@ func (c *Config) check() (settings, error) {
 		return s, fmt.Errorf("stream manager config: %w", err)
 	}
 	return s, nil
+}
+
+// watermarks returns the effective watermarks. A queue never holds more
+// than bufferMax, so a high watermark at or above it would never be
+// reached: it is lowered to half of bufferMax (and the low one to a
+// quarter) rather than silently disabling back pressure.
+func watermarks(high, low, bufferMax int) (int, int) {
+	if high >= bufferMax {
+		high, low = max(bufferMax/2, 2), max(bufferMax/4, 1)
+	}
+	return high, min(low, high-1)
 }

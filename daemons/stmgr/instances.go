@@ -81,7 +81,7 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 		}
 		ic.close()
 	}()
-	err = s.readLoop(ctx, br, false)
+	err = s.readLoop(ctx, br, 0, td, ic.done)
 	select {
 	case <-ic.done:
 		err = nil // closed by us: replaced, or shutting down
@@ -123,7 +123,9 @@ func (s *StMgr) attachInstance(req *egretpb.RegisterInstanceRequest, conn net.Co
 	old := td.conn
 	ic := &instConn{conn: conn, task: task, done: make(chan struct{}), writerDone: make(chan struct{})}
 	td.conn = ic
+	td.q.SetMax(s.set.liveMax)
 	td.q.SetBlocking(true)
+	td.live.Store(true)
 	s.mu.Unlock()
 	if old != nil {
 		s.log.Warn("a new connection registered for a connected task; closing the old one", zap.Int32("task", task))
@@ -155,6 +157,11 @@ func (s *StMgr) detachInstance(td *taskDest, ic *instConn) {
 	}
 	td.conn = nil
 	td.q.SetBlocking(false)
+	td.q.SetMax(s.set.bufferMax)
+	td.live.Store(false)
+	// A dead instance's queue no longer holds back the topology (it
+	// drops beyond its bound until the instance reconnects).
+	defer s.checkWatermarks()
 	if rt := s.table.Load(); rt != nil && (int(td.task) >= len(rt.local) || rt.local[td.task] != td) {
 		// No longer local in the current plan: nothing will read it.
 		delete(s.tasks, td.task)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
@@ -51,6 +52,8 @@ type Counters struct {
 	// container id.
 	Instances map[int]DestCounters
 	Peers     map[int]DestCounters
+	// BackPressure is the back pressure state and time spent per cause.
+	BackPressure BackPressureCounters
 }
 
 // DestCounters are the counters of one destination.
@@ -86,6 +89,7 @@ func (s *StMgr) Counters() Counters {
 		PlanVersion:           s.c.planVersion.Load(),
 		Instances:             map[int]DestCounters{},
 		Peers:                 map[int]DestCounters{},
+		BackPressure:          s.bp.snapshot(time.Now()),
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -121,6 +125,14 @@ const (
 	MetricConnectionsRejected = "stmgr.connections.rejected"
 	MetricInstancesConnected  = "stmgr.instances.connected"
 	MetricPeersConnected      = "stmgr.peers.connected"
+
+	// Back pressure: whether the local spouts are not read now (0 or 1),
+	// and the cumulative nanoseconds spent with each cause active.
+	MetricBackPressureActive          = "stmgr.backpressure.active"
+	MetricBackPressureByLocalInstance = "stmgr.backpressure.time.by.local.instance.ns"
+	MetricBackPressureByRemoteStMgr   = "stmgr.backpressure.time.by.remote.stmgr.ns"
+	MetricBackPressureAnnounced       = "stmgr.backpressure.time.announced.by.peers.ns"
+	MetricBackPressureThrottled       = "stmgr.backpressure.time.throttled.ns"
 )
 
 func (s *StMgr) metricsMessage() *egretpb.MetricsPublish {
@@ -143,6 +155,15 @@ func (s *StMgr) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricConnectionsRejected, float64(c.ConnectionsRejected))
 	add(MetricInstancesConnected, float64(c.InstancesConnected))
 	add(MetricPeersConnected, float64(c.PeersConnected))
+	active := 0.0
+	if c.BackPressure.Active {
+		active = 1
+	}
+	add(MetricBackPressureActive, active)
+	add(MetricBackPressureByLocalInstance, float64(c.BackPressure.ByLocalInstanceNs))
+	add(MetricBackPressureByRemoteStMgr, float64(c.BackPressure.ByRemoteStMgrNs))
+	add(MetricBackPressureAnnounced, float64(c.BackPressure.AnnouncedByPeersNs))
+	add(MetricBackPressureThrottled, float64(c.BackPressure.ThrottledNs))
 	perDest := func(kind string, ds map[int]DestCounters) {
 		ids := make([]int, 0, len(ds))
 		for id := range ds {

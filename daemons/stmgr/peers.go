@@ -41,6 +41,7 @@ func (p *peer) setConnected(addr string) {
 	p.connAddr = addr
 	p.mu.Unlock()
 	p.connected.Store(addr != "")
+	p.live.Store(addr != "")
 }
 
 func (s *StMgr) newPeer(container int32, addr string) *peer {
@@ -103,11 +104,16 @@ func (s *StMgr) runPeer(ctx context.Context, p *peer) {
 			_ = conn.Close()
 			break
 		}
+		s.sizeSocket(conn)
 		failures = 0
 		bo.Reset()
 		log.Info("connected to peer stream manager", zap.String("addr", addr))
 		p.setConnected(addr)
+		p.q.SetMax(s.set.liveMax)
 		p.q.SetBlocking(true)
+		// A new connection learns the current state at once.
+		ann := wire.AppendBackPressure(nil, s.currentAnnouncement())
+		p.ctl.Store(&ann)
 		s.c.peersConnected.Add(1)
 		stop := make(chan struct{})
 		watcherDone := make(chan struct{})
@@ -134,7 +140,9 @@ func (s *StMgr) runPeer(ctx context.Context, p *peer) {
 		_ = conn.Close()
 		<-watcherDone
 		p.q.SetBlocking(false)
+		p.q.SetMax(s.set.bufferMax)
 		p.setConnected("")
+		s.checkWatermarks()
 		s.c.peersConnected.Add(-1)
 		s.untrack(conn)
 		if ctx.Err() == nil {
@@ -211,7 +219,8 @@ func (s *StMgr) servePeer(ctx context.Context, conn net.Conn) {
 	}
 	_ = conn.SetDeadline(time.Time{})
 	s.log.Info("peer stream manager connected", zap.String("peer", who), zap.String("remote", remote(conn)))
-	err = s.readLoop(ctx, br, true)
+	err = s.readLoop(ctx, br, hello.GetContainer(), nil, nil)
+	s.peerGone(hello.GetContainer())
 	if ctx.Err() != nil && !errors.Is(err, wire.ErrCorrupt) {
 		err = nil
 	}

@@ -20,18 +20,42 @@ import (
 // connection fails. fromPeer frames are only delivered to local tasks
 // (never forwarded again). It returns the error that ended the
 // connection; a control frame on a data connection is a protocol error.
-func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, fromPeer bool) error {
+//
+// peer is the container of the peer stream manager for a peer connection
+// (0 for an instance): back pressure announcements are accepted from
+// peers. td is the task of an instance connection: a spout's connection is
+// not read while back pressure is on (until stop is closed).
+func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *taskDest, stop <-chan struct{}) error {
+	fromPeer := peer > 0
 	tuplesIn, bytesIn := &s.c.fromInstancesTuples, &s.c.fromInstancesBytes
 	if fromPeer {
 		tuplesIn, bytesIn = &s.c.fromPeersTuples, &s.c.fromPeersBytes
 	}
 	for {
+		if td != nil && td.spout.Load() && !s.waitUnthrottled(ctx, stop) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return nil
+		}
 		f := s.getFrame()
 		t, payload, buf, err := wire.ReadFrame(br, f.body, s.set.maxFrame)
 		f.body = buf
 		if err != nil {
 			s.putFrame(f)
 			return err
+		}
+		if t == wire.FrameBackPressure && fromPeer {
+			ann, err := wire.ParseBackPressure(payload)
+			s.putFrame(f)
+			if err != nil {
+				return err
+			}
+			if ann.Container != peer {
+				return fmt.Errorf("%w: stmgr %d sent a back pressure state for container %d", wire.ErrCorrupt, peer, ann.Container)
+			}
+			s.peerState(peer, ann)
+			continue
 		}
 		if t != wire.FrameData {
 			s.putFrame(f)
@@ -69,11 +93,13 @@ func (s *StMgr) route(ctx context.Context, f *frame, task uint32, count int64, f
 		}
 	}
 	var d *dest
+	toPeer := false
 	if int(task) < len(rt.local) && rt.local[task] != nil {
 		d = &rt.local[task].dest
 	} else if !fromPeer && int(task) < len(rt.container) {
 		if c := rt.container[task]; c > 0 && int(c) < len(rt.peers) && rt.peers[c] != nil {
 			d = &rt.peers[c].dest
+			toPeer = true
 		}
 	}
 	if d == nil {
@@ -86,6 +112,7 @@ func (s *StMgr) route(ctx context.Context, f *frame, task uint32, count int64, f
 	err := d.q.Push(ctx, f)
 	switch {
 	case err == nil:
+		s.afterPush(d, toPeer)
 		return nil
 	case errors.Is(err, wire.ErrQueueFull), errors.Is(err, wire.ErrQueueClosed):
 		d.lost.Add(count)
@@ -135,6 +162,11 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 				}
 			}
 		}
+		if b := d.ctl.Swap(nil); b != nil {
+			if _, err := bw.Write(*b); err != nil {
+				return err
+			}
+		}
 		batch = d.q.PopAll(batch[:0])
 		if len(batch) == 0 {
 			if bw.Buffered() > 0 {
@@ -172,6 +204,7 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 		}
 		clear(batch)
 		d.q.Release(int(size))
+		s.afterRelease(d)
 		d.tuples.Add(tuples)
 		d.bytes.Add(size)
 		tuplesOut.Add(tuples)
@@ -218,6 +251,12 @@ func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
 		s.log.Error("this stream manager's container is not in the physical plan; nothing will be routed to it", zap.Uint64("version", pp.GetVersion()))
 	}
 	local := map[int32]bool{}
+	spouts := map[string]bool{}
+	for _, comp := range pp.GetTopology().GetComponents() {
+		if comp.GetKind() == egretpb.ComponentKind_COMPONENT_KIND_SPOUT {
+			spouts[comp.GetName()] = true
+		}
+	}
 	for _, c := range pp.GetPacking().GetContainers() {
 		for _, in := range c.GetInstances() {
 			task := in.GetTaskId()
@@ -233,6 +272,7 @@ func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
 					td = s.newTaskDest(task)
 					s.tasks[task] = td
 				}
+				td.spout.Store(spouts[in.GetComponent()])
 				rt.local[task] = td
 			}
 		}

@@ -51,6 +51,12 @@ type dest struct {
 	tuples atomic.Int64 // tuples written to the connection
 	bytes  atomic.Int64
 	lost   atomic.Int64
+	// live is set while the destination is connected: only live queues
+	// count for back pressure.
+	live atomic.Bool
+	// ctl is a control frame (complete, header included) to write before
+	// the next data: the back pressure state toward a peer.
+	ctl atomic.Pointer[[]byte]
 }
 
 // taskDest is the destination of a local task. Its queue outlives the
@@ -60,6 +66,9 @@ type taskDest struct {
 	dest
 	task int32
 	conn *instConn // guarded by StMgr.mu
+	// spout is set when the current plan says the task is a spout's: its
+	// connection is not read while back pressure is on.
+	spout atomic.Bool
 }
 
 // routes is the routing table built from a physical plan; readers load it
@@ -93,6 +102,7 @@ type StMgr struct {
 
 	wg sync.WaitGroup
 	c  counters
+	bp *backPressure
 }
 
 // Run runs a stream manager until ctx ends.
@@ -123,6 +133,7 @@ func New(cfg Config, log *zap.Logger) (*StMgr, error) {
 		tasks:     map[int32]*taskDest{},
 		peers:     map[int32]*peer{},
 		conns:     map[net.Conn]struct{}{},
+		bp:        newBackPressure(),
 	}
 	s.pool.New = func() any { return &frame{} }
 	if err := removeStaleSocket(cfg.Socket); err != nil {
@@ -185,7 +196,8 @@ func (s *StMgr) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("stream manager serving", zap.String("socket", s.cfg.Socket), zap.Int("port", s.Port()), zap.String("host", s.cfg.Host))
 	errc := make(chan error, 2)
-	s.wg.Add(4)
+	s.wg.Add(5)
+	go func() { defer s.wg.Done(); s.runBackPressure(ctx) }()
 	go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.unixLn, s.serveInstance) }()
 	go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.tcpLn, s.servePeer) }()
 	go func() { defer s.wg.Done(); s.runTManager(ctx) }()
@@ -234,12 +246,28 @@ func (s *StMgr) acceptLoop(ctx context.Context, ln net.Listener, serve func(cont
 			_ = conn.Close()
 			return nil
 		}
+		s.sizeSocket(conn)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
 			defer s.untrack(conn)
 			serve(ctx, conn)
 		}()
+	}
+}
+
+// sizeSocket applies egret.stmgr.socket.buffer.bytes to a data
+// connection.
+func (s *StMgr) sizeSocket(c net.Conn) {
+	if s.set.sockBuf <= 0 {
+		return
+	}
+	if b, ok := c.(interface {
+		SetReadBuffer(int) error
+		SetWriteBuffer(int) error
+	}); ok {
+		_ = b.SetReadBuffer(s.set.sockBuf)
+		_ = b.SetWriteBuffer(s.set.sockBuf)
 	}
 }
 

@@ -176,7 +176,7 @@ func ReadFrame(r *bufio.Reader, buf []byte, max int) (t FrameType, payload, newB
 		return 0, nil, buf, err
 	}
 	t = FrameType(body[0])
-	if _, known := messageTypes[t]; !known && t != FrameData {
+	if _, known := messageTypes[t]; !known && t != FrameData && t != FrameBackPressure {
 		return 0, nil, buf, fmt.Errorf("%w: unknown frame type %d", ErrCorrupt, body[0])
 	}
 	return t, body[1:], buf, nil

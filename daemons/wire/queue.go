@@ -163,6 +163,15 @@ func (q *Queue[T]) SetBlocking(blocking bool) {
 	signal(q.space)
 }
 
+// SetMax changes the queue's bound. A queue holding more than the new
+// bound keeps it: pushes wait (or fail) until it drains below.
+func (q *Queue[T]) SetMax(maxBytes int) {
+	q.mu.Lock()
+	q.max = max(maxBytes, 1)
+	q.mu.Unlock()
+	signal(q.space)
+}
+
 // Bytes is what the queue holds: queued and popped but not released.
 func (q *Queue[T]) Bytes() int { return int(q.queued.Load()) }
 

@@ -580,6 +580,11 @@ func (g *gateway) Done(b *wire.Batch) {
 	g.recycle(b)
 }
 
+// SendAcks implements instance.Transport.
+func (g *gateway) SendAcks(context.Context, wire.FrameType, []wire.AckUpdate) error {
+	return errors.New("at-least-once is not implemented across processes yet")
+}
+
 // Inbox implements instance.Transport.
 func (g *gateway) Inbox() <-chan instance.Msg { return g.inbox }
 

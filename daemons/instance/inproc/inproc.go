@@ -14,6 +14,7 @@ import (
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/acking"
 	"github.com/egret-stream/egret/daemons/instance"
 	"github.com/egret-stream/egret/daemons/wire"
 )
@@ -29,8 +30,15 @@ type Options struct {
 	BatchBytes int
 	// Deactivated starts the spouts deactivated.
 	Deactivated bool
-	// DrainTimeout bounds how long Stop waits for in-flight tuples.
+	// DrainTimeout bounds how long Stop waits for in-flight tuples and,
+	// in at-least-once mode, for pending roots to complete.
 	DrainTimeout time.Duration
+	// Now is the clock of at-least-once message timeouts (time.Now when
+	// nil); tests inject a fake clock to time out roots without waiting.
+	Now func() time.Time
+	// LedgerCapacity bounds the roots each spout task's ledger holds
+	// (default 1<<20); a root registered beyond it fails at once.
+	LedgerCapacity int
 }
 
 // Runner runs a topology in this process.
@@ -45,6 +53,10 @@ type Runner struct {
 	inflight  atomic.Int64
 	pool      sync.Pool
 	start     time.Time
+	// ackers holds the XOR ledger of each spout task (at-least-once mode;
+	// nil otherwise), indexed by task id.
+	ackers  []*acker
+	timeout time.Duration // the longest message timeout of the spouts
 }
 
 // New prepares every task of t.
@@ -61,8 +73,11 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 	if opts.DrainTimeout <= 0 {
 		opts.DrainTimeout = 30 * time.Second
 	}
-	if t.Logical.DeliveryMode() != topology.AtMostOnce {
-		return nil, fmt.Errorf("topology %q asks for %s delivery; the in-process runner supports only %s so far", t.Logical.Name, t.Logical.DeliveryMode(), topology.AtMostOnce)
+	if m := t.Logical.DeliveryMode(); m != topology.AtMostOnce && m != topology.AtLeastOnce {
+		return nil, fmt.Errorf("topology %q asks for %s delivery; the in-process runner supports %s and %s so far", t.Logical.Name, m, topology.AtMostOnce, topology.AtLeastOnce)
+	}
+	if opts.LedgerCapacity <= 0 {
+		opts.LedgerCapacity = 1 << 20
 	}
 	pp := plan.SingleContainer(t.Logical)
 	r := &Runner{topo: t, opts: opts, log: opts.Logger, layout: pp.Layout(), instances: map[int]*instance.Instance{}}
@@ -84,6 +99,7 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 			Logger:      opts.Logger,
 			StartActive: !opts.Deactivated,
 			BatchBytes:  opts.BatchBytes,
+			Now:         opts.Now,
 		})
 		if err != nil {
 			return nil, err
@@ -91,6 +107,17 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 		r.instances[id] = in
 		if c, _ := t.Logical.Component(r.layout.ComponentOf[id]); c.Kind == topology.Spout {
 			r.spouts = append(r.spouts, id)
+		}
+	}
+	if t.Logical.DeliveryMode() == topology.AtLeastOnce {
+		r.ackers = make([]*acker, len(r.inboxes))
+		for _, id := range r.spouts {
+			l, err := acking.New(acking.DefaultBuckets, opts.LedgerCapacity)
+			if err != nil {
+				return nil, err
+			}
+			r.ackers[id] = &acker{ledger: l, notify: make(chan struct{}, 1)}
+			r.timeout = max(r.timeout, t.Logical.MessageTimeout(r.layout.ComponentOf[id]))
 		}
 	}
 	return r, nil
@@ -118,6 +145,16 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 			}
 		}(id, in)
 	}
+	for id, a := range r.ackers {
+		if a != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); r.deliver(runCtx, id, a) }()
+		}
+	}
+	if r.ackers != nil {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.rotate(runCtx) }()
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -135,6 +172,7 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	if !drained {
 		s.Undrained = r.inflight.Load()
 	}
+	s.PendingRoots = r.pendingRoots()
 	return s, runErr
 }
 
@@ -193,15 +231,27 @@ func (r *Runner) drain() bool {
 	}
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
-	for r.inflight.Load() > 0 {
+	for r.inflight.Load() > 0 || r.pendingRoots() > 0 {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			r.log.Warn("in-flight tuples not drained in time", zap.Int64("batches", r.inflight.Load()))
+			r.log.Warn("in-flight tuples not drained in time", zap.Int64("batches", r.inflight.Load()), zap.Int64("pending_roots", r.pendingRoots()))
 			return false
 		}
 	}
 	return true
+}
+
+// pendingRoots sums the spouts' pending roots (0 in at-most-once mode).
+func (r *Runner) pendingRoots() int64 {
+	if r.ackers == nil {
+		return 0
+	}
+	var n int64
+	for _, id := range r.spouts {
+		n += r.instances[id].Metrics().PendingRoots.Load()
+	}
+	return n
 }
 
 // Metrics returns the counters of every task.
@@ -220,6 +270,9 @@ type Summary struct {
 	Components []ComponentSummary
 	// Undrained counts batches still in flight when the drain timed out.
 	Undrained int64
+	// PendingRoots counts the spouts' roots neither acked nor failed when
+	// the run stopped (at-least-once mode).
+	PendingRoots int64
 }
 
 // ComponentSummary sums the metrics of a component's tasks.
@@ -233,7 +286,13 @@ type ComponentSummary struct {
 	ExecuteNanos int64
 	Errors       int64
 	Dropped      int64
-	Counters     map[string]int64
+	// At-least-once counts of spouts (see instance.Metrics).
+	Acked                int64
+	Failed               int64
+	TimedOut             int64
+	CompleteLatencyNanos int64
+	CompleteLatencyCount int64
+	Counters             map[string]int64
 }
 
 // Component returns the summary of the named component.
@@ -259,6 +318,11 @@ func (r *Runner) summary(elapsed time.Duration) *Summary {
 			cs.ExecuteNanos += m.ExecuteNanos.Load()
 			cs.Errors += m.Errors.Load()
 			cs.Dropped += m.Dropped.Load()
+			cs.Acked += m.Acked.Load()
+			cs.Failed += m.Failed.Load()
+			cs.TimedOut += m.TimedOut.Load()
+			cs.CompleteLatencyNanos += m.CompleteLatencyNanos.Load()
+			cs.CompleteLatencyCount += m.CompleteLatencyCount.Load()
 			for k, v := range m.UserCounters() {
 				cs.Counters[k] += v
 			}

@@ -184,15 +184,15 @@ func TestRunReturnsOpenError(t *testing.T) {
 	}
 }
 
-func TestNewRejectsAtLeastOnce(t *testing.T) {
+func TestNewRejectsEffectivelyOnce(t *testing.T) {
 	b := api.NewTopologyBuilder("acked")
-	b.SetDeliveryMode(topology.AtLeastOnce)
+	b.SetDeliveryMode(topology.EffectivelyOnce)
 	b.SetSpout("src", func() api.Spout { return failingSpout{} }, 1)
 	topo, err := b.Build()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(topo, Options{}); err == nil || !strings.Contains(err.Error(), "at-least-once") {
+	if _, err := New(topo, Options{}); err == nil || !strings.Contains(err.Error(), "effectively-once") {
 		t.Fatalf("New = %v, want an error about the delivery mode", err)
 	}
 }

@@ -1,6 +1,7 @@
 package stmgrtest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -41,6 +42,10 @@ type Cluster struct {
 	log      *zap.Logger
 	Logs     *observer.ObservedLogs
 	Settings spi.Config
+	// BackPressureInterval and BackPressureExpiry configure the stream
+	// managers started from now on (0: 20ms and 5 intervals).
+	BackPressureInterval time.Duration
+	BackPressureExpiry   int
 
 	tmSession *memory.Session
 
@@ -147,6 +152,9 @@ func (c *Cluster) StartStMgr(container int) *stmgr.StMgr {
 		StateManager:  c.store.NewSession(),
 		Settings:      c.Settings,
 		ReconnectMax:  200 * time.Millisecond,
+
+		BackPressureInterval: cmp.Or(c.BackPressureInterval, 20*time.Millisecond),
+		BackPressureExpiry:   cmp.Or(c.BackPressureExpiry, 5),
 	}, c.log.With(zap.String("daemon", fmt.Sprintf("stmgr-%d", container))))
 	if err != nil {
 		c.t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/core/plan"
@@ -24,7 +25,12 @@ type Sink struct {
 	mu                         sync.Mutex
 	seen                       map[int64]int
 	byTask                     map[int]int
+	delay                      atomic.Int64
 }
+
+// SetDelay makes every bolt spend d on each tuple on average from now on (a slow
+// bolt, for back pressure tests); 0 makes them fast again.
+func (s *Sink) SetDelay(d time.Duration) { s.delay.Store(int64(d)) }
 
 func newSink() *Sink { return &Sink{seen: map[int64]int{}, byTask: map[int]int{}} }
 
@@ -121,6 +127,7 @@ func (s *countSpout) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("n") 
 type sinkBolt struct {
 	sink *Sink
 	task int
+	owed time.Duration
 }
 
 func (b *sinkBolt) Prepare(ctx api.Context, _ api.BoltCollector) error {
@@ -128,7 +135,19 @@ func (b *sinkBolt) Prepare(ctx api.Context, _ api.BoltCollector) error {
 	b.sink.prepared.Add(1)
 	return nil
 }
-func (b *sinkBolt) Execute(t api.Tuple)                    { b.sink.add(b.task, t.Int64(0)) }
+func (b *sinkBolt) Execute(t api.Tuple) {
+	if d := b.sink.delay.Load(); d > 0 {
+		// A slow component: d per tuple on average, slept in pieces of
+		// at least a millisecond (shorter sleeps overshoot).
+		b.owed += time.Duration(d)
+		if b.owed >= time.Millisecond {
+			t0 := time.Now()
+			time.Sleep(b.owed)
+			b.owed -= time.Since(t0)
+		}
+	}
+	b.sink.add(b.task, t.Int64(0))
+}
 func (b *sinkBolt) Cleanup()                               {}
 func (b *sinkBolt) DeclareOutputFields(api.OutputDeclarer) {}
 

@@ -1,0 +1,264 @@
+package instance
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/daemons/wire"
+)
+
+// maxAckBatch is how many ack updates a task buffers before sending them.
+const maxAckBatch = 1024
+
+// ackState is an instance's at-least-once state (Heron's XOR acking): the
+// random edge ids of the copies it sends, the roots its tuples carry, the
+// updates waiting to be sent to the ledgers, and, for a spout, its pending
+// roots.
+type ackState struct {
+	rng   *rand.Rand
+	edges []uint64    // edge id per destination of the current emit
+	roots []wire.Root // roots of the current emit
+	owner []*uint64   // per root of the current emit: the anchor slot its edges are XOR-ed into
+	inits []wire.AckUpdate
+	acks  []wire.AckUpdate
+	fails []wire.AckUpdate
+	// spout is set on a spout task.
+	spout *spoutAcks
+	// errLogged limits the log of failing SendAcks calls to one line.
+	errLogged bool
+}
+
+// nonZero returns a random non-zero id.
+func (a *ackState) nonZero() uint64 {
+	for {
+		if v := a.rng.Uint64(); v != 0 {
+			return v
+		}
+	}
+}
+
+// track gives each copy of the current emit (e.dests) an edge id and sets
+// the header's roots: a spout emit with a msgID starts a tree; a bolt emit
+// joins the trees of its anchors. Untracked emits get no roots and edge 0.
+func (a *ackState) track(e *emitter, msgID any, anchors []api.Tuple) {
+	a.edges = a.edges[:0]
+	a.roots = a.roots[:0]
+	a.owner = a.owner[:0]
+	if a.spout != nil && msgID != nil {
+		var xor uint64
+		for range e.dests {
+			k := a.nonZero()
+			a.edges = append(a.edges, k)
+			xor ^= k
+		}
+		for xor == 0 { // several copies whose ids cancel out: redraw one
+			last := len(a.edges) - 1
+			xor ^= a.edges[last]
+			a.edges[last] = a.nonZero()
+			xor ^= a.edges[last]
+		}
+		root := wire.Root{Task: uint32(e.in.cfg.TaskID), ID: a.nonZero()}
+		a.roots = append(a.roots, root)
+		a.inits = append(a.inits, wire.AckUpdate{Root: root, Xor: xor})
+		a.spout.add(e.in, root.ID, msgID)
+		e.hdr.Roots = a.roots
+		return
+	}
+	for _, t := range anchors {
+		it, ok := t.(*inTuple)
+		if !ok {
+			continue
+		}
+		for j, r := range it.roots {
+			if containsRoot(a.roots, r) {
+				// Another anchor already carries this root: its edges
+				// are accounted there, once.
+				continue
+			}
+			a.roots = append(a.roots, r)
+			a.owner = append(a.owner, &it.xors[j])
+		}
+	}
+	if len(a.roots) == 0 {
+		for range e.dests {
+			a.edges = append(a.edges, 0)
+		}
+		e.hdr.Roots = nil
+		return
+	}
+	for range e.dests {
+		k := a.nonZero()
+		a.edges = append(a.edges, k)
+		for _, o := range a.owner {
+			*o ^= k
+		}
+	}
+	e.hdr.Roots = a.roots
+}
+
+func containsRoot(roots []wire.Root, r wire.Root) bool {
+	for _, x := range roots {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// ackInput acks or fails a bolt's input tuple: for each of its roots, an
+// ack carries the tuple's edge XOR the edges emitted anchored on it; a
+// fail fails the root at once. A tuple is acked or failed once.
+func (a *ackState) ackInput(e *emitter, t api.Tuple, fail bool) {
+	it, ok := t.(*inTuple)
+	if !ok || it.done || len(it.roots) == 0 {
+		return
+	}
+	it.done = true
+	for j, r := range it.roots {
+		if fail {
+			a.fails = append(a.fails, wire.AckUpdate{Root: r})
+		} else {
+			a.acks = append(a.acks, wire.AckUpdate{Root: r, Xor: it.edge ^ it.xors[j]})
+		}
+	}
+	e.in.metrics.AckUpdates.Add(int64(len(it.roots)))
+	if len(a.acks)+len(a.fails) >= maxAckBatch {
+		a.flush(e)
+	}
+}
+
+// flush sends the buffered updates: registrations first.
+func (a *ackState) flush(e *emitter) {
+	a.inits = a.send(e, wire.FrameAckInit, a.inits)
+	a.acks = a.send(e, wire.FrameAck, a.acks)
+	a.fails = a.send(e, wire.FrameFail, a.fails)
+}
+
+func (a *ackState) send(e *emitter, kind wire.FrameType, u []wire.AckUpdate) []wire.AckUpdate {
+	if len(u) == 0 {
+		return u
+	}
+	if err := e.in.cfg.Transport.SendAcks(e.in.ctx, kind, u); err != nil {
+		e.in.metrics.Errors.Add(1)
+		if !a.errLogged {
+			a.errLogged = true
+			e.in.log.Warn("acking updates not sent; their roots will time out", zap.Stringer("kind", kind), zap.Int("updates", len(u)), zap.Error(err))
+		}
+	}
+	return u[:0]
+}
+
+// pendingRoot is a spout tuple tree that is neither acked nor failed.
+type pendingRoot struct {
+	msgID any
+	start time.Time
+}
+
+// rootAt is an entry of the insertion-ordered timeout queue.
+type rootAt struct {
+	id    uint64
+	start time.Time
+}
+
+// spoutAcks are a spout task's pending roots, with max.spout.pending and
+// the message timeout enforced here, as in Heron.
+type spoutAcks struct {
+	pending    map[uint64]pendingRoot
+	order      []rootAt // insertion (hence start time) order; may hold stale entries
+	head       int
+	maxPending int
+	timeout    time.Duration
+	now        func() time.Time
+	// local are results decided in the instance (a tree without copies).
+	local []localResult
+}
+
+type localResult struct{ msgID any }
+
+func newSpoutAcks(maxPending int, timeout time.Duration, now func() time.Time) *spoutAcks {
+	return &spoutAcks{pending: map[uint64]pendingRoot{}, maxPending: maxPending, timeout: timeout, now: now}
+}
+
+func (s *spoutAcks) add(in *Instance, id uint64, msgID any) {
+	now := s.now()
+	s.pending[id] = pendingRoot{msgID: msgID, start: now}
+	s.order = append(s.order, rootAt{id: id, start: now})
+	in.metrics.PendingRoots.Store(int64(len(s.pending)))
+}
+
+func (s *spoutAcks) ackNow(msgID any) { s.local = append(s.local, localResult{msgID: msgID}) }
+
+// full reports whether NextTuple must wait for acks.
+func (s *spoutAcks) full() bool { return s.maxPending > 0 && len(s.pending) >= s.maxPending }
+
+// settle applies a ledger's result; it returns the msgID and whether the
+// root was still pending (a late result of a timed-out root is ignored).
+func (s *spoutAcks) settle(in *Instance, r wire.AckResult) (any, bool) {
+	p, ok := s.pending[r.Root.ID]
+	if !ok || r.Root.Task != uint32(in.cfg.TaskID) {
+		return nil, false
+	}
+	delete(s.pending, r.Root.ID)
+	m := in.metrics
+	m.PendingRoots.Store(int64(len(s.pending)))
+	if r.Acked {
+		m.Acked.Add(1)
+		m.CompleteLatencyNanos.Add(int64(s.now().Sub(p.start)))
+		m.CompleteLatencyCount.Add(1)
+	} else {
+		m.Failed.Add(1)
+	}
+	s.compact()
+	return p.msgID, true
+}
+
+// expire removes the roots pending longer than the timeout, tells their
+// ledger to drop them, and returns their msgIDs.
+func (s *spoutAcks) expire(in *Instance, a *ackState, out []any) []any {
+	if len(s.pending) == 0 {
+		s.order, s.head = s.order[:0], 0
+		return out
+	}
+	now := s.now()
+	for s.head < len(s.order) {
+		ro := s.order[s.head]
+		p, ok := s.pending[ro.id]
+		if ok && p.start.Equal(ro.start) {
+			if now.Sub(ro.start) < s.timeout {
+				break
+			}
+			delete(s.pending, ro.id)
+			out = append(out, p.msgID)
+			a.fails = append(a.fails, wire.AckUpdate{Root: wire.Root{Task: uint32(in.cfg.TaskID), ID: ro.id}})
+			in.metrics.TimedOut.Add(1)
+		}
+		s.order[s.head] = rootAt{}
+		s.head++
+	}
+	in.metrics.PendingRoots.Store(int64(len(s.pending)))
+	s.compact()
+	return out
+}
+
+// compact bounds the timeout queue: consumed entries are dropped, and so
+// are settled ones when they dominate.
+func (s *spoutAcks) compact() {
+	if s.head > 1024 && s.head > len(s.order)/2 {
+		n := copy(s.order, s.order[s.head:])
+		clear(s.order[n:])
+		s.order, s.head = s.order[:n], 0
+	}
+	if live := len(s.order) - s.head; live > 1024 && live > 4*len(s.pending) {
+		kept := s.order[:0]
+		for _, ro := range s.order[s.head:] {
+			if p, ok := s.pending[ro.id]; ok && p.start.Equal(ro.start) {
+				kept = append(kept, ro)
+			}
+		}
+		clear(s.order[len(kept):])
+		s.order, s.head = kept, 0
+	}
+}
