@@ -1,0 +1,18 @@
+// Command atleastonce is word count asking for at-least-once delivery, for
+// the end-to-end test that clusters refuse it until acking crosses
+// processes.
+package main
+
+import (
+	"os"
+
+	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/examples/wordcount/wordcount"
+)
+
+func main() {
+	b := wordcount.Builder(wordcount.Options{})
+	b.SetDeliveryMode(topology.AtLeastOnce)
+	os.Exit(egret.RunArgs(b, os.Args[1:], os.Stdout, os.Stderr))
+}
