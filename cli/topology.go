@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"sort"
 	"strconv"
 	"strings"
@@ -182,6 +183,21 @@ func updateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// checkOutput validates an --output value.
+func checkOutput(output string) error {
+	if output != "table" && output != "json" {
+		return usagef("--output %q: use table or json", output)
+	}
+	return nil
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(out io.Writer, v any) error {
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
 func listCmd(g *globals) *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
@@ -189,8 +205,8 @@ func listCmd(g *globals) *cobra.Command {
 		Short: "List the topologies of a cluster",
 		Args:  exactArgs(1, "egret list local"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usagef("--output %q: use table or json", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			l, err := g.launcher(args[0], g.logger())
 			if err != nil {
@@ -205,9 +221,7 @@ func listCmd(g *globals) *cobra.Command {
 				if infos == nil {
 					infos = []launcher.TopologyInfo{}
 				}
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(infos)
+				return writeJSON(out, infos)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tROLE\tENV\tSUBMITTED\tID")
@@ -228,8 +242,8 @@ func metricsCmd(g *globals) *cobra.Command {
 		Short: "Show the latest metrics of a running topology, per component",
 		Args:  exactArgs(2, "egret metrics local wordcount"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if output != "table" && output != "json" {
-				return usagef("--output %q: use table or json", output)
+			if err := checkOutput(output); err != nil {
+				return err
 			}
 			l, err := g.launcher(args[0], g.logger())
 			if err != nil {
@@ -241,9 +255,7 @@ func metricsCmd(g *globals) *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if output == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(st)
+				return writeJSON(out, st)
 			}
 			comps := make([]string, 0, len(st.Components))
 			for c := range st.Components {

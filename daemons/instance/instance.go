@@ -291,19 +291,7 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			continue
 		}
 		wait := min(time.Duration(1<<min(idle-3, 20))*time.Microsecond*16, maxIdleWait)
-		timer.Reset(wait)
-		select {
-		case m := <-inbox:
-			handle(m)
-		case <-timer.C:
-		case <-ctx.Done():
-		}
-		if !timer.Stop() {
-			select {
-			case <-timer.C:
-			default:
-			}
-		}
+		waitInbox(ctx, inbox, timer, wait, handle)
 	}
 }
 
