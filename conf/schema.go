@@ -319,6 +319,8 @@ var schema = []Key{
 		Description: "Back pressure is released when every queue is below this; below the high watermark."},
 	{Name: "egret.stmgr.socket.buffer.bytes", Type: TypeBytes, Default: "0", File: "internals", check: checkNonNegative,
 		Description: "Kernel send and receive buffers of the stream managers' data connections; 0: the kernel sizes them. Bytes in kernel buffers are invisible to the watermarks."},
+	{Name: "egret.stmgr.ack.ledger.max.roots", Type: TypeInt, Default: "262144", File: "internals", check: checkPositive,
+		Description: "At-least-once: pending roots each spout task's ledger (in its container's stream manager) may hold; a root registered beyond it fails at once and the spout replays it."},
 	{Name: "egret.stmgr.batch.max.bytes", Type: TypeBytes, Default: "64KiB", File: "internals", check: checkPositive,
 		Description: "A tuple batch is written when it reaches this size (or at once when the connection is idle)."},
 	{Name: "egret.stmgr.flush.interval", Type: TypeDuration, Default: "5ms", File: "internals", check: checkPositive,

@@ -117,8 +117,8 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	if err != nil {
 		return nil, err
 	}
-	if m := t.DeliveryMode(); m != topology.AtMostOnce {
-		return nil, badInput(fmt.Errorf("topology %q asks for %s delivery, which works only in local mode (--local) so far; clusters run at-most-once topologies", t.Name, m))
+	if m := t.DeliveryMode(); m == topology.EffectivelyOnce {
+		return nil, badInput(fmt.Errorf("topology %q asks for %s delivery, which is not built yet; use at-least-once (replayable spouts, idempotent sinks) or at-most-once", t.Name, m))
 	}
 	cluster, err := l.Cluster.WithTopology(t.Name)
 	if err != nil {

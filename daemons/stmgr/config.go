@@ -24,6 +24,10 @@ const (
 	// the kernel's autotuning. Kernel buffers hold tuples outside the
 	// watermarks' reach.
 	KeySocketBufferBytes = "egret.stmgr.socket.buffer.bytes"
+	// KeyLedgerMaxRoots bounds the pending roots of each local spout
+	// task's acking ledger; a root registered beyond it fails at once
+	// (the spout replays it).
+	KeyLedgerMaxRoots = "egret.stmgr.ack.ledger.max.roots"
 )
 
 // Defaults of the settings.
@@ -43,6 +47,8 @@ const (
 	// DefaultBackPressureExpiry is how many intervals a peer's announcement
 	// stays valid without being re-sent.
 	DefaultBackPressureExpiry = 3
+	// DefaultLedgerMaxRoots is 256 Ki roots per spout task (a few MiB).
+	DefaultLedgerMaxRoots = 1 << 18
 )
 
 // Config configures a stream manager.
@@ -96,8 +102,9 @@ type settings struct {
 	// watermark plus one batch. Beyond it the producers wait (the peer
 	// connection or bolt feeding it is not read), so frames already in
 	// flight when back pressure engages cannot overshoot further.
-	liveMax int
-	sockBuf int
+	liveMax   int
+	sockBuf   int
+	ledgerMax int
 }
 
 func (c *Config) check() (settings, error) {
@@ -162,6 +169,11 @@ func (c *Config) check() (settings, error) {
 		s.sockBuf = 0 // the kernel sizes the buffers
 	} else if s.sockBuf, err = c.Settings.Size(KeySocketBufferBytes, 0, 1<<30); err != nil {
 		errs = append(errs, err)
+	}
+	if s.ledgerMax, err = c.Settings.Int(KeyLedgerMaxRoots, DefaultLedgerMaxRoots); err != nil {
+		errs = append(errs, err)
+	} else if s.ledgerMax < 1 {
+		errs = append(errs, fmt.Errorf("config key %s must be at least 1", KeyLedgerMaxRoots))
 	}
 	if c.Host == "" {
 		if c.Host, err = os.Hostname(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/egret-stream/egret/daemons/acking"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -21,6 +22,12 @@ type counters struct {
 	instancesConnected, peersConnected      atomic.Int64
 	planVersion                             atomic.Uint64
 	lastUnroutableLog                       atomic.Int64
+	// At-least-once: updates read (from instances and peers), forwarded
+	// to peers, and dropped for lack of a ledger; results sent to and
+	// lost toward spout instances.
+	ackUpdatesIn, ackUpdatesForwarded, ackUnroutable atomic.Int64
+	ackResultsOut, ackResultsLost                    atomic.Int64
+	lastAckUnroutableLog                             atomic.Int64
 }
 
 // Counters is a snapshot of a stream manager's counters. Tuples and bytes
@@ -54,6 +61,20 @@ type Counters struct {
 	Peers     map[int]DestCounters
 	// BackPressure is the back pressure state and time spent per cause.
 	BackPressure BackPressureCounters
+	// Acking sums the ledgers of the local spout tasks (at-least-once).
+	Acking AckingCounters
+}
+
+// AckingCounters are a stream manager's at-least-once counters.
+type AckingCounters struct {
+	acking.AckerStats
+	// UpdatesIn counts acking updates read from instances and peers;
+	// UpdatesForwarded those sent on to the stream manager of their
+	// root's container; UpdatesUnroutable those no ledger could take.
+	UpdatesIn, UpdatesForwarded, UpdatesUnroutable int64
+	// ResultsOut counts results queued toward spout instances;
+	// ResultsLost those dropped (instance gone and its queue full).
+	ResultsOut, ResultsLost int64
 }
 
 // DestCounters are the counters of one destination.
@@ -90,6 +111,14 @@ func (s *StMgr) Counters() Counters {
 		Instances:             map[int]DestCounters{},
 		Peers:                 map[int]DestCounters{},
 		BackPressure:          s.bp.snapshot(time.Now()),
+		Acking: AckingCounters{
+			AckerStats:        s.ackStats(),
+			UpdatesIn:         s.c.ackUpdatesIn.Load(),
+			UpdatesForwarded:  s.c.ackUpdatesForwarded.Load(),
+			UpdatesUnroutable: s.c.ackUnroutable.Load(),
+			ResultsOut:        s.c.ackResultsOut.Load(),
+			ResultsLost:       s.c.ackResultsLost.Load(),
+		},
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,6 +162,20 @@ const (
 	MetricBackPressureByRemoteStMgr   = "stmgr.backpressure.time.by.remote.stmgr.ns"
 	MetricBackPressureAnnounced       = "stmgr.backpressure.time.announced.by.peers.ns"
 	MetricBackPressureThrottled       = "stmgr.backpressure.time.throttled.ns"
+
+	// At-least-once: the ledgers of the local spout tasks.
+	MetricAckRootsRegistered   = "stmgr.ack.roots.registered"
+	MetricAckRootsAcked        = "stmgr.ack.roots.acked"
+	MetricAckRootsFailed       = "stmgr.ack.roots.failed"
+	MetricAckRootsRefused      = "stmgr.ack.roots.refused"
+	MetricAckRootsExpired      = "stmgr.ack.roots.expired"
+	MetricAckRootsPending      = "stmgr.ack.roots.pending"
+	MetricAckUpdatesIn         = "stmgr.ack.updates.in"
+	MetricAckUpdatesUnknown    = "stmgr.ack.updates.unknown"
+	MetricAckUpdatesForwarded  = "stmgr.ack.updates.forwarded"
+	MetricAckUpdatesUnroutable = "stmgr.ack.updates.unroutable"
+	MetricAckResultsOut        = "stmgr.ack.results.out"
+	MetricAckResultsLost       = "stmgr.ack.results.lost"
 )
 
 func (s *StMgr) metricsMessage() *egretpb.MetricsPublish {
@@ -164,6 +207,19 @@ func (s *StMgr) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricBackPressureByRemoteStMgr, float64(c.BackPressure.ByRemoteStMgrNs))
 	add(MetricBackPressureAnnounced, float64(c.BackPressure.AnnouncedByPeersNs))
 	add(MetricBackPressureThrottled, float64(c.BackPressure.ThrottledNs))
+	a := c.Acking
+	add(MetricAckRootsRegistered, float64(a.Registered))
+	add(MetricAckRootsAcked, float64(a.Acked))
+	add(MetricAckRootsFailed, float64(a.Failed))
+	add(MetricAckRootsRefused, float64(a.Refused))
+	add(MetricAckRootsExpired, float64(a.Expired))
+	add(MetricAckRootsPending, float64(a.Pending))
+	add(MetricAckUpdatesIn, float64(a.UpdatesIn))
+	add(MetricAckUpdatesUnknown, float64(a.Unknown))
+	add(MetricAckUpdatesForwarded, float64(a.UpdatesForwarded))
+	add(MetricAckUpdatesUnroutable, float64(a.UpdatesUnroutable))
+	add(MetricAckResultsOut, float64(a.ResultsOut))
+	add(MetricAckResultsLost, float64(a.ResultsLost))
 	perDest := func(kind string, ds map[int]DestCounters) {
 		ids := make([]int, 0, len(ds))
 		for id := range ds {

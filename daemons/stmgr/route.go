@@ -27,6 +27,7 @@ import (
 // not read while back pressure is on (until stop is closed).
 func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *taskDest, stop <-chan struct{}) error {
 	fromPeer := peer > 0
+	var acks ackScratch
 	tuplesIn, bytesIn := &s.c.fromInstancesTuples, &s.c.fromInstancesBytes
 	if fromPeer {
 		tuplesIn, bytesIn = &s.c.fromPeersTuples, &s.c.fromPeersBytes
@@ -55,6 +56,14 @@ func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *
 				return fmt.Errorf("%w: stmgr %d sent a back pressure state for container %d", wire.ErrCorrupt, peer, ann.Container)
 			}
 			s.peerState(peer, ann)
+			continue
+		}
+		if wire.IsAckFrame(t) {
+			err := s.handleAcks(ctx, t, payload, peer, td, &acks)
+			s.putFrame(f)
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if t != wire.FrameData {
@@ -251,6 +260,7 @@ func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
 		s.log.Error("this stream manager's container is not in the physical plan; nothing will be routed to it", zap.Uint64("version", pp.GetVersion()))
 	}
 	local := map[int32]bool{}
+	var localSpouts []int32
 	spouts := map[string]bool{}
 	for _, comp := range pp.GetTopology().GetComponents() {
 		if comp.GetKind() == egretpb.ComponentKind_COMPONENT_KIND_SPOUT {
@@ -274,6 +284,9 @@ func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
 				}
 				td.spout.Store(spouts[in.GetComponent()])
 				rt.local[task] = td
+				if spouts[in.GetComponent()] {
+					localSpouts = append(localSpouts, task)
+				}
 			}
 		}
 	}
@@ -314,6 +327,7 @@ func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
 			p.cancel()
 		}
 	}
+	s.updateAckers(pp, rt, localSpouts)
 	for id, td := range s.tasks {
 		// An instance only gets plans that place it here; one started for
 		// a newer packing plan waits for its plan.

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/daemons/acking"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -77,6 +78,9 @@ type routes struct {
 	local     []*taskDest // by task id: the local tasks
 	container []int32     // by task id: the task's container (0: unknown)
 	peers     []*peer     // by container id
+	// ackers are the ledgers of the local spout tasks, by task id
+	// (at-least-once topologies only).
+	ackers []*acking.Acker
 }
 
 // StMgr is a running stream manager.
@@ -95,6 +99,7 @@ type StMgr struct {
 	pplan     *egretpb.PhysicalPlan
 	tasks     map[int32]*taskDest
 	peers     map[int32]*peer
+	ackers    map[int32]*spoutAcker
 	conns     map[net.Conn]struct{}
 	runCtx    context.Context
 	closed    bool
@@ -103,6 +108,9 @@ type StMgr struct {
 	wg sync.WaitGroup
 	c  counters
 	bp *backPressure
+	// ackTimeout is the longest message timeout of the spouts (ns): the
+	// ledgers rotate so that a root stays at least this long.
+	ackTimeout atomic.Int64
 }
 
 // Run runs a stream manager until ctx ends.
@@ -132,6 +140,7 @@ func New(cfg Config, log *zap.Logger) (*StMgr, error) {
 		planReady: make(chan struct{}),
 		tasks:     map[int32]*taskDest{},
 		peers:     map[int32]*peer{},
+		ackers:    map[int32]*spoutAcker{},
 		conns:     map[net.Conn]struct{}{},
 		bp:        newBackPressure(),
 	}
@@ -196,8 +205,9 @@ func (s *StMgr) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("stream manager serving", zap.String("socket", s.cfg.Socket), zap.Int("port", s.Port()), zap.String("host", s.cfg.Host))
 	errc := make(chan error, 2)
-	s.wg.Add(5)
+	s.wg.Add(6)
 	go func() { defer s.wg.Done(); s.runBackPressure(ctx) }()
+	go func() { defer s.wg.Done(); s.rotateAckers(ctx) }()
 	go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.unixLn, s.serveInstance) }()
 	go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.tcpLn, s.servePeer) }()
 	go func() { defer s.wg.Done(); s.runTManager(ctx) }()

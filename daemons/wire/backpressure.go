@@ -12,8 +12,6 @@ const (
 	// a peer: BackPressure encoded by AppendBackPressure. It is state, not
 	// an event: the sender re-sends it periodically.
 	FrameBackPressure FrameType = 5
-	// 6 is reserved for the stream manager telling its instances about
-	// back pressure.
 )
 
 // Causes of back pressure announced in a FrameBackPressure.

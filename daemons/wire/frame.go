@@ -69,8 +69,19 @@ var frameTypeOf = func() map[string]FrameType {
 }()
 
 func (t FrameType) String() string {
-	if t == FrameData {
+	switch t {
+	case FrameData:
 		return "data"
+	case FrameAck:
+		return "ack"
+	case FrameFail:
+		return "fail"
+	case FrameAckResult:
+		return "ack-result"
+	case FrameAckInit:
+		return "ack-init"
+	case FrameBackPressure:
+		return "back-pressure"
 	}
 	if f, ok := messageTypes[t]; ok {
 		return string(proto.MessageName(f()).Name())
@@ -176,7 +187,7 @@ func ReadFrame(r *bufio.Reader, buf []byte, max int) (t FrameType, payload, newB
 		return 0, nil, buf, err
 	}
 	t = FrameType(body[0])
-	if _, known := messageTypes[t]; !known && t != FrameData && t != FrameBackPressure {
+	if _, known := messageTypes[t]; !known && t != FrameData && t != FrameBackPressure && !IsAckFrame(t) {
 		return 0, nil, buf, fmt.Errorf("%w: unknown frame type %d", ErrCorrupt, body[0])
 	}
 	return t, body[1:], buf, nil

@@ -29,7 +29,7 @@ func oneLineError(t *testing.T, what string, stderr string, code, wantCode int, 
 	}
 }
 
-func init() { packages["atleastonce"] = "./test/e2e/testdata/atleastonce" }
+func init() { packages["effectivelyonce"] = "./test/e2e/testdata/effectivelyonce" }
 
 func TestSubmitErrors(t *testing.T) {
 	c := newCluster(t, "local")
@@ -44,10 +44,10 @@ func TestSubmitErrors(t *testing.T) {
 	_, stderr, code = c.egret("--config-property", "egret.packing", "submit", c.name, wc)
 	oneLineError(t, "malformed --config-property", stderr, code, 2, "egret.packing", "key=value")
 
-	// At-least-once works only in local mode so far: a cluster refuses it
-	// rather than silently weakening the guarantee.
-	_, stderr, code = c.egret("submit", c.name, binary(t, "atleastonce"))
-	oneLineError(t, "at-least-once topology", stderr, code, 2, "at-least-once", "local mode")
+	// Effectively-once is not built: a cluster refuses it rather than
+	// silently weakening the guarantee.
+	_, stderr, code = c.egret("submit", c.name, binary(t, "effectivelyonce"))
+	oneLineError(t, "effectively-once topology", stderr, code, 2, "effectively-once", "not built")
 
 	_, stderr, code = c.egret("--config-property", "egret.statemgr.rot.path=/x", "submit", c.name, wc)
 	oneLineError(t, "unknown config key", stderr, code, 2, "egret.statemgr.rot.path", "did you mean egret.statemgr.root.path")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"net"
 	"os"
 	"sync"
@@ -29,7 +30,16 @@ const dataHeader = 4 + 1 + 8
 // maxPooledBatch bounds the batch buffers kept for reuse.
 const maxPooledBatch = 1 << 20
 
-func batchSize(b *wire.Batch) int { return len(b.Buf) + dataHeader }
+// ctlDest marks an outbound "batch" whose Buf is a whole control frame
+// (acking updates), written as is. Task ids stay far below it.
+const ctlDest = math.MaxUint32
+
+func batchSize(b *wire.Batch) int {
+	if b.Dest == ctlDest {
+		return len(b.Buf)
+	}
+	return len(b.Buf) + dataHeader
+}
 
 // gateway is the socket Transport of one instance.
 type gateway struct {
@@ -46,6 +56,10 @@ type gateway struct {
 	layout    *plan.Layout
 	active    bool
 	activeCh  chan bool // latest wanted activation state, for the forwarder
+	acks      ackCounters
+	// atLeastOnce is set (before metrics are published) when the
+	// topology acks.
+	atLeastOnce bool
 }
 
 // Run connects to the stream manager, registers the task, builds the
@@ -92,6 +106,7 @@ func (g *gateway) run(ctx context.Context) error {
 	g.layout, g.component = layout, layout.ComponentOf[g.cfg.TaskID]
 	g.log = g.log.With(zap.String("component", g.component))
 	g.active = isActive(pp)
+	g.atLeastOnce = topo.Logical.DeliveryMode() == topology.AtLeastOnce
 	in, err := instance.New(instance.Config{
 		Topology:    topo,
 		Layout:      layout,
@@ -443,6 +458,12 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 			if _, err := io.ReadFull(br, payload); err != nil {
 				return err
 			}
+			if t == wire.FrameAckResult {
+				if err := g.deliverResults(s, payload); err != nil {
+					return err
+				}
+				continue
+			}
 			m, err := wire.DecodeMessage(t, payload)
 			if err != nil {
 				return err
@@ -520,11 +541,14 @@ func (g *gateway) writeLoop(s *session) error {
 		}
 		size, tuples := 0, int64(0)
 		for i, b := range batch {
-			binary.BigEndian.PutUint32(hdr, uint32(1+8+len(b.Buf)))
-			hdr[4] = byte(wire.FrameData)
-			binary.BigEndian.PutUint32(hdr[5:], b.Dest)
-			binary.BigEndian.PutUint32(hdr[9:], uint32(b.Count))
-			_, err := bw.Write(hdr)
+			var err error
+			if b.Dest != ctlDest {
+				binary.BigEndian.PutUint32(hdr, uint32(1+8+len(b.Buf)))
+				hdr[4] = byte(wire.FrameData)
+				binary.BigEndian.PutUint32(hdr[5:], b.Dest)
+				binary.BigEndian.PutUint32(hdr[9:], uint32(b.Count))
+				_, err = bw.Write(hdr)
+			}
 			if err == nil {
 				_, err = bw.Write(b.Buf)
 			}
@@ -580,9 +604,40 @@ func (g *gateway) Done(b *wire.Batch) {
 	g.recycle(b)
 }
 
-// SendAcks implements instance.Transport.
-func (g *gateway) SendAcks(context.Context, wire.FrameType, []wire.AckUpdate) error {
-	return errors.New("at-least-once is not implemented across processes yet")
+// SendAcks implements instance.Transport: the updates go to the stream
+// manager as one frame, in order with the data batches, so registrations
+// sent before a batch reach the ledger ahead of its tuples.
+func (g *gateway) SendAcks(ctx context.Context, kind wire.FrameType, updates []wire.AckUpdate) error {
+	for len(updates) > 0 {
+		n := min(len(updates), wire.MaxAckUpdates)
+		b := g.NewBatch(ctlDest)
+		b.Buf = wire.AppendAckFrame(b.Buf, kind, updates[:n])
+		if err := g.out.Push(ctx, b); err != nil {
+			g.recycle(b)
+			g.acks.updatesLost.Add(int64(n))
+			if errors.Is(err, wire.ErrQueueFull) {
+				err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
+			}
+			return err
+		}
+		g.acks.updatesOut.Add(int64(n))
+		updates = updates[n:]
+	}
+	return nil
+}
+
+// deliverResults hands a FrameAckResult frame's results to the spout.
+func (g *gateway) deliverResults(s *session, payload []byte) error {
+	results, err := wire.DecodeAckResults(payload, nil)
+	if err != nil {
+		return err
+	}
+	g.acks.resultsIn.Add(int64(len(results)))
+	select {
+	case g.inbox <- instance.Msg{Kind: instance.MsgAckResults, Acks: results}:
+	case <-s.done:
+	}
+	return nil
 }
 
 // Inbox implements instance.Transport.

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"sync/atomic"
+
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -21,7 +23,28 @@ const (
 	MetricTuplesLost   = "gateway.tuples.lost"
 	MetricQueueBytes   = "gateway.out.queue.bytes"
 	MetricReconnects   = "gateway.registrations"
+
+	// At-least-once, spout tasks: roots acked, failed (by a bolt or the
+	// ledger), timed out; the sum and count of complete latencies; roots
+	// pending now.
+	MetricAcked                = "instance.acked"
+	MetricFailed               = "instance.failed"
+	MetricTimedOut             = "instance.timed.out"
+	MetricCompleteLatencyNanos = "instance.complete.latency.nanos"
+	MetricCompleteLatencyCount = "instance.complete.latency.count"
+	MetricPendingRoots         = "instance.pending.roots"
+	// At-least-once, every task: ack and fail updates sent by a bolt, and
+	// the gateway's acking traffic.
+	MetricAckUpdates         = "instance.ack.updates"
+	MetricAckUpdatesOut      = "gateway.ack.updates.out"
+	MetricAckUpdatesLost     = "gateway.ack.updates.lost"
+	MetricAckResultsReceived = "gateway.ack.results.in"
 )
+
+// ackCounters count the gateway's acking traffic.
+type ackCounters struct {
+	updatesOut, updatesLost, resultsIn atomic.Int64
+}
 
 func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	im := g.cfg.Metrics
@@ -42,6 +65,18 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricTuplesLost, g.stats.TuplesLost.Load())
 	add(MetricQueueBytes, int64(g.out.Bytes()))
 	add(MetricReconnects, g.stats.Registrations.Load())
+	if g.atLeastOnce {
+		add(MetricAcked, im.Acked.Load())
+		add(MetricFailed, im.Failed.Load())
+		add(MetricTimedOut, im.TimedOut.Load())
+		add(MetricCompleteLatencyNanos, im.CompleteLatencyNanos.Load())
+		add(MetricCompleteLatencyCount, im.CompleteLatencyCount.Load())
+		add(MetricPendingRoots, im.PendingRoots.Load())
+		add(MetricAckUpdates, im.AckUpdates.Load())
+		add(MetricAckUpdatesOut, g.acks.updatesOut.Load())
+		add(MetricAckUpdatesLost, g.acks.updatesLost.Load())
+		add(MetricAckResultsReceived, g.acks.resultsIn.Load())
+	}
 	for _, name := range im.CounterNames() {
 		add("user."+name, im.Counter(name).Value())
 	}

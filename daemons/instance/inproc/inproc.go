@@ -55,7 +55,7 @@ type Runner struct {
 	start     time.Time
 	// ackers holds the XOR ledger of each spout task (at-least-once mode;
 	// nil otherwise), indexed by task id.
-	ackers  []*acker
+	ackers  []*acking.Acker
 	timeout time.Duration // the longest message timeout of the spouts
 }
 
@@ -110,13 +110,13 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 		}
 	}
 	if t.Logical.DeliveryMode() == topology.AtLeastOnce {
-		r.ackers = make([]*acker, len(r.inboxes))
+		r.ackers = make([]*acking.Acker, len(r.inboxes))
 		for _, id := range r.spouts {
-			l, err := acking.New(acking.DefaultBuckets, opts.LedgerCapacity)
+			a, err := acking.NewAcker(acking.DefaultBuckets, opts.LedgerCapacity)
 			if err != nil {
 				return nil, err
 			}
-			r.ackers[id] = &acker{ledger: l, notify: make(chan struct{}, 1)}
+			r.ackers[id] = a
 			r.timeout = max(r.timeout, t.Logical.MessageTimeout(r.layout.ComponentOf[id]))
 		}
 	}

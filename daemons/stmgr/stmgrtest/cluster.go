@@ -19,6 +19,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/instance"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
@@ -97,16 +98,32 @@ func (i *Instance) Stop(t testing.TB) error {
 // tasks placed by containerOf, and starts the fake topology manager.
 func NewCluster(t testing.TB, bolts int, containerOf func(task int) int) *Cluster {
 	t.Helper()
+	count, err := NewCounting(TopologyID, bolts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newCluster(t, count, containerOf)
+}
+
+// NewAckingCluster is NewCluster with the at-least-once counting topology
+// (see NewCountingAtLeastOnce; config may set its acking settings).
+func NewAckingCluster(t testing.TB, bolts int, containerOf func(task int) int, config func(*api.TopologyBuilder)) *Cluster {
+	t.Helper()
+	count, err := NewCountingAtLeastOnce(TopologyID, bolts, config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return newCluster(t, count, containerOf)
+}
+
+func newCluster(t testing.TB, count *Counting, containerOf func(task int) int) *Cluster {
+	t.Helper()
 	// Unix socket paths must stay short: t.TempDir can be too long.
 	dir, err := os.MkdirTemp("", "egret-stmgr-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	count, err := NewCounting(TopologyID, bolts)
-	if err != nil {
-		t.Fatal(err)
-	}
 	core, logs := observer.New(zapcore.InfoLevel)
 	log := zap.New(core)
 	if testing.Verbose() {

@@ -102,23 +102,80 @@ func (l *Limit) Set(n int64) { l.mu.Lock(); l.n = n; l.mu.Unlock() }
 
 func (l *Limit) get() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
 
+// Acks records what an at-least-once counting spout was told about its
+// values.
+type Acks struct {
+	mu     sync.Mutex
+	acked  map[int64]int
+	failed int
+}
+
+func newAcks() *Acks { return &Acks{acked: map[int64]int{}} }
+
+// Distinct is the number of distinct values acked.
+func (a *Acks) Distinct() int { a.mu.Lock(); defer a.mu.Unlock(); return len(a.acked) }
+
+// Failed is the number of Fail calls (failures and timeouts).
+func (a *Acks) Failed() int { a.mu.Lock(); defer a.mu.Unlock(); return a.failed }
+
+// Duplicates is the number of values acked more than once.
+func (a *Acks) Duplicates() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	n := 0
+	for _, c := range a.acked {
+		if c > 1 {
+			n++
+		}
+	}
+	return n
+}
+
 type countSpout struct {
-	sink  *Sink
-	limit *Limit
-	next  int64
-	out   api.SpoutCollector
+	sink   *Sink
+	limit  *Limit
+	acks   *Acks // nil in at-most-once mode
+	next   int64
+	replay []int64 // failed values to emit again
+	out    api.SpoutCollector
 }
 
 func (s *countSpout) Open(_ api.Context, out api.SpoutCollector) error { s.out = out; return nil }
 func (s *countSpout) NextTuple() {
+	if s.acks != nil {
+		s.acks.mu.Lock()
+		replay := s.replay
+		s.replay = nil
+		s.acks.mu.Unlock()
+		for _, v := range replay {
+			s.out.Emit(api.Values{v}, v)
+		}
+	}
 	lim := s.limit.get()
 	for i := 0; i < 64 && s.next < lim; i++ {
-		s.out.Emit(api.Values{s.next}, nil)
+		var id any
+		if s.acks != nil {
+			id = s.next
+		}
+		s.out.Emit(api.Values{s.next}, id)
 		s.next++
 	}
 }
-func (s *countSpout) Ack(any)                                  {}
-func (s *countSpout) Fail(any)                                 {}
+func (s *countSpout) Ack(id any) {
+	if s.acks != nil {
+		s.acks.mu.Lock()
+		s.acks.acked[id.(int64)]++
+		s.acks.mu.Unlock()
+	}
+}
+func (s *countSpout) Fail(id any) {
+	if s.acks != nil {
+		s.acks.mu.Lock()
+		s.acks.failed++
+		s.replay = append(s.replay, id.(int64))
+		s.acks.mu.Unlock()
+	}
+}
 func (s *countSpout) Activate()                                { s.sink.activations.Add(1) }
 func (s *countSpout) Deactivate()                              { s.sink.deactivations.Add(1) }
 func (s *countSpout) Close()                                   {}
@@ -128,10 +185,11 @@ type sinkBolt struct {
 	sink *Sink
 	task int
 	owed time.Duration
+	out  api.BoltCollector
 }
 
-func (b *sinkBolt) Prepare(ctx api.Context, _ api.BoltCollector) error {
-	b.task = ctx.TaskID()
+func (b *sinkBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
+	b.task, b.out = ctx.TaskID(), out
 	b.sink.prepared.Add(1)
 	return nil
 }
@@ -147,6 +205,7 @@ func (b *sinkBolt) Execute(t api.Tuple) {
 		}
 	}
 	b.sink.add(b.task, t.Int64(0))
+	b.out.Ack(t)
 }
 func (b *sinkBolt) Cleanup()                               {}
 func (b *sinkBolt) DeclareOutputFields(api.OutputDeclarer) {}
@@ -159,15 +218,40 @@ type Counting struct {
 	Topology *api.Topology
 	Limit    *Limit
 	Sink     *Sink
+	// Acks is what the spout was told in at-least-once mode (nil
+	// otherwise).
+	Acks *Acks
 }
 
 // NewCounting builds the counting topology with the given sink
 // parallelism.
 func NewCounting(id string, bolts int) (*Counting, error) {
+	return newCounting(id, bolts, nil)
+}
+
+// NewCountingAtLeastOnce builds the counting topology in at-least-once
+// mode: the spout emits each value with itself as message id, replays
+// failed values, and records acks in Acks; the sinks ack every tuple.
+func NewCountingAtLeastOnce(id string, bolts int, config func(*api.TopologyBuilder)) (*Counting, error) {
+	return newCounting(id, bolts, func(b *api.TopologyBuilder) {
+		b.SetDeliveryMode(topology.AtLeastOnce)
+		if config != nil {
+			config(b)
+		}
+	})
+}
+
+func newCounting(id string, bolts int, config func(*api.TopologyBuilder)) (*Counting, error) {
 	c := &Counting{Limit: &Limit{}, Sink: newSink()}
+	if config != nil {
+		c.Acks = newAcks()
+	}
 	b := api.NewTopologyBuilder("count")
-	b.SetSpout("nums", func() api.Spout { return &countSpout{sink: c.Sink, limit: c.Limit} }, 1)
+	b.SetSpout("nums", func() api.Spout { return &countSpout{sink: c.Sink, limit: c.Limit, acks: c.Acks} }, 1)
 	b.SetBolt("sink", func() api.Bolt { return &sinkBolt{sink: c.Sink} }, bolts).ShuffleGrouping("nums")
+	if config != nil {
+		config(b)
+	}
 	t, err := b.Build()
 	if err != nil {
 		return nil, err

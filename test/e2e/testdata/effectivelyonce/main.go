@@ -1,6 +1,6 @@
-// Command atleastonce is word count asking for at-least-once delivery, for
-// the end-to-end test that clusters refuse it until acking crosses
-// processes.
+// Command effectivelyonce is word count asking for effectively-once
+// delivery, for the end-to-end test that clusters refuse it (it is not
+// built yet).
 package main
 
 import (
@@ -13,6 +13,6 @@ import (
 
 func main() {
 	b := wordcount.Builder(wordcount.Options{})
-	b.SetDeliveryMode(topology.AtLeastOnce)
+	b.SetDeliveryMode(topology.EffectivelyOnce)
 	os.Exit(egret.RunArgs(b, os.Args[1:], os.Stdout, os.Stderr))
 }
