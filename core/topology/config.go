@@ -49,6 +49,12 @@ const (
 	KeyContainerDisk = "topology.container.max.disk"
 	// KeyDebug enables per-tuple debug logging in instances.
 	KeyDebug = "topology.debug"
+	// KeyDropTuplesUponBackPressure makes stream managers drop the tuples
+	// of their local spouts while back pressure is on, instead of
+	// stopping to read them (Heron's option of the same name): spouts
+	// keep running at full speed and what they emit beyond what the
+	// topology can take is lost (counted). Boolean, default false.
+	KeyDropTuplesUponBackPressure = "topology.droptuples.upon.backpressure"
 )
 
 // Defaults of the typed settings.
@@ -87,6 +93,8 @@ var keySpecs = map[string]keySpec{
 	KeyContainerRAM:    {typ: typeBytes},
 	KeyContainerDisk:   {typ: typeBytes},
 	KeyDebug:           {typ: typeBool},
+
+	KeyDropTuplesUponBackPressure: {typ: typeBool},
 }
 
 // checkValue validates one config value; the returned message names the
@@ -190,6 +198,13 @@ func (t *Topology) DeliveryMode() DeliveryMode {
 		return DeliveryMode(m)
 	}
 	return AtMostOnce
+}
+
+// DropTuplesUponBackPressure reports whether stream managers drop the
+// tuples of local spouts while back pressure is on.
+func (t *Topology) DropTuplesUponBackPressure() bool {
+	b, _ := strconv.ParseBool(t.Config[KeyDropTuplesUponBackPressure])
+	return b
 }
 
 // Containers returns the configured number of containers (at least 1).

@@ -156,36 +156,36 @@ func (rt *routes) isLocal(task uint32) bool {
 	return int(task) < len(rt.local) && rt.local[task] != nil
 }
 
-// ackSettings are what a physical plan says about acking: whether the
-// topology is at-least-once and the longest message timeout of its
-// spouts.
-func ackSettings(pp *egretpb.PhysicalPlan) (atLeastOnce bool, timeout time.Duration, err error) {
+// planSettings are what a physical plan's topology says about the stream
+// manager's work: whether it is at-least-once, the longest message
+// timeout of its spouts, and whether back pressure drops tuples.
+type planSettings struct {
+	atLeastOnce bool
+	timeout     time.Duration
+	dropMode    bool
+}
+
+func settingsOf(pp *egretpb.PhysicalPlan) (planSettings, error) {
 	logical, err := topology.FromProto(pp.GetTopology())
 	if err != nil {
-		return false, 0, err
+		return planSettings{}, err
 	}
-	if logical.DeliveryMode() != topology.AtLeastOnce {
-		return false, 0, nil
-	}
+	ps := planSettings{atLeastOnce: logical.DeliveryMode() == topology.AtLeastOnce, dropMode: logical.DropTuplesUponBackPressure()}
 	for _, c := range logical.Components {
 		if c.Kind == topology.Spout {
-			timeout = max(timeout, logical.MessageTimeout(c.Name))
+			ps.timeout = max(ps.timeout, logical.MessageTimeout(c.Name))
 		}
 	}
-	return true, timeout, nil
+	return ps, nil
 }
 
 // updateAckers creates the ledgers of the local spout tasks of a new plan
 // (keeping those that exist) and drops the others; it fills rt.ackers.
 // Called with s.mu held.
-func (s *StMgr) updateAckers(pp *egretpb.PhysicalPlan, rt *routes, spoutTasks []int32) {
-	atLeastOnce, timeout, err := ackSettings(pp)
-	if err != nil {
-		s.log.Error("cannot read the delivery mode of the physical plan's topology; no acking ledgers", zap.Error(err))
-	}
+func (s *StMgr) updateAckers(ps planSettings, rt *routes, spoutTasks []int32) {
 	keep := map[int32]bool{}
-	if atLeastOnce {
-		s.ackTimeout.Store(int64(timeout))
+	if ps.atLeastOnce {
+		s.ackTimeout.Store(int64(ps.timeout))
 		for _, task := range spoutTasks {
 			keep[task] = true
 			sa := s.ackers[task]

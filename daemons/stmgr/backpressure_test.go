@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/daemons/stmgr/stmgrtest"
@@ -41,7 +43,11 @@ func spoutHere(task int) int {
 func smallQueue(cfg *gateway.Config) { cfg.Settings[gateway.KeyQueueMaxBytes] = "16KiB" }
 
 func bpCluster(t *testing.T, containerOf func(int) int) *stmgrtest.Cluster {
-	c := stmgrtest.NewCluster(t, 1, containerOf)
+	return bpClusterWith(t, containerOf, nil)
+}
+
+func bpClusterWith(t *testing.T, containerOf func(int) int, config func(*api.TopologyBuilder)) *stmgrtest.Cluster {
+	c := stmgrtest.NewClusterWith(t, 1, containerOf, config)
 	c.Settings[stmgr.KeyHighWatermark] = "64KiB"
 	c.Settings[stmgr.KeyLowWatermark] = "32KiB"
 	c.Settings[stmgr.KeyBatchMaxBytes] = "8KiB"
@@ -330,5 +336,41 @@ func TestCorruptBackPressureFrameClosesThePeer(t *testing.T) {
 	stmgrtest.WaitFor(t, 20*time.Second, "the connection to be rejected", func() bool { return s.Counters().ConnectionsRejected == 1 })
 	if b := s.Counters().BackPressure; b.Active || len(b.Announcing) != 0 {
 		t.Errorf("back pressure from a rejected frame: %+v", b)
+	}
+}
+
+// TestDropModeKeepsTheSpoutRunningAndCountsDrops: with
+// topology.droptuples.upon.backpressure the spout's stream manager keeps
+// reading the spout during back pressure and drops its tuples, counting
+// them; queues stay bounded and nothing else is lost.
+func TestDropModeKeepsTheSpoutRunningAndCountsDrops(t *testing.T) {
+	c := bpClusterWith(t, spoutHere, func(b *api.TopologyBuilder) {
+		b.SetConfig(topology.KeyDropTuplesUponBackPressure, "true")
+	})
+	s1, s2 := c.StartStMgr(1), c.StartStMgr(2)
+	c.StartInstance(1, 1)
+	c.StartInstance(2, 2, smallQueue)
+	c.WaitConnected(map[int]int{1: 1, 2: 1})
+	sp := sampleQueues(t, s1, s2)
+	c.Count.Sink.SetDelay(50 * time.Microsecond)
+	c.Count.Limit.Set(1 << 40)
+	stmgrtest.WaitFor(t, 20*time.Second, "back pressure on the spout's stream manager", func() bool { return s1.Counters().BackPressure.Active })
+	start := c.Count.Sink.Total()
+	startIn, startDropped := s1.Counters().TuplesFromInstances, s1.Counters().TuplesDroppedBackPressure
+	const window = 20000
+	stmgrtest.WaitFor(t, 60*time.Second, "the slow bolt to process a window of tuples", func() bool { return c.Count.Sink.Total()-start >= window })
+	in := s1.Counters().TuplesFromInstances - startIn
+	dropped := s1.Counters().TuplesDroppedBackPressure - startDropped
+	processed := int64(c.Count.Sink.Total() - start)
+	t.Logf("drop mode: the spout sent %d tuples while the bolt processed %d; %d dropped; largest queue %d bytes", in, processed, dropped, sp.max.Load())
+	if dropped <= processed {
+		t.Errorf("drop mode dropped %d tuples while the slow bolt processed %d; want the spout to keep running far ahead", dropped, processed)
+	}
+	sp.done()
+	if got := sp.max.Load(); got > testHigh+margin {
+		t.Errorf("a queue held %d bytes, want at most the high watermark %d plus %d", got, testHigh, margin)
+	}
+	if lost := s1.Counters().TuplesLost + s2.Counters().TuplesLost; lost != 0 {
+		t.Errorf("tuples lost other than by drop mode: %d", lost)
 	}
 }

@@ -28,6 +28,9 @@ type counters struct {
 	ackUpdatesIn, ackUpdatesForwarded, ackUnroutable atomic.Int64
 	ackResultsOut, ackResultsLost                    atomic.Int64
 	lastAckUnroutableLog                             atomic.Int64
+	// droppedBackPressure counts the tuples of local spouts dropped in
+	// drop mode while back pressure was on.
+	droppedBackPressure atomic.Int64
 }
 
 // Counters is a snapshot of a stream manager's counters. Tuples and bytes
@@ -63,6 +66,9 @@ type Counters struct {
 	BackPressure BackPressureCounters
 	// Acking sums the ledgers of the local spout tasks (at-least-once).
 	Acking AckingCounters
+	// TuplesDroppedBackPressure counts the tuples of local spouts dropped
+	// while back pressure was on (topology.droptuples.upon.backpressure).
+	TuplesDroppedBackPressure int64
 }
 
 // AckingCounters are a stream manager's at-least-once counters.
@@ -93,24 +99,25 @@ func (d *dest) snapshot(connected bool) DestCounters {
 // Counters returns a snapshot of the counters.
 func (s *StMgr) Counters() Counters {
 	c := Counters{
-		TuplesFromInstances:   s.c.fromInstancesTuples.Load(),
-		BytesFromInstances:    s.c.fromInstancesBytes.Load(),
-		TuplesFromPeers:       s.c.fromPeersTuples.Load(),
-		BytesFromPeers:        s.c.fromPeersBytes.Load(),
-		TuplesToInstances:     s.c.toInstancesTuples.Load(),
-		BytesToInstances:      s.c.toInstancesBytes.Load(),
-		TuplesToPeers:         s.c.toPeersTuples.Load(),
-		BytesToPeers:          s.c.toPeersBytes.Load(),
-		TuplesLost:            s.c.lost.Load(),
-		TuplesUnroutable:      s.c.unroutable.Load(),
-		ConnectionsRejected:   s.c.rejected.Load(),
-		TManagerRegistrations: s.c.registrations.Load(),
-		InstancesConnected:    int(s.c.instancesConnected.Load()),
-		PeersConnected:        int(s.c.peersConnected.Load()),
-		PlanVersion:           s.c.planVersion.Load(),
-		Instances:             map[int]DestCounters{},
-		Peers:                 map[int]DestCounters{},
-		BackPressure:          s.bp.snapshot(time.Now()),
+		TuplesFromInstances:       s.c.fromInstancesTuples.Load(),
+		BytesFromInstances:        s.c.fromInstancesBytes.Load(),
+		TuplesFromPeers:           s.c.fromPeersTuples.Load(),
+		BytesFromPeers:            s.c.fromPeersBytes.Load(),
+		TuplesToInstances:         s.c.toInstancesTuples.Load(),
+		BytesToInstances:          s.c.toInstancesBytes.Load(),
+		TuplesToPeers:             s.c.toPeersTuples.Load(),
+		BytesToPeers:              s.c.toPeersBytes.Load(),
+		TuplesLost:                s.c.lost.Load(),
+		TuplesUnroutable:          s.c.unroutable.Load(),
+		ConnectionsRejected:       s.c.rejected.Load(),
+		TManagerRegistrations:     s.c.registrations.Load(),
+		InstancesConnected:        int(s.c.instancesConnected.Load()),
+		PeersConnected:            int(s.c.peersConnected.Load()),
+		PlanVersion:               s.c.planVersion.Load(),
+		Instances:                 map[int]DestCounters{},
+		Peers:                     map[int]DestCounters{},
+		BackPressure:              s.bp.snapshot(time.Now()),
+		TuplesDroppedBackPressure: s.c.droppedBackPressure.Load(),
 		Acking: AckingCounters{
 			AckerStats:        s.ackStats(),
 			UpdatesIn:         s.c.ackUpdatesIn.Load(),
@@ -162,6 +169,8 @@ const (
 	MetricBackPressureByRemoteStMgr   = "stmgr.backpressure.time.by.remote.stmgr.ns"
 	MetricBackPressureAnnounced       = "stmgr.backpressure.time.announced.by.peers.ns"
 	MetricBackPressureThrottled       = "stmgr.backpressure.time.throttled.ns"
+	// MetricTuplesDroppedBackPressure counts what drop mode dropped.
+	MetricTuplesDroppedBackPressure = "stmgr.backpressure.tuples.dropped"
 
 	// At-least-once: the ledgers of the local spout tasks.
 	MetricAckRootsRegistered   = "stmgr.ack.roots.registered"
@@ -207,6 +216,7 @@ func (s *StMgr) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricBackPressureByRemoteStMgr, float64(c.BackPressure.ByRemoteStMgrNs))
 	add(MetricBackPressureAnnounced, float64(c.BackPressure.AnnouncedByPeersNs))
 	add(MetricBackPressureThrottled, float64(c.BackPressure.ThrottledNs))
+	add(MetricTuplesDroppedBackPressure, float64(c.TuplesDroppedBackPressure))
 	a := c.Acking
 	add(MetricAckRootsRegistered, float64(a.Registered))
 	add(MetricAckRootsAcked, float64(a.Acked))

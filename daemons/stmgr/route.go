@@ -33,7 +33,8 @@ func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *
 		tuplesIn, bytesIn = &s.c.fromPeersTuples, &s.c.fromPeersBytes
 	}
 	for {
-		if td != nil && td.spout.Load() && !s.waitUnthrottled(ctx, stop) {
+		spout := td != nil && td.spout.Load()
+		if spout && !s.dropMode.Load() && !s.waitUnthrottled(ctx, stop) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -78,6 +79,13 @@ func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *
 		f.body = buf[:len(payload)+1]
 		tuplesIn.Add(int64(count))
 		bytesIn.Add(int64(len(f.body) + 4))
+		if spout && s.bp.throttled.Load() && s.dropMode.Load() {
+			// Drop mode: the spout keeps running; what it emits while
+			// back pressure is on is dropped here.
+			s.c.droppedBackPressure.Add(int64(count))
+			s.putFrame(f)
+			continue
+		}
 		if err := s.route(ctx, f, dest, int64(count), fromPeer); err != nil {
 			return err
 		}
@@ -327,7 +335,12 @@ func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
 			p.cancel()
 		}
 	}
-	s.updateAckers(pp, rt, localSpouts)
+	ps, err := settingsOf(pp)
+	if err != nil {
+		s.log.Error("cannot read the settings of the physical plan's topology; no acking ledgers, no drop mode", zap.Error(err))
+	}
+	s.dropMode.Store(ps.dropMode)
+	s.updateAckers(ps, rt, localSpouts)
 	for id, td := range s.tasks {
 		// An instance only gets plans that place it here; one started for
 		// a newer packing plan waits for its plan.

@@ -111,6 +111,9 @@ type StMgr struct {
 	// ackTimeout is the longest message timeout of the spouts (ns): the
 	// ledgers rotate so that a root stays at least this long.
 	ackTimeout atomic.Int64
+	// dropMode is set when the topology drops the tuples of local spouts
+	// during back pressure instead of stopping to read them.
+	dropMode atomic.Bool
 }
 
 // Run runs a stream manager until ctx ends.

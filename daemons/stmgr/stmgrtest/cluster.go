@@ -98,7 +98,14 @@ func (i *Instance) Stop(t testing.TB) error {
 // tasks placed by containerOf, and starts the fake topology manager.
 func NewCluster(t testing.TB, bolts int, containerOf func(task int) int) *Cluster {
 	t.Helper()
-	count, err := NewCounting(TopologyID, bolts)
+	return NewClusterWith(t, bolts, containerOf, nil)
+}
+
+// NewClusterWith is NewCluster with config applied to the topology's
+// builder (for topology settings).
+func NewClusterWith(t testing.TB, bolts int, containerOf func(task int) int, config func(*api.TopologyBuilder)) *Cluster {
+	t.Helper()
+	count, err := newCounting(TopologyID, bolts, false, config)
 	if err != nil {
 		t.Fatal(err)
 	}

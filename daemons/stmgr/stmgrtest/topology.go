@@ -226,14 +226,14 @@ type Counting struct {
 // NewCounting builds the counting topology with the given sink
 // parallelism.
 func NewCounting(id string, bolts int) (*Counting, error) {
-	return newCounting(id, bolts, nil)
+	return newCounting(id, bolts, false, nil)
 }
 
 // NewCountingAtLeastOnce builds the counting topology in at-least-once
 // mode: the spout emits each value with itself as message id, replays
 // failed values, and records acks in Acks; the sinks ack every tuple.
 func NewCountingAtLeastOnce(id string, bolts int, config func(*api.TopologyBuilder)) (*Counting, error) {
-	return newCounting(id, bolts, func(b *api.TopologyBuilder) {
+	return newCounting(id, bolts, true, func(b *api.TopologyBuilder) {
 		b.SetDeliveryMode(topology.AtLeastOnce)
 		if config != nil {
 			config(b)
@@ -241,9 +241,9 @@ func NewCountingAtLeastOnce(id string, bolts int, config func(*api.TopologyBuild
 	})
 }
 
-func newCounting(id string, bolts int, config func(*api.TopologyBuilder)) (*Counting, error) {
+func newCounting(id string, bolts int, acking bool, config func(*api.TopologyBuilder)) (*Counting, error) {
 	c := &Counting{Limit: &Limit{}, Sink: newSink()}
-	if config != nil {
+	if acking {
 		c.Acks = newAcks()
 	}
 	b := api.NewTopologyBuilder("count")
