@@ -682,6 +682,12 @@ func (b *budget) acquire(stop <-chan struct{}, n int) bool {
 	}
 }
 
+func (b *budget) bytes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
 func (b *budget) release(n int) {
 	b.mu.Lock()
 	b.used = max(b.used-n, 0)

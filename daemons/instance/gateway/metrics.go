@@ -22,6 +22,9 @@ const (
 	MetricTuplesOut    = "gateway.tuples.out"
 	MetricTuplesLost   = "gateway.tuples.lost"
 	MetricQueueBytes   = "gateway.out.queue.bytes"
+	// MetricInQueueBytes is what inbound batches not yet consumed by the
+	// instance hold.
+	MetricInQueueBytes = "gateway.in.queue.bytes"
 	MetricReconnects   = "gateway.registrations"
 
 	// At-least-once, spout tasks: roots acked, failed (by a bolt or the
@@ -64,6 +67,7 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricTuplesOut, g.stats.TuplesOut.Load())
 	add(MetricTuplesLost, g.stats.TuplesLost.Load())
 	add(MetricQueueBytes, int64(g.out.Bytes()))
+	add(MetricInQueueBytes, int64(g.in.bytes()))
 	add(MetricReconnects, g.stats.Registrations.Load())
 	if g.atLeastOnce {
 		add(MetricAcked, im.Acked.Load())
