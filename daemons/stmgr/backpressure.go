@@ -177,7 +177,7 @@ func (s *StMgr) waitUnthrottled(ctx context.Context, stop <-chan struct{}) bool 
 // destination's queue past the high watermark, so that a fast spout
 // overshoots by at most the frames already read.
 func (s *StMgr) afterPush(d *dest, toPeer bool) {
-	if !d.live.Load() || d.q.Bytes() <= s.set.high {
+	if !d.counts() || d.q.Bytes() <= s.set.high {
 		return
 	}
 	cause := causeInstance
@@ -202,6 +202,9 @@ func (s *StMgr) afterRelease(d *dest) {
 	}
 }
 
+// counts reports whether d's queue counts for back pressure.
+func (d *dest) counts() bool { return d.live.Load() || d.starting.Load() }
+
 // checkWatermarks recomputes the local causes from every live queue and
 // announces a change to the peers.
 func (s *StMgr) checkWatermarks() {
@@ -212,7 +215,7 @@ func (s *StMgr) checkWatermarks() {
 	var above, belowLow [2]bool
 	belowLow[causeInstance], belowLow[causePeer] = true, true
 	scan := func(cause int, d *dest) {
-		if !d.live.Load() {
+		if !d.counts() {
 			return
 		}
 		n := d.q.Bytes()

@@ -19,10 +19,10 @@ const (
 	KeyMetricsInterval   = "egret.metrics.export.interval"
 	KeyHighWatermark     = "egret.stmgr.buffer.high.watermark.bytes"
 	KeyLowWatermark      = "egret.stmgr.buffer.low.watermark.bytes"
-	// KeySocketBufferBytes, when set, sizes the kernel send and receive
-	// buffers of every data connection (SO_SNDBUF, SO_RCVBUF); 0 leaves
-	// the kernel's autotuning. Kernel buffers hold tuples outside the
-	// watermarks' reach.
+	// KeySocketBufferBytes sizes the kernel send and receive buffers of
+	// every data connection (SO_SNDBUF, SO_RCVBUF); 0 leaves the kernel's
+	// autotuning (up to several MiB per connection). Kernel buffers hold
+	// tuples outside the watermarks' reach, so the default is small.
 	KeySocketBufferBytes = "egret.stmgr.socket.buffer.bytes"
 	// KeyLedgerMaxRoots bounds the pending roots of each local spout
 	// task's acking ledger; a root registered beyond it fails at once
@@ -34,6 +34,7 @@ const (
 const (
 	DefaultBufferMaxBytes    = 8 << 20
 	DefaultBatchMaxBytes     = 64 << 10
+	DefaultSocketBufferBytes = 256 << 10
 	DefaultHeartbeatInterval = time.Second
 	DefaultMetricsInterval   = 10 * time.Second
 	// DefaultHighWatermark and DefaultLowWatermark are half and a quarter
@@ -165,9 +166,9 @@ func (c *Config) check() (settings, error) {
 			errs = append(errs, fmt.Errorf("config key %s (%d) must be below %s (%d)", KeyLowWatermark, low, KeyHighWatermark, high))
 		}
 	}
-	if v := c.Settings.String(KeySocketBufferBytes, "0"); v == "0" {
+	if v := c.Settings.String(KeySocketBufferBytes, ""); v == "0" {
 		s.sockBuf = 0 // the kernel sizes the buffers
-	} else if s.sockBuf, err = c.Settings.Size(KeySocketBufferBytes, 0, 1<<30); err != nil {
+	} else if s.sockBuf, err = c.Settings.Size(KeySocketBufferBytes, DefaultSocketBufferBytes, 1<<30); err != nil {
 		errs = append(errs, err)
 	}
 	if s.ledgerMax, err = c.Settings.Int(KeyLedgerMaxRoots, DefaultLedgerMaxRoots); err != nil {

@@ -126,6 +126,7 @@ func (s *StMgr) attachInstance(req *egretpb.RegisterInstanceRequest, conn net.Co
 	td.q.SetMax(s.set.liveMax)
 	td.q.SetBlocking(true)
 	td.live.Store(true)
+	td.starting.Store(false)
 	s.mu.Unlock()
 	if old != nil {
 		s.log.Warn("a new connection registered for a connected task; closing the old one", zap.Int32("task", task))

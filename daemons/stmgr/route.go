@@ -393,5 +393,6 @@ func (s *StMgr) newTaskDest(task int32) *taskDest {
 	td.name = fmt.Sprintf("task %d", task)
 	td.q = wire.NewQueue(s.set.bufferMax, frameSize)
 	td.q.SetBlocking(false) // until its instance connects
+	td.starting.Store(true)
 	return td
 }

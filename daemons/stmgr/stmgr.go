@@ -52,9 +52,14 @@ type dest struct {
 	tuples atomic.Int64 // tuples written to the connection
 	bytes  atomic.Int64
 	lost   atomic.Int64
-	// live is set while the destination is connected: only live queues
-	// count for back pressure.
-	live atomic.Bool
+	// live is set while the destination is connected; starting is set
+	// for a local task whose instance has not connected yet since the
+	// task was placed here. Only live and starting queues count for back
+	// pressure: tuples for an instance that is starting wait for it
+	// (spouts pause) instead of being dropped, while the queue of an
+	// instance that died does not freeze the topology.
+	live     atomic.Bool
+	starting atomic.Bool
 	// ctl is a control frame (complete, header included) to write before
 	// the next data: the back pressure state toward a peer.
 	ctl atomic.Pointer[[]byte]
