@@ -23,7 +23,16 @@ const (
 
 // Defaults of the settings.
 const (
-	DefaultQueueMaxBytes   = 16 << 20
+	// DefaultQueueMaxBytes bounds the inbound and the outbound queue of an
+	// instance, each. They sit outside the stream manager's watermarks:
+	// under back pressure both stay full, so their size adds to every
+	// process's memory and to the tuples in flight (see
+	// docs/backpressure.md). 1 MiB is 32 batches of the runtime's 32 KiB,
+	// enough to keep a fast path busy.
+	DefaultQueueMaxBytes = 1 << 20
+	// maxQueueBytes is the largest queue bound accepted.
+	maxQueueBytes = 1 << 30
+
 	DefaultMetricsInterval = 10 * time.Second
 	writeBufferBytes       = 64 << 10
 )
@@ -112,7 +121,7 @@ func (c *Config) check() (settings, error) {
 	}
 	var s settings
 	var err error
-	if s.queueMax, err = c.Settings.Size(KeyQueueMaxBytes, DefaultQueueMaxBytes, 1<<31-1); err != nil {
+	if s.queueMax, err = c.Settings.Size(KeyQueueMaxBytes, DefaultQueueMaxBytes, maxQueueBytes); err != nil {
 		errs = append(errs, err)
 	}
 	if s.maxFrame, err = c.Settings.Size(KeyMaxFrameBytes, wire.DefaultMaxFrame, 1<<31-1); err != nil {
