@@ -69,17 +69,18 @@ func (a *ackState) track(e *emitter, msgID any, anchors []api.Tuple) {
 	}
 	for _, t := range anchors {
 		it, ok := t.(*inTuple)
-		if !ok {
+		if !ok || it.ack == nil {
 			continue
 		}
-		for j, r := range it.roots {
+		xors := it.ack.xors()
+		for j, r := range it.ack.roots() {
 			if containsRoot(a.roots, r) {
 				// Another anchor already carries this root: its edges
 				// are accounted there, once.
 				continue
 			}
 			a.roots = append(a.roots, r)
-			a.owner = append(a.owner, &it.xors[j])
+			a.owner = append(a.owner, &xors[j])
 		}
 	}
 	if len(a.roots) == 0 {
@@ -113,18 +114,20 @@ func containsRoot(roots []wire.Root, r wire.Root) bool {
 // fail fails the root at once. A tuple is acked or failed once.
 func (a *ackState) ackInput(e *emitter, t api.Tuple, fail bool) {
 	it, ok := t.(*inTuple)
-	if !ok || it.done || len(it.roots) == 0 {
+	if !ok || it.ack == nil || it.ack.done {
 		return
 	}
-	it.done = true
-	for j, r := range it.roots {
+	k := it.ack
+	k.done = true
+	roots, xors := k.roots(), k.xors()
+	for j, r := range roots {
 		if fail {
 			a.fails = append(a.fails, wire.AckUpdate{Root: r})
 		} else {
-			a.acks = append(a.acks, wire.AckUpdate{Root: r, Xor: it.edge ^ it.xors[j]})
+			a.acks = append(a.acks, wire.AckUpdate{Root: r, Xor: k.edge ^ xors[j]})
 		}
 	}
-	e.in.metrics.AckUpdates.Add(int64(len(it.roots)))
+	e.in.metrics.AckUpdates.Add(int64(len(roots)))
 	if len(a.acks)+len(a.fails) >= maxAckBatch {
 		a.flush(e)
 	}

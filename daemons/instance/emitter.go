@@ -26,14 +26,36 @@ type emitter struct {
 	hdr     wire.Header
 	// ack is the at-least-once state; nil in other modes.
 	ack *ackState
+	// last is the route of the last emit, to skip the map lookup when
+	// a component emits on one stream.
+	lastStream string
+	last       *route
+	// Counts since the start (emitted is also how runSpout sees that
+	// NextTuple emitted) and the parts of them already published.
+	emitted, sent, nextTuples int64
+	published                 [3]int64
+}
+
+// publish adds the counts kept by the emitter to the instance's metrics.
+// The hot path counts in plain fields; they are published with every
+// batch sent, every flush and every flushCheckEvery emits.
+func (e *emitter) publish() {
+	m := e.in.metrics
+	if d := e.emitted - e.published[0]; d != 0 {
+		m.Emitted.Add(d)
+	}
+	if d := e.sent - e.published[1]; d != 0 {
+		m.Sent.Add(d)
+	}
+	if d := e.nextTuples - e.published[2]; d != 0 {
+		m.NextTuples.Add(d)
+	}
+	e.published = [3]int64{e.emitted, e.sent, e.nextTuples}
 }
 
 // noDirect marks an emit that is not an EmitDirect.
 const noDirect = math.MinInt
 
-// emit routes values on stream; direct, unless noDirect, is the task of a
-// direct stream to send to. Routing errors are reported and the tuple is
-// dropped.
 func (e *emitter) emit(stream string, values []any, direct int, msgID any, anchors []api.Tuple) {
 	if err := e.route(stream, values, direct, msgID, anchors); err != nil {
 		e.in.metrics.Dropped.Add(1)
@@ -42,9 +64,12 @@ func (e *emitter) emit(stream string, values []any, direct int, msgID any, ancho
 }
 
 func (e *emitter) route(stream string, values []any, direct int, msgID any, anchors []api.Tuple) error {
-	m := e.in.metrics
-	m.Emitted.Add(1)
-	r := e.routes[stream]
+	e.emitted++
+	r := e.last
+	if r == nil || stream != e.lastStream {
+		r = e.routes[stream]
+		e.last, e.lastStream = r, stream
+	}
 	if r == nil {
 		return fmt.Errorf("emit on stream %q, which component %q does not declare", stream, e.in.comp.Name)
 	}
@@ -120,8 +145,12 @@ func (e *emitter) append(dest uint32) {
 	}
 	b.Buf = wire.AppendRecord(b.Buf, &e.hdr, e.scratch)
 	b.Count++
-	e.in.metrics.Sent.Add(1)
-	if len(b.Buf) >= e.in.cfg.BatchBytes || e.in.cfg.Transport.Idle(dest) {
+	e.sent++
+	// The path's idleness is checked when the batch holds 1, 2, 4, 8...
+	// tuples: a tuple emitted toward an idle path leaves at once, and a
+	// busy path costs a few checks per batch, not one per tuple (the
+	// flush interval bounds the wait of the others).
+	if len(b.Buf) >= e.in.cfg.BatchBytes || (b.Count&(b.Count-1) == 0 && e.in.cfg.Transport.Idle(dest)) {
 		e.flush(dest)
 	}
 }
@@ -142,6 +171,7 @@ func (e *emitter) flush(dest uint32) {
 }
 
 func (e *emitter) send(b *wire.Batch) {
+	e.publish()
 	if e.ack != nil {
 		// Registrations of new roots must reach the ledger before the
 		// tuples that could ack them.
@@ -166,16 +196,18 @@ func (e *emitter) flushAll() {
 	if e.ack != nil {
 		e.ack.flush(e)
 	}
+	e.publish()
 }
 
 // flushIfDue sends the pending batches when the oldest has waited longer
 // than interval; it reads the clock only every flushCheckEvery emits.
 func (e *emitter) flushIfDue(interval time.Duration) {
-	if e.checks++; e.checks < flushCheckEvery || len(e.pending) == 0 {
+	if e.checks++; e.checks < flushCheckEvery {
 		return
 	}
 	e.checks = 0
-	if time.Since(e.since) >= interval {
+	e.publish()
+	if len(e.pending) > 0 && time.Since(e.since) >= interval {
 		e.flushAll()
 	}
 }

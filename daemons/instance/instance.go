@@ -23,7 +23,7 @@ const (
 	DefaultBatchBytes    = 32 << 10
 	DefaultFlushInterval = time.Millisecond
 	maxIdleWait          = time.Millisecond
-	executeSample        = 8
+	executeSample        = 64
 	// flushCheckEvery is how many emits pass between two looks at the
 	// clock for FlushInterval.
 	flushCheckEvery = 64
@@ -160,12 +160,17 @@ func (in *Instance) Run(ctx context.Context) error {
 func (in *Instance) call(what string, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			in.metrics.Errors.Add(1)
-			err = fmt.Errorf("panic in %s: %v", what, r)
-			in.log.Error("user code panicked", zap.String("method", what), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+			err = in.panicked(what, r)
 		}
 	}()
 	return fn()
+}
+
+// panicked reports a recovered panic of user code.
+func (in *Instance) panicked(what string, r any) error {
+	in.metrics.Errors.Add(1)
+	in.log.Error("user code panicked", zap.String("method", what), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+	return fmt.Errorf("panic in %s: %v", what, r)
 }
 
 func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
@@ -271,10 +276,10 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			}
 			continue
 		}
-		before := in.metrics.Emitted.Load()
-		in.metrics.NextTuples.Add(1)
+		before := in.em.emitted
+		in.em.nextTuples++
 		_ = in.call("NextTuple", nextTuple)
-		if in.metrics.Emitted.Load() != before {
+		if in.em.emitted != before {
 			idle = 0
 			in.em.flushIfDue(in.cfg.FlushInterval)
 			continue
@@ -321,37 +326,12 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 		defer t.Stop()
 		tick = t.C
 	}
-	var rd wire.RecordReader
-	var h wire.Header
-	// Execute latency is sampled: one tuple in executeSample is timed (a
-	// clock read costs as much as a small Execute), and its time counts
-	// for executeSample tuples.
-	n := 0
-	execute := func(t api.Tuple) {
-		if n++; n%executeSample != 0 {
-			_ = in.call("Execute", func() error { b.Execute(t); return nil })
-			in.metrics.Executed.Add(1)
-			return
-		}
-		start := time.Now()
-		_ = in.call("Execute", func() error { b.Execute(t); return nil })
-		in.metrics.ExecuteNanos.Add(executeSample * int64(time.Since(start)))
-		in.metrics.Executed.Add(1)
-	}
+	exec := in.boltExecutor(b)
 	for {
 		select {
 		case m := <-inbox:
 			if m.Kind == MsgData {
-				rd.Reset(m.Batch.Buf)
-				for rd.More() {
-					t, err := in.decode(&rd, &h)
-					if err != nil {
-						in.metrics.Errors.Add(1)
-						in.log.Error("dropping the rest of a corrupt batch", zap.Error(err))
-						break
-					}
-					execute(t)
-				}
+				in.executeBatch(m.Batch.Buf, exec)
 				in.em.flushAll()
 				in.cfg.Transport.Done(m.Batch)
 			}
@@ -359,7 +339,7 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 				m.Handled()
 			}
 		case <-tick:
-			execute(api.NewTickTuple())
+			exec.execute(api.NewTickTuple())
 			in.em.flushAll()
 		case <-ctx.Done():
 			in.em.flushAll()
@@ -368,38 +348,69 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 	}
 }
 
-// inTuple is a received tuple with its acking identity.
-type inTuple struct {
-	api.BasicTuple
-	edge  uint64
-	roots []wire.Root
-	// xors[i] accumulates the edge ids of the tuples emitted anchored on
-	// this tuple for roots[i] (at-least-once mode).
-	xors []uint64
-	// done is set once the tuple is acked or failed.
-	done bool
+// boltExecutor calls a bolt's Execute and keeps its metrics.
+type boltExecutor struct {
+	in *Instance
+	b  api.Bolt
+	n  int // tuples executed, for sampling
+	rd wire.RecordReader
+	h  wire.Header
+	a  *arena
 }
 
-func (in *Instance) decode(rd *wire.RecordReader, h *wire.Header) (*inTuple, error) {
-	vals, err := rd.Next(h)
-	if err != nil {
-		return nil, err
+func (in *Instance) boltExecutor(b api.Bolt) *boltExecutor {
+	return &boltExecutor{in: in, b: b, a: newArena(in.cfg.Streams, in.cfg.Types)}
+}
+
+// execute runs Execute on one tuple outside a batch (a tick tuple).
+func (x *boltExecutor) execute(t api.Tuple) {
+	start := time.Now()
+	_ = x.in.call("Execute", func() error { x.b.Execute(t); return nil })
+	x.in.metrics.ExecuteNanos.Add(int64(time.Since(start)))
+	x.in.metrics.Executed.Add(1)
+}
+
+// executeBatch decodes the records of an inbound batch and executes each.
+// A panic in Execute is reported and the batch goes on with the next
+// record.
+func (in *Instance) executeBatch(buf []byte, x *boltExecutor) {
+	x.rd.Reset(buf)
+	before := x.n
+	for !x.run() {
 	}
-	info, err := in.cfg.Streams.Stream(h.Stream)
-	if err != nil {
-		return nil, err
+	in.metrics.Executed.Add(int64(x.n - before))
+}
+
+// run executes the remaining records of the batch. It returns false when
+// Execute panicked (the panic is reported).
+//
+// Execute latency is sampled: one tuple in executeSample is timed (a
+// clock read costs as much as a small Execute), and its time counts for
+// executeSample tuples.
+func (x *boltExecutor) run() (finished bool) {
+	in := x.in
+	defer func() {
+		if r := recover(); r != nil {
+			_ = in.panicked("Execute", r)
+			finished = false
+		}
+	}()
+	for x.rd.More() {
+		t, err := in.decode(&x.rd, &x.h, x.a)
+		if err != nil {
+			in.metrics.Errors.Add(1)
+			in.log.Error("dropping the rest of a corrupt batch", zap.Error(err))
+			return true
+		}
+		// Counted before Execute, so that a tuple whose Execute panics
+		// counts too.
+		if x.n++; x.n%executeSample != 0 {
+			x.b.Execute(t)
+			continue
+		}
+		start := time.Now()
+		x.b.Execute(t)
+		in.metrics.ExecuteNanos.Add(executeSample * int64(time.Since(start)))
 	}
-	values, err := tuple.DecodeValues(vals, nil, in.cfg.Types)
-	if err != nil {
-		return nil, fmt.Errorf("stream %s/%s from task %d: %w", info.Component, info.ID, h.SrcTask, err)
-	}
-	t := &inTuple{
-		BasicTuple: api.BasicTuple{Component: info.Component, Stream: info.ID, Task: int(h.SrcTask), FieldNames: info.Fields, Vals: values},
-		edge:       h.Edge,
-	}
-	if len(h.Roots) > 0 {
-		t.roots = append([]wire.Root(nil), h.Roots...)
-		t.xors = make([]uint64, len(t.roots))
-	}
-	return t, nil
+	return true
 }

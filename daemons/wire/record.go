@@ -79,40 +79,42 @@ func (r *RecordReader) Reset(buf []byte) {
 // More reports whether records remain.
 func (r *RecordReader) More() bool { return r.off < len(r.buf) }
 
+// uvarint reads a uvarint at b[p:]; one-byte values, the common case of
+// task and stream numbers, take the inlined fast path.
+func uvarint(b []byte, p int) (uint64, int) {
+	if p < len(b) && b[p] < 0x80 {
+		return uint64(b[p]), 1
+	}
+	return binary.Uvarint(b[p:])
+}
+
 // Next decodes the next record into h and returns its encoded values.
 func (r *RecordReader) Next(h *Header) (values []byte, err error) {
-	n, k := binary.Uvarint(r.buf[r.off:])
+	n, k := uvarint(r.buf, r.off)
 	if k <= 0 || n > uint64(len(r.buf)-r.off-k) {
 		return nil, fmt.Errorf("%w: record length at offset %d", ErrCorrupt, r.off)
 	}
 	rec := r.buf[r.off+k : r.off+k+int(n)]
 	r.off += k + int(n)
-	p := 0
-	next := func(what string) (uint64, error) {
-		v, k := binary.Uvarint(rec[p:])
-		if k <= 0 {
-			return 0, fmt.Errorf("%w: record %s", ErrCorrupt, what)
-		}
-		p += k
-		return v, nil
+	src, p := uvarint(rec, 0)
+	if p <= 0 {
+		return nil, recordErr("source task")
 	}
-	src, err := next("source task")
-	if err != nil {
-		return nil, err
+	stream, k := uvarint(rec, p)
+	if k <= 0 {
+		return nil, recordErr("stream")
 	}
-	stream, err := next("stream")
-	if err != nil {
-		return nil, err
-	}
+	p += k
 	if len(rec)-p < 8 {
 		return nil, fmt.Errorf("%w: record edge id truncated", ErrCorrupt)
 	}
 	edge := binary.LittleEndian.Uint64(rec[p:])
 	p += 8
-	nroots, err := next("root count")
-	if err != nil {
-		return nil, err
+	nroots, k := uvarint(rec, p)
+	if k <= 0 {
+		return nil, recordErr("root count")
 	}
+	p += k
 	if nroots > MaxRoots || nroots*9 > uint64(len(rec)-p) {
 		return nil, fmt.Errorf("%w: record claims %d roots", ErrCorrupt, nroots)
 	}
@@ -121,19 +123,22 @@ func (r *RecordReader) Next(h *Header) (values []byte, err error) {
 	}
 	r.roots = r.roots[:0]
 	for i := uint64(0); i < nroots; i++ {
-		task, err := next("root task")
-		if err != nil {
-			return nil, err
+		task, k := uvarint(rec, p)
+		if k <= 0 {
+			return nil, recordErr("root task")
 		}
+		p += k
 		if task > 1<<31 || len(rec)-p < 8 {
 			return nil, fmt.Errorf("%w: record root truncated", ErrCorrupt)
 		}
 		r.roots = append(r.roots, Root{Task: uint32(task), ID: binary.LittleEndian.Uint64(rec[p:])})
 		p += 8
 	}
-	*h = Header{SrcTask: uint32(src), Stream: uint32(stream), Edge: edge, Roots: r.roots}
+	h.SrcTask, h.Stream, h.Edge, h.Roots = uint32(src), uint32(stream), edge, r.roots
 	return rec[p:], nil
 }
+
+func recordErr(what string) error { return fmt.Errorf("%w: record %s", ErrCorrupt, what) }
 
 // Batch is a sequence of tuple records for one destination task.
 type Batch struct {
