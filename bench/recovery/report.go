@@ -1,0 +1,62 @@
+package recovery
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// WriteMarkdown writes the result as a markdown table, one row per fault.
+func (r *Result) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	mode := ""
+	if r.Quick {
+		mode = " (quick)"
+	}
+	fmt.Fprintf(&b, "### T5 recovery after kill -9%s\n\n", mode)
+	if r.MaxRate > 0 {
+		fmt.Fprintf(&b, "ackcheck (1 message → %d sink tuples), 2 containers, at-least-once, %d messages/s (%.0f%% of the measured maximum %.0f/s), message timeout %s; ",
+			r.Copies, r.Rate, 100*float64(r.Rate)/r.MaxRate, r.MaxRate, r.MessageTimeout)
+	} else {
+		fmt.Fprintf(&b, "ackcheck (1 message → %d sink tuples), 2 containers, at-least-once, %d messages/s, message timeout %s; ", r.Copies, r.Rate, r.MessageTimeout)
+	}
+	fmt.Fprintf(&b, "recovered = the sink rate over %s windows back to at least %.0f%% of the rate before the kill and held there for %s. Machine: %s, %d CPUs, load %s.\n\n",
+		r.RateWindow, 100*(1-r.Tolerance), r.Hold, orDash(r.Machine.CPUModel), r.Machine.NProc, orDash(r.Machine.LoadAvg))
+	b.WriteString("| fault | killed | sink tuples/s before | lowest after | back within 10% after | all pre-kill messages acked after | replayed roots |\n")
+	b.WriteString("|---|---|---:|---:|---:|---:|---:|\n")
+	for _, f := range r.Faults {
+		if f.Error != "" {
+			fmt.Fprintf(&b, "| %s | %s | – | – | not measured: %s | – | – |\n", f.Kind, killed(f), oneLine(f.Error))
+			continue
+		}
+		rec, comp := "not within the limit", "not within the limit"
+		if f.Recovered {
+			rec = fmt.Sprintf("%.2f s", f.RecoverySeconds)
+		}
+		if f.Complete {
+			comp = fmt.Sprintf("%.2f s", f.CompleteSeconds)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %.0f | %.0f | %s | %s | %d |\n", f.Kind, killed(f), f.BaselineRate, f.MinRate, rec, comp, f.ReplayedRoots)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func killed(f Fault) string {
+	if len(f.Killed) > 3 {
+		return fmt.Sprintf("all %d processes of container %d", len(f.Killed), f.Container)
+	}
+	return fmt.Sprintf("%s (container %d)", strings.Join(f.Killed, ", "), f.Container)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func oneLine(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	return strings.ReplaceAll(s, "|", "/")
+}
