@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/egret-stream/egret/bench/topologies/latency"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/stmgr"
@@ -25,20 +26,104 @@ type Workload struct {
 	Binary   string   `json:"-"`
 	Args     []string `json:"args"`
 	// Source is the component whose emitted counter is the offered rate;
-	// Sink the component whose executed counter is the throughput.
+	// Sink the component whose executed counter is the throughput (its
+	// unit is Unit: "tuples", "sentences", ...).
 	Source string `json:"source"`
 	Sink   string `json:"sink"`
+	Unit   string `json:"unit,omitempty"`
+	// Description says what the workload is, for the report (e.g. "const
+	// → null, shuffle grouping, acking off").
+	Description string `json:"description,omitempty"`
+	// Acking says the topology is at-least-once and its Source counts the
+	// acks in the user counter "acked" (published as "user.acked").
+	Acking bool `json:"acking,omitempty"`
+	// Bolts are the bolt components whose executed tuples add up to the
+	// tuple-hops per second (every tuple delivered to a bolt).
+	Bolts []string `json:"bolts,omitempty"`
+	// WantCross says every Source→Sink pair should be in different
+	// containers (a note flags a packing that does otherwise).
+	WantCross bool `json:"want_cross,omitempty"`
+	// OfferedRate is the fixed offered rate in Unit per second (0:
+	// unthrottled), given to the topology with RateFlag.
+	OfferedRate float64 `json:"offered_rate,omitempty"`
+	RateFlag    string  `json:"-"`
+	// LatencyFlag, when set, is the topology's flag naming the directory
+	// its latency recorders write to (bench/topologies/latency); every
+	// fixed-rate run passes a fresh one and merges the recorders named in
+	// Latency over the window (the first is the last bolt's).
+	LatencyFlag string   `json:"-"`
+	Latency     []string `json:"latency,omitempty"`
 }
 
-// ConstNull is T1, ConstSpoutNullBolt (bench/topologies/constnull).
-func ConstNull(binary string, containers, spouts, bolts int) Workload {
-	return Workload{
-		Topology: "constnull",
-		Binary:   binary,
-		Args:     []string{"--containers", strconv.Itoa(containers), "--spouts", strconv.Itoa(spouts), "--bolts", strconv.Itoa(bolts)},
-		Source:   "const",
-		Sink:     "null",
+// ConstNull is T1, ConstSpoutNullBolt (bench/topologies/constnull);
+// maxPending < 0 means acking off, 0 acking with the runtime's default.
+func ConstNull(binary string, containers, spouts, bolts, maxPending int) Workload {
+	w := Workload{
+		Topology:    "constnull",
+		Binary:      binary,
+		Args:        []string{"--containers", strconv.Itoa(containers), "--spouts", strconv.Itoa(spouts), "--bolts", strconv.Itoa(bolts)},
+		Source:      "const",
+		Sink:        "null",
+		Unit:        "tuples",
+		Bolts:       []string{"null"},
+		WantCross:   containers > 1 && spouts == 1 && bolts == 1,
+		Description: "const → null, shuffle grouping, acking off",
 	}
+	if maxPending >= 0 {
+		w.Acking = true
+		w.Args = append(w.Args, "--acking", "--max-pending", strconv.Itoa(maxPending))
+		w.Description = fmt.Sprintf("const → null, shuffle grouping, acking on, max pending %d", maxPending)
+	}
+	return w
+}
+
+// HeronWordCount is T2, Heron's word count (bench/topologies/heronwc):
+// parallelism spouts and count bolts in as many containers.
+func HeronWordCount(binary string, parallelism int) Workload {
+	return Workload{
+		Topology:    "heronwc",
+		Binary:      binary,
+		Args:        []string{"--parallelism", strconv.Itoa(parallelism)},
+		Source:      "word",
+		Sink:        "count",
+		Unit:        "words",
+		Bolts:       []string{"count"},
+		Description: fmt.Sprintf("word → count, fields grouping on the word, 128K random 20-character words, acking off, parallelism %d, %d containers", parallelism, parallelism),
+	}
+}
+
+// SentenceWordCount is T3, sentence word count (bench/topologies/
+// sentencewc) with acking on and max pending 5000 in containers
+// containers; rate > 0 offers that many sentences per second and records
+// latencies.
+func SentenceWordCount(binary string, containers int, rate float64) Workload {
+	w := Workload{
+		Topology:    "sentencewc",
+		Binary:      binary,
+		Args:        []string{"--containers", strconv.Itoa(containers), "--acking", "--max-pending", "5000"},
+		Source:      "sentence",
+		Sink:        "split",
+		Unit:        "sentences",
+		Acking:      true,
+		Bolts:       []string{"split", "count"},
+		RateFlag:    "--rate",
+		LatencyFlag: "--latency-dir",
+		Latency:     []string{"count", "sentence.complete"},
+		Description: fmt.Sprintf("sentence → split (local-or-shuffle) → count (fields on the word), TVL's 5 sentences, acking on, max pending 5000, %d container(s)", containers),
+	}
+	return w.WithRate(rate)
+}
+
+// WithRate returns the workload offering rate Unit per second (0:
+// unthrottled).
+func (w Workload) WithRate(rate float64) Workload {
+	w.Args = append([]string(nil), w.Args...)
+	w.OfferedRate = 0
+	if rate > 0 && w.RateFlag != "" {
+		w.OfferedRate = math.Round(rate)
+		w.Args = append(w.Args, w.RateFlag, strconv.FormatFloat(w.OfferedRate, 'f', -1, 64))
+	}
+	return w
 }
 
 // ClusterOptions configure a cluster benchmark.
@@ -71,7 +156,11 @@ type ClusterOptions struct {
 // ClusterResult is a cluster benchmark's outcome: every run and the
 // summary across runs.
 type ClusterResult struct {
-	Name     string   `json:"name"`
+	Name string `json:"name"`
+	// Group is the benchmark's id in issue 7 ("T1", "T2", ...); Title
+	// its one-line description.
+	Group    string   `json:"group,omitempty"`
+	Title    string   `json:"title,omitempty"`
 	Workload Workload `json:"workload"`
 	Settings struct {
 		WarmupSeconds   float64  `json:"warmup_seconds"`
@@ -87,8 +176,26 @@ type ClusterResult struct {
 	// CPUSecondsByKind and PeakRSSMiBByKind summarize the per-kind figures.
 	CoresByKind      map[string]Stat `json:"cores_by_kind"`
 	PeakRSSMiBByKind map[string]Stat `json:"peak_rss_mib_by_kind"`
+	// Latency summarizes each recorder's percentiles over the runs, by
+	// recorder name (fixed-rate workloads only).
+	Latency map[string]LatencyStat `json:"latency,omitempty"`
 	// Profile is the profile of the first run, when asked for.
 	Profile *Profile `json:"profile,omitempty"`
+	// Error, when set, says why the benchmark did not run or did not
+	// finish (the suite records it and goes on); its figures are then
+	// empty.
+	Error string `json:"error,omitempty"`
+}
+
+// LatencyStat is a latency recorder's percentiles across runs, in
+// milliseconds (each run's percentile from its merged histogram).
+type LatencyStat struct {
+	P50  Stat `json:"p50_ms"`
+	P99  Stat `json:"p99_ms"`
+	P999 Stat `json:"p99_9_ms"`
+	Max  Stat `json:"max_ms"`
+	// Count is the number of latencies recorded per run.
+	Count Stat `json:"count"`
 }
 
 // RunResult is one measured run.
@@ -108,6 +215,19 @@ type RunResult struct {
 	// egret.metrics.export.interval, a cross-check of the sink's rate.
 	RemoteTuplesPerSec    float64 `json:"remote_tuples_per_sec"`
 	DeliveredTuplesPerSec float64 `json:"delivered_tuples_per_sec"`
+	// AckedPerSec are the root tuples fully acked per second (the
+	// source's user counter "acked"; acking workloads only);
+	// TupleHopsPerSec the tuples executed per second by all the
+	// workload's bolts.
+	AckedPerSec     float64 `json:"acked_per_sec,omitempty"`
+	TupleHopsPerSec float64 `json:"tuple_hops_per_sec"`
+	// OfferedRate is the fixed offered rate (0: unthrottled);
+	// AchievedFraction the sink's rate divided by it.
+	OfferedRate      float64 `json:"offered_rate,omitempty"`
+	AchievedFraction float64 `json:"achieved_fraction,omitempty"`
+	// Latency is each latency recorder's distribution over the window,
+	// by recorder name.
+	Latency map[string]latency.Summary `json:"latency,omitempty"`
 	// SinkSampleSeconds is the median interval between the sink's
 	// published counters: the resolution of SinkTuplesPerSec (its
 	// counters are interpolated to the window's ends).
@@ -155,6 +275,9 @@ var summaryFigures = []struct {
 	{"source_tuples_per_sec", func(r *RunResult) float64 { return r.SourceTuplesPerSec }},
 	{"remote_tuples_per_sec", func(r *RunResult) float64 { return r.RemoteTuplesPerSec }},
 	{"delivered_tuples_per_sec", func(r *RunResult) float64 { return r.DeliveredTuplesPerSec }},
+	{"acked_per_sec", func(r *RunResult) float64 { return r.AckedPerSec }},
+	{"tuple_hops_per_sec", func(r *RunResult) float64 { return r.TupleHopsPerSec }},
+	{"achieved_fraction", func(r *RunResult) float64 { return r.AchievedFraction }},
 	{"engine_cores", func(r *RunResult) float64 { return r.EngineCores }},
 	{"cpu_seconds_per_million_tuples", func(r *RunResult) float64 { return r.CPUSecondsPerMTuples }},
 	{"tuples_per_cpu_second", func(r *RunResult) float64 { return r.TuplesPerCPUSecond }},
@@ -240,6 +363,22 @@ func (res *ClusterResult) summarize() {
 		}
 		for k, v := range r.PeakRSSByKind {
 			rss[k] = append(rss[k], float64(v)/(1<<20))
+		}
+	}
+	lat := map[string][5][]float64{}
+	for _, r := range res.Runs {
+		for name, l := range r.Latency {
+			v := lat[name]
+			for i, x := range []float64{l.P50, l.P99, l.P999, l.Max, float64(l.Count)} {
+				v[i] = append(v[i], x)
+			}
+			lat[name] = v
+		}
+	}
+	if len(lat) > 0 {
+		res.Latency = map[string]LatencyStat{}
+		for name, v := range lat {
+			res.Latency[name] = LatencyStat{P50: Summarize(v[0]), P99: Summarize(v[1]), P999: Summarize(v[2]), Max: Summarize(v[3]), Count: Summarize(v[4])}
 		}
 	}
 	res.CoresByKind, res.PeakRSSMiBByKind = map[string]Stat{}, map[string]Stat{}
@@ -338,6 +477,14 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 		}
 	}()
 	args := append([]string{"submit", clusterName, w.Binary, "--"}, w.Args...)
+	latencyDir := ""
+	if w.LatencyFlag != "" && len(w.Latency) > 0 && w.OfferedRate > 0 {
+		latencyDir = filepath.Join(c.home, "latency")
+		if err := os.MkdirAll(latencyDir, 0o755); err != nil {
+			return nil, nil, fmt.Errorf("latency directory: %w", err)
+		}
+		args = append(args, w.LatencyFlag, latencyDir)
+	}
 	if _, err := c.cli(ctx, args...); err != nil {
 		return nil, nil, err
 	}
@@ -350,9 +497,9 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 	if err != nil {
 		return nil, nil, err
 	}
-	res = &RunResult{Run: run}
+	res = &RunResult{Run: run, OfferedRate: w.OfferedRate}
 	res.Placement, res.CrossFraction = placement(pp, w.Source, w.Sink)
-	if res.CrossFraction < 1 {
+	if w.WantCross && res.CrossFraction < 1 {
 		res.Notes = append(res.Notes, fmt.Sprintf("only %.0f%% of %s→%s task pairs are in different containers", 100*res.CrossFraction, w.Source, w.Sink))
 	}
 	sinks, sources := tasksOf(pp, w.Sink), tasksOf(pp, w.Source)
@@ -445,8 +592,28 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 	}
 
 	// The counters: wait for a report after the window from every task.
-	if err := c.counters(ctx, o, w, res, first.At, last.At, sources, sinks, containerOfTask(pp)); err != nil {
+	if err := c.counters(ctx, o, w, res, first.At, last.At, pp, sources, sinks, containerOfTask(pp)); err != nil {
 		return nil, nil, err
+	}
+	if res.OfferedRate > 0 {
+		res.AchievedFraction = res.SinkTuplesPerSec / res.OfferedRate
+	}
+	for _, name := range w.Latency {
+		if latencyDir == "" {
+			break
+		}
+		l, found, err := latency.Merge(latencyDir, name, first.At, last.At)
+		if err != nil {
+			return nil, nil, fmt.Errorf("latency %s: %w", name, err)
+		}
+		if !found {
+			res.Notes = append(res.Notes, fmt.Sprintf("no %s latency was recorded in the window", name))
+			continue
+		}
+		if res.Latency == nil {
+			res.Latency = map[string]latency.Summary{}
+		}
+		res.Latency[name] = l
 	}
 	if res.SinkTuplesPerSec > 0 {
 		res.CPUSecondsPerMTuples = res.EngineCPUSeconds / (res.SinkTuplesPerSec * res.WindowSeconds / 1e6)
@@ -598,7 +765,7 @@ func (c *localCluster) flowing(w Workload, sinks []int) (bool, error) {
 
 // counters fills the throughput figures: each counter interpolated at the
 // window's start and end, after waiting for a report past the end.
-func (c *localCluster) counters(ctx context.Context, o *ClusterOptions, w Workload, r *RunResult, t0, t1 time.Time, sources, sinks []int, containerOf map[int]int) error {
+func (c *localCluster) counters(ctx context.Context, o *ClusterOptions, w Workload, r *RunResult, t0, t1 time.Time, pp *plan.PackingPlan, sources, sinks []int, containerOf map[int]int) error {
 	dirs, err := c.containerDirs(w.Topology)
 	if err != nil {
 		return err
@@ -618,17 +785,26 @@ func (c *localCluster) counters(ctx context.Context, o *ClusterOptions, w Worklo
 		// value at its end.
 		rate bool
 		dst  *float64
+		// optional counters are left at 0 when a process does not
+		// publish them.
+		optional bool
 	}
 	counters := []counter{
-		{Source{Kind: "instance", Component: w.Sink}, gateway.MetricExecuted, sinks, true, &r.SinkTuplesPerSec},
-		{Source{Kind: "instance", Component: w.Source}, gateway.MetricEmitted, sources, true, &r.SourceTuplesPerSec},
-		{Source{Kind: "stmgr"}, stmgr.MetricTuplesToPeers, stmgrs, true, &r.RemoteTuplesPerSec},
-		{Source{Kind: "stmgr"}, stmgr.MetricTuplesLost, stmgrs, false, &r.TuplesLost},
+		{Source{Kind: "instance", Component: w.Sink}, gateway.MetricExecuted, sinks, true, &r.SinkTuplesPerSec, false},
+		{Source{Kind: "instance", Component: w.Source}, gateway.MetricEmitted, sources, true, &r.SourceTuplesPerSec, false},
+		{Source{Kind: "stmgr"}, stmgr.MetricTuplesToPeers, stmgrs, true, &r.RemoteTuplesPerSec, false},
+		{Source{Kind: "stmgr"}, stmgr.MetricTuplesLost, stmgrs, false, &r.TuplesLost, false},
+	}
+	if w.Acking {
+		counters = append(counters, counter{src: Source{Kind: "instance", Component: w.Source}, metric: "user.acked", keys: sources, rate: true, dst: &r.AckedPerSec, optional: true})
+	}
+	for _, b := range w.Bolts {
+		counters = append(counters, counter{Source{Kind: "instance", Component: b}, gateway.MetricExecuted, tasksOf(pp, b), true, &r.TupleHopsPerSec, false})
 	}
 	// The stream managers' per-instance counters of each sink task.
 	var delivered float64
 	for _, t := range sinks {
-		counters = append(counters, counter{Source{Kind: "stmgr"}, fmt.Sprintf("stmgr.instance.%d.tuples.out", t), []int{containerOf[t]}, true, &delivered})
+		counters = append(counters, counter{Source{Kind: "stmgr"}, fmt.Sprintf("stmgr.instance.%d.tuples.out", t), []int{containerOf[t]}, true, &delivered, false})
 	}
 	// Instances publish at their own interval (10 s unless configured):
 	// wait long enough for their next report.
@@ -660,6 +836,10 @@ func (c *localCluster) counters(ctx context.Context, o *ClusterOptions, w Worklo
 			}
 			if missing < 0 {
 				*ct.dst += total
+				break
+			}
+			if ct.optional && time.Now().After(deadline.Add(-2*max(o.MetricsInterval, 10*time.Second))) {
+				r.Notes = append(r.Notes, fmt.Sprintf("%s %s %d published no %s around the window", ct.src.Kind, ct.src.Component, missing, ct.metric))
 				break
 			}
 			if time.Now().After(deadline) {

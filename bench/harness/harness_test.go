@@ -387,7 +387,7 @@ func TestUpdateFileKeepsTextAroundTheMarkers(t *testing.T) {
 }
 
 func TestWriteMarkdown(t *testing.T) {
-	res := &ClusterResult{Name: "t1", Workload: ConstNull("/bin/true", 2, 1, 1), Machine: Machine{NProc: 2, CPUModel: "cpu", GoVersion: "go1.26"}}
+	res := &ClusterResult{Name: "t1", Group: "T1", Workload: ConstNull("/bin/true", 2, 1, 1, -1), Machine: Machine{NProc: 2, CPUModel: "cpu", GoVersion: "go1.26"}}
 	res.Settings.Runs = 2
 	res.Runs = []RunResult{
 		{Run: 1, SinkTuplesPerSec: 1e6, EngineCores: 1, CoresByKind: map[string]float64{"stmgr": 0.1}, Processes: map[string]int{"stmgr": 2}, PeakRSSByKind: map[string]int64{"stmgr": 1 << 20},
@@ -402,6 +402,7 @@ func TestWriteMarkdown(t *testing.T) {
 	md := b.String()
 	for _, want := range []string{
 		"| tuples/s executed by the null bolt | 1.5 M | 1 M – 2 M |",
+		"### T1 ConstSpoutNullBolt",
 		"| stmgr | 2 | 0.2 [0.1 – 0.3] | 2 [1 – 3] |",
 		"container-1: const:1; container-2: null:2",
 		"| p | BenchmarkX | 5 | – | – | 3 tuples/s |",

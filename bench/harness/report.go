@@ -20,8 +20,30 @@ const (
 
 // Report is what a `make bench` renders.
 type Report struct {
-	Cluster []*ClusterResult
-	Micro   *MicroResults
+	Quick       bool
+	Calibration *Calibration
+	Cluster     []*ClusterResult
+	External    []ExternalSection
+	// Reserved are groups without a result that keep a place in the
+	// report (group → where they are built).
+	Reserved map[string]string
+	Micro    *MicroResults
+	Targets  []Target
+}
+
+// ExternalSection is an External benchmark's part of the report.
+type ExternalSection struct {
+	Group, Title string
+	Result       *ExternalResult
+}
+
+// groupTitles head the report's sections.
+var groupTitles = map[string]string{
+	"T1": "T1 ConstSpoutNullBolt",
+	"T2": "T2 Heron word count",
+	"T3": "T3 Sentence word count (throughput, then latency at a fixed offered rate)",
+	"T4": "T4 Back pressure",
+	"T5": "T5 Recovery",
 }
 
 // WriteMarkdown renders the report's generated section.
@@ -37,8 +59,61 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	fmt.Fprintf(&b, "| Go | %s |\n", m.GoVersion)
 	fmt.Fprintf(&b, "| date (UTC) | %s |\n", m.Date.Format("2006-01-02 15:04"))
 	fmt.Fprintf(&b, "| load average at start | %s |\n\n", orDash(m.LoadAvg))
+	if r.Quick {
+		fmt.Fprintf(&b, "**`make bench-quick`**: one run per benchmark and short windows, a smoke test of the suite rather than a report.\n\n")
+	}
+	if r.Calibration != nil {
+		writeCalibration(&b, r.Calibration)
+	}
+	if len(r.Targets) > 0 {
+		writeTargets(&b, r.Targets)
+	}
+	if len(r.Cluster) > 0 {
+		r.writeSummary(&b)
+	}
+	groups := []string{}
+	seen := map[string]bool{}
 	for _, c := range r.Cluster {
-		writeCluster(&b, c)
+		if !seen[c.Group] {
+			seen[c.Group] = true
+			groups = append(groups, c.Group)
+		}
+	}
+	for _, g := range groups {
+		title := groupTitles[g]
+		if title == "" {
+			title = g
+		}
+		fmt.Fprintf(&b, "### %s\n\n", title)
+		for _, c := range r.Cluster {
+			if c.Group == g {
+				writeCluster(&b, c, r.Calibration)
+			}
+		}
+	}
+	for _, x := range r.External {
+		fmt.Fprintf(&b, "### %s: %s\n\n", x.Group, x.Title)
+		if x.Result != nil {
+			b.WriteString(strings.TrimRight(x.Result.Markdown, "\n") + "\n\n")
+		}
+	}
+	var reserved []string
+	for g := range r.Reserved {
+		found := false
+		for _, x := range r.External {
+			found = found || x.Group == g
+		}
+		if !found {
+			reserved = append(reserved, g)
+		}
+	}
+	sort.Strings(reserved)
+	for _, g := range reserved {
+		title := groupTitles[g]
+		if title == "" {
+			title = g
+		}
+		fmt.Fprintf(&b, "### %s\n\nNot in this run: built in `%s`; it joins the suite through `harness.SuiteOptions.External` (see bench/cmd/egret-bench).\n\n", title, r.Reserved[g])
 	}
 	if r.Micro != nil {
 		writeMicro(&b, r.Micro)
@@ -48,6 +123,9 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 }
 
 func (r *Report) machine() Machine {
+	if r.Calibration != nil {
+		return r.Calibration.Machine
+	}
 	for _, c := range r.Cluster {
 		return c.Machine
 	}
@@ -64,11 +142,105 @@ func orDash(s string) string {
 	return s
 }
 
-func writeCluster(b *bytes.Buffer, c *ClusterResult) {
-	fmt.Fprintf(b, "### %s: %s %s\n\n", c.Name, c.Workload.Topology, strings.Join(c.Workload.Args, " "))
+func writeCalibration(b *bytes.Buffer, c *Calibration) {
+	fmt.Fprintf(b, "### Calibration\n\n")
+	fmt.Fprintf(b, "%d-byte frames (4-byte length + payload) written in %s batches for %s s per transport by one goroutine and read and walked frame by frame by another, in the harness's process; CPU is that process's user+system time. Engine results below are also given as a fraction of the loopback-TCP frame rate, so they compare across machines.\n\n",
+		c.FrameBytes, bytesText(c.WriteBytes), num(c.Seconds))
+	fmt.Fprintf(b, "| transport | frames/s | MB/s | CPU, cores | CPU-s per M frames |\n|---|---:|---:|---:|---:|\n")
+	for _, t := range c.Transports {
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s |\n", t.Name, num(t.FramesPerSec), num(t.BytesPerSec/1e6), num(t.Cores), num(t.CPUSecondsPerMFrames))
+	}
+	fmt.Fprintln(b)
+}
+
+func bytesText(n int) string {
+	if n%1024 == 0 {
+		return fmt.Sprintf("%d KiB", n/1024)
+	}
+	return fmt.Sprintf("%d-byte", n)
+}
+
+func writeTargets(b *bytes.Buffer, ts []Target) {
+	fmt.Fprintf(b, "### Targets\n\nMedians over the runs; per-core figures divide by the measured engine CPU (Σ utime+stime of every engine process), not by nominal cores.\n\n")
+	fmt.Fprintf(b, "| target | benchmark | figure | wanted | measured | status |\n|---|---|---|---:|---:|---|\n")
+	for _, t := range ts {
+		got := "–"
+		if t.Measured {
+			got = num(t.Got)
+		}
+		status := t.Status()
+		switch status {
+		case "met":
+			status = "**met**"
+		case "missed":
+			status = "**missed**"
+		}
+		if t.Note != "" {
+			status += " (" + t.Note + ")"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", t.Name, t.Bench, t.Figure, t.wantText(), got, status)
+	}
+	fmt.Fprintln(b)
+}
+
+// writeSummary is one line per cluster benchmark.
+func (r *Report) writeSummary(b *bytes.Buffer) {
+	tcp, hasTCP := r.Calibration.Get(CalibrationTCP)
+	fmt.Fprintf(b, "### Summary\n\nMedian [min – max] over the runs. Throughput is the sink's executed rate in the workload's unit; \"× TCP\" divides it by the calibration's loopback-TCP frame rate. Latency (fixed-rate runs only) is from each tuple's scheduled emit time to the last bolt, median of the runs' percentiles, in ms.\n\n")
+	fmt.Fprintf(b, "| benchmark | unit | per second | per CPU-second | CPU-s per M | × TCP | latency p50 / p99 / p99.9 / max, ms |\n|---|---|---:|---:|---:|---:|---|\n")
+	for _, c := range r.Cluster {
+		if c.Error != "" {
+			fmt.Fprintf(b, "| %s | %s | not measured: %s | | | | |\n", c.Name, unitOf(c.Workload), mdEscape(firstLine(c.Error)))
+			continue
+		}
+		frac := "–"
+		if hasTCP && tcp.FramesPerSec > 0 {
+			frac = num(c.Summary["sink_tuples_per_sec"].Median / tcp.FramesPerSec)
+		}
+		lat := "–"
+		if l, ok := c.Latency[sinkLatencyName(c)]; ok {
+			lat = fmt.Sprintf("%s / %s / %s / %s", num(l.P50.Median), num(l.P99.Median), num(l.P999.Median), num(l.Max.Median))
+		}
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", c.Name, unitOf(c.Workload), statCell(c.Summary["sink_tuples_per_sec"]),
+			statCell(c.Summary["tuples_per_cpu_second"]), statCell(c.Summary["cpu_seconds_per_million_tuples"]), frac, lat)
+	}
+	fmt.Fprintln(b)
+}
+
+// sinkLatencyName is the recorder at the last bolt: the first of the
+// workload's latency recorders.
+func sinkLatencyName(c *ClusterResult) string {
+	if len(c.Workload.Latency) > 0 {
+		return c.Workload.Latency[0]
+	}
+	return ""
+}
+
+func unitOf(w Workload) string {
+	if w.Unit == "" {
+		return "tuples"
+	}
+	return w.Unit
+}
+
+func mdEscape(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+func writeCluster(b *bytes.Buffer, c *ClusterResult, cal *Calibration) {
+	fmt.Fprintf(b, "#### %s: %s %s\n\n", c.Name, c.Workload.Topology, strings.Join(c.Workload.Args, " "))
+	desc := c.Workload.Description
+	if desc == "" {
+		desc = c.Workload.Source + " → " + c.Workload.Sink
+	}
+	if c.Error != "" {
+		fmt.Fprintf(b, "%s. **Not measured**: %s\n\n", desc, "`"+strings.ReplaceAll(firstLine(c.Error), "`", "'")+"`")
+		return
+	}
 	s := c.Settings
-	fmt.Fprintf(b, "%s → %s, shuffle grouping, acking off; each run on a fresh local cluster (`egret submit local`); warm-up %s s, window %s s, %d runs; metrics exported every %s",
-		c.Workload.Source, c.Workload.Sink, num(s.WarmupSeconds), num(s.WindowSeconds), s.Runs, s.MetricsInterval)
+	fmt.Fprintf(b, "%s; each run on a fresh local cluster (`egret submit local`); warm-up %s s, window %s s, %d runs; metrics exported every %s",
+		desc, num(s.WarmupSeconds), num(s.WindowSeconds), s.Runs, s.MetricsInterval)
+	if c.Workload.OfferedRate > 0 {
+		fmt.Fprintf(b, "; offered rate %s %s/s", num(c.Workload.OfferedRate), unitOf(c.Workload))
+	}
 	if len(s.Props) > 0 {
 		fmt.Fprintf(b, "; config %s", "`"+strings.Join(s.Props, "`, `")+"`")
 	}
@@ -87,28 +259,50 @@ func writeCluster(b *bytes.Buffer, c *ClusterResult) {
 		fmt.Fprintf(b, "Packing (roundrobin): %s; container-0 runs the topology manager. %.0f%% of %s→%s task pairs are in different containers.\n",
 			strings.Join(parts, "; "), 100*r.CrossFraction, c.Workload.Source, c.Workload.Sink)
 	}
+	unit := unitOf(c.Workload)
 	fmt.Fprintf(b, "\n| figure | median | min – max |\n|---|---:|---:|\n")
 	rows := []struct{ key, label string }{
-		{"sink_tuples_per_sec", "tuples/s executed by the " + c.Workload.Sink + " bolt"},
+		{"sink_tuples_per_sec", unit + "/s executed by the " + c.Workload.Sink + " bolt"},
 		{"source_tuples_per_sec", "tuples/s emitted by the " + c.Workload.Source + " spout"},
+		{"acked_per_sec", "root tuples/s acked at the " + c.Workload.Source + " spout"},
+		{"tuple_hops_per_sec", "tuple-hops/s (tuples executed by all bolts)"},
+		{"achieved_fraction", "achieved ÷ offered rate"},
 		{"remote_tuples_per_sec", "tuples/s sent stream manager → stream manager"},
 		{"delivered_tuples_per_sec", "tuples/s written by the stream manager to the " + c.Workload.Sink + " bolt"},
 		{"engine_cores", "engine CPU, cores (Σ utime+stime of all engine processes ÷ window)"},
-		{"cpu_seconds_per_million_tuples", "CPU-seconds per million tuples"},
-		{"tuples_per_cpu_second", "tuples per CPU-second"},
+		{"cpu_seconds_per_million_tuples", "CPU-seconds per million " + unit},
+		{"tuples_per_cpu_second", unit + " per CPU-second"},
 		{"machine_busy_cores", "whole machine busy, cores (/proc/stat)"},
 		{"other_busy_cores", "busy outside the engine, cores (harness, other work)"},
 		{"steal_cores", "hypervisor steal, cores"},
 	}
 	for _, row := range rows {
 		st, ok := c.Summary[row.key]
-		if !ok {
+		if !ok || st.N == 0 || (st.Max == 0 && st.Min == 0 && (row.key == "acked_per_sec" || row.key == "achieved_fraction")) {
 			continue
 		}
 		fmt.Fprintf(b, "| %s | %s | %s – %s |\n", row.label, num(st.Median), num(st.Min), num(st.Max))
 	}
-	fmt.Fprintf(b, "\nPer process kind (median [min – max] over runs; peak RSS is the largest VmHWM of a process of that kind; mean RSS is the kind's total VmRSS averaged over the window):\n\n")
-	fmt.Fprintf(b, "| process kind | processes | CPU, cores | peak RSS, MiB | mean RSS, MiB |\n|---|---:|---:|---:|---:|\n")
+	if tcp, ok := cal.Get(CalibrationTCP); ok && tcp.FramesPerSec > 0 {
+		st := c.Summary["sink_tuples_per_sec"]
+		fmt.Fprintf(b, "| %s/s as a fraction of the loopback-TCP calibration's frames/s | %s | %s – %s |\n", unit, num(st.Median/tcp.FramesPerSec), num(st.Min/tcp.FramesPerSec), num(st.Max/tcp.FramesPerSec))
+	}
+	if len(c.Latency) > 0 {
+		names := make([]string, 0, len(c.Latency))
+		for n := range c.Latency {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintf(b, "\nLatency from the scheduled emit time (HdrHistogram, coordinated-omission safe), ms, median [min – max] over runs: `%s` is measured at the last bolt, `%s.complete` at the spout's ack (complete latency).\n\n",
+			sinkLatencyName(c), c.Workload.Source)
+		fmt.Fprintf(b, "| measured at | latencies per run | p50 | p99 | p99.9 | max |\n|---|---:|---:|---:|---:|---:|\n")
+		for _, n := range names {
+			l := c.Latency[n]
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s |\n", n, num(l.Count.Median), statCell(l.P50), statCell(l.P99), statCell(l.P999), statCell(l.Max))
+		}
+	}
+	fmt.Fprintf(b, "\nPer process kind (median [min – max] over runs; peak RSS is the largest VmHWM of a process of that kind; steady RSS is the kind's total VmRSS averaged over the window's once-a-second samples):\n\n")
+	fmt.Fprintf(b, "| process kind | processes | CPU, cores | peak RSS, MiB | steady RSS, MiB |\n|---|---:|---:|---:|---:|\n")
 	kinds := make([]string, 0, len(c.CoresByKind))
 	for k := range c.CoresByKind {
 		kinds = append(kinds, k)
@@ -127,10 +321,10 @@ func writeCluster(b *bytes.Buffer, c *ClusterResult) {
 		}
 		fmt.Fprintf(b, "| %s | %d | %s | %s | %s |\n", k, procs, statCell(c.CoresByKind[k]), statCell(c.PeakRSSMiBByKind[k]), statCell(Summarize(meanRSS)))
 	}
-	fmt.Fprintf(b, "\nRuns:\n\n| run | window start (UTC) | bolt tuples/s | engine cores | CPU-s per M tuples | tuples per CPU-s | lost | notes |\n|---:|---|---:|---:|---:|---:|---:|---|\n")
+	fmt.Fprintf(b, "\nRuns:\n\n| run | window start (UTC) | %s/s | engine cores | CPU-s per M | per CPU-s | lost | notes |\n|---:|---|---:|---:|---:|---:|---:|---|\n", unit)
 	for _, r := range c.Runs {
 		fmt.Fprintf(b, "| %d | %s | %s | %s | %s | %s | %s | %s |\n", r.Run, r.Start.Format("15:04:05"), num(r.SinkTuplesPerSec), num(r.EngineCores),
-			num(r.CPUSecondsPerMTuples), num(r.TuplesPerCPUSecond), num(r.TuplesLost), strings.Join(r.Notes, "; "))
+			num(r.CPUSecondsPerMTuples), num(r.TuplesPerCPUSecond), num(r.TuplesLost), mdEscape(strings.Join(r.Notes, "; ")))
 	}
 	if p := c.Profile; p != nil {
 		fmt.Fprintf(b, "\nProfile of run 1 after its window (%s, %d s, %d Hz, processes %s), top symbols by share of samples:\n\n",

@@ -1,11 +1,17 @@
-// Command egret-bench runs Egret's benchmarks: T1 ConstSpoutNullBolt on a
-// fresh local cluster (repeated, measured from /proc and the metrics
-// files) and the Go micro-benchmarks, writes JSON results to bench/results
-// and rewrites the generated section of docs/benchmarks.md. It prints
-// figures and never judges them. See package bench/harness.
+// Command egret-bench runs Egret's benchmark suite (issue 7): a
+// calibration of this machine's transports, T1 ConstSpoutNullBolt (1 and 2
+// containers, acking off and on), T2 Heron word count (parallelism 1 and
+// 2), T3 sentence word count (maximum throughput with acking, then latency
+// at 25%, 50% and 80% of it), each on fresh local clusters measured from
+// /proc and the metrics files, and the Go micro-benchmarks. It writes JSON
+// results to bench/results and, with -report, rewrites the generated
+// section of docs/benchmarks.md. It prints figures and never judges them
+// by exit code: the report says which targets were met.
 //
-//	go run ./bench/cmd/egret-bench                 # what make bench runs
-//	go run ./bench/cmd/egret-bench -quick          # about a minute
+//	go run ./bench/cmd/egret-bench -report docs/benchmarks.md   # what make bench runs
+//	go run ./bench/cmd/egret-bench -quick                       # about a minute
+//	go run ./bench/cmd/egret-bench -list                        # the benchmarks
+//	go run ./bench/cmd/egret-bench -only t3 -no-micro           # one group
 package main
 
 import (
@@ -15,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"regexp"
 	"strings"
 	"syscall"
 	"time"
@@ -22,11 +29,62 @@ import (
 	"github.com/egret-stream/egret/bench/harness"
 )
 
-// microPackages are the packages of the micro-benchmarks (full and quick).
+// microPackages are the packages with Benchmark functions (full and
+// quick): the tuple codec and fields hash (core/tuple), the bounded queue
+// (daemons/wire), batch encode/decode and the in-process two-hop path
+// (daemons/stmgr), the in-process runner (daemons/instance/inproc), the
+// XOR ledger (daemons/acking).
 var (
-	microPackages      = []string{"./core/tuple/", "./daemons/wire/", "./daemons/instance/...", "./daemons/stmgr/"}
-	microPackagesQuick = []string{"./core/tuple/", "./daemons/wire/"}
+	microPackages      = []string{"./core/tuple/", "./daemons/wire/", "./daemons/instance/...", "./daemons/stmgr/", "./daemons/acking/"}
+	microPackagesQuick = []string{"./core/tuple/", "./daemons/wire/", "./daemons/acking/"}
 )
+
+// topologies are the benchmark topologies' packages.
+var topologies = map[string]string{
+	"constnull":  "./bench/topologies/constnull",
+	"heronwc":    "./bench/topologies/heronwc",
+	"sentencewc": "./bench/topologies/sentencewc",
+}
+
+// reserved are the groups built elsewhere that the report keeps a place
+// for; to integrate one, append a harness.External to o.External in main.
+var reserved = map[string]string{
+	"T4": "bench/backpressure",
+	"T5": "bench/recovery",
+}
+
+// quickSet are the benchmarks of -quick.
+var quickSet = map[string]bool{
+	"t1-constnull-2c":         true,
+	"t1-constnull-2c-ack1000": true,
+	"t2-heronwc-p2":           true,
+	"t3-sentencewc-max":       true,
+	"t3-sentencewc-50pct":     true,
+}
+
+// suite returns every cluster benchmark with its windows.
+func suite(warmup, window time.Duration, runs int) []harness.Bench {
+	var out []harness.Bench
+	add := func(name, group string, w harness.Workload, profile bool) {
+		out = append(out, harness.Bench{Name: name, Group: group, Workload: w, Warmup: warmup, Window: window, Runs: runs, Profile: profile})
+	}
+	for _, c := range []int{1, 2} {
+		add(fmt.Sprintf("t1-constnull-%dc", c), "T1", harness.ConstNull("", c, 1, 1, -1), c == 2)
+		for _, p := range []int{1000, 10000} {
+			add(fmt.Sprintf("t1-constnull-%dc-ack%d", c, p), "T1", harness.ConstNull("", c, 1, 1, p), false)
+		}
+	}
+	for _, p := range []int{1, 2} {
+		add(fmt.Sprintf("t2-heronwc-p%d", p), "T2", harness.HeronWordCount("", p), false)
+	}
+	add("t3-sentencewc-max", "T3", harness.SentenceWordCount("", 1, 0), true)
+	for _, pct := range []int{25, 50, 80} {
+		b := harness.Bench{Name: fmt.Sprintf("t3-sentencewc-%dpct", pct), Group: "T3", Workload: harness.SentenceWordCount("", 1, 0),
+			Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewc-max", RateFraction: float64(pct) / 100}
+		out = append(out, b)
+	}
+	return out
+}
 
 type props []string
 
@@ -35,29 +93,30 @@ func (p *props) Set(v string) error { *p = append(*p, v); return nil }
 
 func main() {
 	var o harness.SuiteOptions
-	var quick, noCluster, noMicro bool
-	var micro string
+	var quick, noCluster, noMicro, noCalib, list bool
+	var micro, only string
+	var runs int
+	var warmup, window time.Duration
 	var extra props
 	fs := flag.NewFlagSet("egret-bench", flag.ContinueOnError)
-	fs.BoolVar(&quick, "quick", false, "a one-minute subset: shorter warm-up and window, fewer micro-benchmarks")
+	fs.BoolVar(&quick, "quick", false, "a one-minute subset: one run each, short windows, fewer benchmarks")
 	fs.StringVar(&o.Egret, "egret", "", "prebuilt egret binary (default: build ./cmd/egret)")
-	fs.StringVar(&o.Topology, "topology", "", "prebuilt constnull binary (default: build ./bench/topologies/constnull)")
-	fs.BoolVar(&noCluster, "no-cluster", false, "skip the cluster benchmark")
+	fs.BoolVar(&list, "list", false, "list the cluster benchmarks and exit")
+	fs.StringVar(&only, "only", "", "run only the cluster benchmarks whose name matches this regular expression (e.g. 't1-.*-2c$' or t3)")
+	fs.BoolVar(&noCluster, "no-cluster", false, "skip the cluster benchmarks")
+	fs.BoolVar(&noCalib, "no-calibration", false, "skip the calibration")
 	fs.BoolVar(&noMicro, "no-micro", false, "skip the micro-benchmarks")
-	fs.StringVar(&o.Name, "name", "", "result name (default t1-constnull-<containers>c[-<spouts>s<bolts>b][-quick])")
-	fs.IntVar(&o.Containers, "containers", 2, "containers of the topology (1..N; container 0 is the topology manager's)")
-	fs.IntVar(&o.Spouts, "spouts", 1, "spout parallelism")
-	fs.IntVar(&o.Bolts, "bolts", 1, "bolt parallelism")
-	fs.DurationVar(&o.Warmup, "warmup", 0, "warm-up before each window (default 10s, quick 3s)")
-	fs.DurationVar(&o.Window, "window", 0, "measurement window (default 30s, quick 10s)")
-	fs.IntVar(&o.Runs, "runs", 3, "runs, each on a fresh cluster")
+	fs.DurationVar(&warmup, "warmup", 0, "warm-up before each window (default 5s, quick 2s)")
+	fs.DurationVar(&window, "window", 0, "measurement window (default 15s, quick 5s)")
+	fs.IntVar(&runs, "runs", 0, "runs of each benchmark, each on a fresh cluster (default 3, quick 1)")
 	fs.DurationVar(&o.MetricsInterval, "metrics-interval", time.Second, "egret.metrics.export.interval of the runs")
-	fs.Var(&extra, "prop", "more config: key=value (repeatable)")
+	fs.Var(&extra, "prop", "more config for every run: key=value (repeatable)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep each run's EGRET_HOME")
-	fs.IntVar(&o.ProfileSeconds, "profile", 0, "profile the stream managers and instances with perf for this many seconds after run 1")
+	fs.IntVar(&o.ProfileSeconds, "profile", 0, "profile T1 (2 containers, acking off) and T3 (maximum) with perf for this many seconds after their first run")
 	fs.StringVar(&micro, "micro", "", "comma-separated packages of the micro-benchmarks (default: the make bench set)")
 	fs.IntVar(&o.MicroCount, "micro-count", 0, "go test -count of the micro-benchmarks (default 3, quick 1)")
-	fs.StringVar(&o.MicroBenchtime, "micro-benchtime", "", "go test -benchtime of the micro-benchmarks (default go test's, quick 200ms)")
+	fs.StringVar(&o.MicroBenchtime, "micro-benchtime", "", "go test -benchtime of the micro-benchmarks (default 500ms, quick 100ms)")
+	fs.DurationVar(&o.Calibration.Duration, "calibration-time", 0, "time per calibration transport (default 2s, quick 500ms)")
 	fs.StringVar(&o.ResultsDir, "results", "bench/results", "directory of the JSON results (relative to the module root)")
 	fs.StringVar(&o.Report, "report", "", "markdown file whose generated section is rewritten (relative to the module root; default none)")
 	if err := fs.Parse(os.Args[1:]); err != nil {
@@ -70,8 +129,6 @@ func main() {
 		fmt.Fprintf(os.Stderr, "egret-bench: unexpected arguments %q\n", fs.Args())
 		os.Exit(2)
 	}
-	o.Cluster, o.Micro, o.Props = !noCluster, !noMicro, extra
-	o.MicroPackages, o.MicroName = microPackages, "micro"
 	def := func(d *time.Duration, full, q time.Duration) {
 		if *d == 0 {
 			*d = full
@@ -80,26 +137,61 @@ func main() {
 			}
 		}
 	}
-	def(&o.Warmup, 10*time.Second, 3*time.Second)
-	def(&o.Window, 30*time.Second, 10*time.Second)
+	def(&warmup, 5*time.Second, 2*time.Second)
+	def(&window, 15*time.Second, 5*time.Second)
+	def(&o.Calibration.Duration, 2*time.Second, 500*time.Millisecond)
+	if runs == 0 {
+		runs = 3
+		if quick {
+			runs = 1
+		}
+	}
 	if o.MicroCount == 0 {
 		o.MicroCount = 3
-	}
-	if o.Name == "" {
-		o.Name = fmt.Sprintf("t1-constnull-%dc", o.Containers)
-		if o.Spouts != 1 || o.Bolts != 1 {
-			o.Name += fmt.Sprintf("-%ds%db", o.Spouts, o.Bolts)
-		}
-	}
-	if quick {
-		o.MicroPackages, o.MicroName = microPackagesQuick, "micro-quick"
-		o.Name += "-quick"
-		if !flagSet(fs, "micro-count") {
+		if quick {
 			o.MicroCount = 1
 		}
-		if o.MicroBenchtime == "" {
-			o.MicroBenchtime = "200ms"
+	}
+	if o.MicroBenchtime == "" {
+		o.MicroBenchtime = "500ms"
+		if quick {
+			o.MicroBenchtime = "100ms"
 		}
+	}
+	var re *regexp.Regexp
+	if only != "" {
+		var err error
+		if re, err = regexp.Compile(only); err != nil {
+			fmt.Fprintf(os.Stderr, "egret-bench: -only: %v\n", err)
+			os.Exit(2)
+		}
+	}
+	for _, b := range suite(warmup, window, runs) {
+		if (quick && re == nil && !quickSet[b.Name]) || (re != nil && !re.MatchString(b.Name)) {
+			continue
+		}
+		if quick {
+			b.Name += "-quick"
+			if b.RateOf != "" {
+				b.RateOf += "-quick"
+			}
+		}
+		o.Benchmarks = append(o.Benchmarks, b)
+	}
+	if list {
+		for _, b := range o.Benchmarks {
+			fmt.Printf("%-28s %s  %s %s\n", b.Name, b.Group, b.Workload.Topology, strings.Join(b.Workload.Args, " "))
+		}
+		return
+	}
+	if noCluster {
+		o.Benchmarks = nil
+	}
+	o.Calibrate, o.Micro, o.Props, o.Quick = !noCalib, !noMicro, extra, quick
+	o.Topologies, o.Reserved = topologies, reserved
+	o.MicroPackages, o.MicroName, o.SuiteName = microPackages, "micro", "suite"
+	if quick {
+		o.MicroPackages, o.MicroName, o.SuiteName = microPackagesQuick, "micro-quick", "suite-quick"
 	}
 	if micro != "" {
 		o.MicroPackages = strings.Split(micro, ",")
@@ -110,10 +202,4 @@ func main() {
 		fmt.Fprintf(os.Stderr, "egret-bench: %v\n", err)
 		os.Exit(1)
 	}
-}
-
-func flagSet(fs *flag.FlagSet, name string) bool {
-	set := false
-	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

@@ -2,7 +2,9 @@
 // after storm-perf's ConstSpoutNullBoltTopo): a spout emits a fixed small
 // tuple (an int64 sequence number and the string "some data") as fast as
 // the runtime lets it, into a bolt that only counts what it receives.
-// Acking is off (at-most-once); the grouping is shuffle.
+// The grouping is shuffle. Acking is off (at-most-once) unless --acking:
+// then the spout's sequence number is the message id, the bolt acks every
+// tuple and the spout counts the acks in the user counter "acked".
 //
 //	go run ./bench/topologies/constnull --local --duration 10s
 //	egret submit local ./constnull -- --containers 2 --spouts 1 --bolts 1
@@ -12,6 +14,8 @@
 //	--containers N   containers in a cluster (default 2)
 //	--spouts N       spout parallelism (default 1)
 //	--bolts N        bolt parallelism (default 1)
+//	--acking         at-least-once: tracked tuples, acked by the bolt
+//	--max-pending N  topology.max.spout.pending with --acking (default: the runtime's)
 //
 // The runtime's own counters measure it: instance.emitted of the spout and
 // instance.executed of the bolt (see bench/harness).
@@ -32,6 +36,8 @@ func main() {
 	fs.IntVar(&o.Containers, "containers", 2, "containers in a cluster")
 	fs.IntVar(&o.Spouts, "spouts", 1, "spout parallelism")
 	fs.IntVar(&o.Bolts, "bolts", 1, "bolt parallelism")
+	fs.BoolVar(&o.Acking, "acking", false, "at-least-once: the spout tracks every tuple and the bolt acks it")
+	fs.IntVar(&o.MaxPending, "max-pending", 0, "topology.max.spout.pending with --acking (0: the runtime's default)")
 	own, rest := egret.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -19,6 +19,8 @@ func TestBuilderOptions(t *testing.T) {
 		{"defaults", Options{}, map[string]int{SpoutName: 1, BoltName: 1}, ""},
 		{"parallelism", Options{Containers: 3, Spouts: 2, Bolts: 4}, map[string]int{SpoutName: 2, BoltName: 4}, ""},
 		{"negative", Options{Bolts: -1}, nil, "--bolts must be at least 1"},
+		{"acking", Options{Acking: true, MaxPending: 100}, map[string]int{SpoutName: 1, BoltName: 1}, ""},
+		{"negative max pending", Options{Acking: true, MaxPending: -1}, nil, "--max-pending"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b, err := Builder(tc.o)
@@ -48,7 +50,13 @@ func TestBuilderOptions(t *testing.T) {
 // null bolts have executed a few thousand tuples and checks nothing was
 // dropped or failed.
 func TestEveryTupleReachesTheBolt(t *testing.T) {
-	b, err := Builder(Options{Spouts: 1, Bolts: 2})
+	for _, acking := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at-most-once", true: "at-least-once"}[acking], func(t *testing.T) { runLocal(t, acking) })
+	}
+}
+
+func runLocal(t *testing.T, acking bool) {
+	b, err := Builder(Options{Spouts: 1, Bolts: 2, Acking: acking, MaxPending: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +103,11 @@ func TestEveryTupleReachesTheBolt(t *testing.T) {
 	}
 	if bolt.Emitted != 0 {
 		t.Errorf("the null bolt emitted %d tuples", bolt.Emitted)
+	}
+	if acking && (spout.Acked == 0 || spout.Failed != 0 || spout.TimedOut != 0) {
+		t.Errorf("at-least-once: acked %d, failed %d, timed out %d", spout.Acked, spout.Failed, spout.TimedOut)
+	}
+	if !acking && spout.Acked != 0 {
+		t.Errorf("at-most-once: %d tuples acked", spout.Acked)
 	}
 }

@@ -1,0 +1,52 @@
+// Command sentencewc is Egret's sentence word count benchmark topology
+// (T3, after storm-loadgen's ThroughputVsLatency): a spout emits TVL's five
+// sentences, a split bolt (local-or-shuffle) splits them into words, a
+// count bolt (fields grouping on the word) counts them. At a fixed offered
+// rate every sentence carries its scheduled emit time and the count bolt
+// records the latency from it (see bench/topologies/latency).
+//
+//	go run ./bench/topologies/sentencewc --local --duration 10s --acking
+//	egret submit local ./sentencewc -- --acking --max-pending 5000 --rate 20000 --latency-dir /tmp/lat
+//
+// Its own flags (given before Egret's, or after -- with egret submit):
+//
+//	--spouts N, --splits N, --counts N   parallelism (default 1 each)
+//	--containers N                       containers (default 1)
+//	--acking                             at-least-once
+//	--max-pending N                      topology.max.spout.pending with --acking
+//	--rate R                             offered sentences per second in total (default: unthrottled)
+//	--latency-dir DIR                    where the latency recorders write (with --rate)
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/bench/topologies/sentencewc/sentencewc"
+)
+
+func main() {
+	var o sentencewc.Options
+	fs := flag.NewFlagSet("sentencewc", flag.ContinueOnError)
+	fs.IntVar(&o.Spouts, "spouts", 1, "spout parallelism")
+	fs.IntVar(&o.Splits, "splits", 1, "split bolt parallelism")
+	fs.IntVar(&o.Counts, "counts", 1, "count bolt parallelism")
+	fs.IntVar(&o.Containers, "containers", 1, "containers")
+	fs.BoolVar(&o.Acking, "acking", false, "at-least-once")
+	fs.IntVar(&o.MaxPending, "max-pending", 0, "topology.max.spout.pending with --acking (0: the runtime's default)")
+	fs.Float64Var(&o.Rate, "rate", 0, "offered sentences per second of all spout tasks (0: unthrottled)")
+	fs.StringVar(&o.LatencyDir, "latency-dir", "", "directory of the latency recorders' files (with --rate)")
+	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	if err := fs.Parse(own); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(egret.ExitUsage)
+	}
+	b, err := sentencewc.Builder(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sentencewc: %v\n", err)
+		os.Exit(egret.ExitUsage)
+	}
+	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+}
