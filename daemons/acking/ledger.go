@@ -24,11 +24,28 @@ const DefaultBuckets = 3
 
 // Ledger maps roots to their XOR values. It is not safe for concurrent
 // use; its owner serializes calls.
+//
+// The rotating buckets are epochs: each root records the epoch it was
+// added in, Rotate advances the epoch and drops the roots added nbuckets
+// epochs ago. One map keyed by a 64-bit mix of the root keeps Add, Update
+// and Remove at a single fast lookup each.
 type Ledger struct {
-	buckets  []map[wire.Root]uint64 // buckets[0] is the newest
-	n        int
+	m        map[uint64]entry
+	epoch    uint32
+	nbuckets uint32
 	capacity int
 }
+
+type entry struct {
+	root  wire.Root
+	xor   uint64
+	epoch uint32
+}
+
+// key mixes a root into a map key. Two roots with the same key cannot
+// both be pending: the second is refused as a duplicate (its spout
+// replays it), so a collision costs a replay, never a wrong ack.
+func key(r wire.Root) uint64 { return r.ID ^ uint64(r.Task)*0x9e3779b97f4a7c15 }
 
 // New returns a ledger with nbuckets rotating buckets (at least 2) holding
 // at most capacity roots (0: unbounded except by rotation).
@@ -39,11 +56,7 @@ func New(nbuckets, capacity int) (*Ledger, error) {
 	if capacity < 0 {
 		return nil, fmt.Errorf("acking: negative capacity %d", capacity)
 	}
-	l := &Ledger{buckets: make([]map[wire.Root]uint64, nbuckets), capacity: capacity}
-	for i := range l.buckets {
-		l.buckets[i] = map[wire.Root]uint64{}
-	}
-	return l, nil
+	return &Ledger{m: map[uint64]entry{}, nbuckets: uint32(nbuckets), capacity: capacity}, nil
 }
 
 // RotateInterval is how often to call Rotate so that a root stays in the
@@ -54,7 +67,7 @@ func RotateInterval(timeout time.Duration, nbuckets int) time.Duration {
 }
 
 // Len is the number of pending roots.
-func (l *Ledger) Len() int { return l.n }
+func (l *Ledger) Len() int { return len(l.m) }
 
 // Add registers root (owned by spout task root.Task) with its initial
 // value, the XOR of the edge ids of the copies the spout sent.
@@ -62,68 +75,54 @@ func (l *Ledger) Add(root wire.Root, xor uint64) error {
 	if xor == 0 {
 		return ErrZero
 	}
-	if l.capacity > 0 && l.n >= l.capacity {
+	if l.capacity > 0 && len(l.m) >= l.capacity {
 		return ErrFull
 	}
-	if l.find(root) >= 0 {
+	k := key(root)
+	if _, ok := l.m[k]; ok {
 		return ErrDuplicate
 	}
-	l.buckets[0][root] = xor
-	l.n++
+	l.m[k] = entry{root: root, xor: xor, epoch: l.epoch}
 	return nil
-}
-
-// find returns the index of the bucket holding root, or -1.
-func (l *Ledger) find(root wire.Root) int {
-	for i, b := range l.buckets {
-		if _, ok := b[root]; ok {
-			return i
-		}
-	}
-	return -1
 }
 
 // Update XORs xor into root's value. It reports whether root was pending
 // and whether it completed (its value returned to 0; it is then removed).
 func (l *Ledger) Update(root wire.Root, xor uint64) (found, completed bool) {
-	for _, b := range l.buckets {
-		v, ok := b[root]
-		if !ok {
-			continue
-		}
-		v ^= xor
-		if v == 0 {
-			delete(b, root)
-			l.n--
-			return true, true
-		}
-		b[root] = v
-		return true, false
+	k := key(root)
+	e, ok := l.m[k]
+	if !ok || e.root != root {
+		return false, false
 	}
-	return false, false
+	if e.xor ^= xor; e.xor == 0 {
+		delete(l.m, k)
+		return true, true
+	}
+	l.m[k] = e
+	return true, false
 }
 
 // Remove drops root (a failure) and reports whether it was pending.
 func (l *Ledger) Remove(root wire.Root) bool {
-	for _, b := range l.buckets {
-		if _, ok := b[root]; ok {
-			delete(b, root)
-			l.n--
-			return true
-		}
+	k := key(root)
+	if e, ok := l.m[k]; !ok || e.root != root {
+		return false
 	}
-	return false
+	delete(l.m, k)
+	return true
 }
 
-// Rotate drops the roots of the oldest bucket, makes it the newest, and
-// returns how many roots it dropped. The bucket's memory is reused.
+// Rotate advances the epoch, drops the roots added nbuckets rotations ago
+// and returns how many it dropped. It visits every pending root; it runs
+// once per rotation interval (a fraction of the message timeout).
 func (l *Ledger) Rotate() int {
-	last := len(l.buckets) - 1
-	old := l.buckets[last]
-	dropped := len(old)
-	clear(old)
-	copy(l.buckets[1:], l.buckets[:last])
-	l.buckets[0] = old
-	l.n -= dropped
+	l.epoch++
+	dropped := 0
+	for k, e := range l.m {
+		if l.epoch-e.epoch >= l.nbuckets {
+			delete(l.m, k)
+			dropped++
+		}
+	}
 	return dropped
 }

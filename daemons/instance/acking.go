@@ -60,10 +60,9 @@ func (a *ackState) track(e *emitter, msgID any, anchors []api.Tuple) {
 			a.edges[last] = a.nonZero()
 			xor ^= a.edges[last]
 		}
-		root := wire.Root{Task: uint32(e.in.cfg.TaskID), ID: a.nonZero()}
+		root := wire.Root{Task: uint32(e.in.cfg.TaskID), ID: a.spout.add(e.in, msgID)}
 		a.roots = append(a.roots, root)
 		a.inits = append(a.inits, wire.AckUpdate{Root: root, Xor: xor})
-		a.spout.add(e.in, root.ID, msgID)
 		e.hdr.Roots = a.roots
 		return
 	}
@@ -154,62 +153,119 @@ func (a *ackState) send(e *emitter, kind wire.FrameType, u []wire.AckUpdate) []w
 	return u[:0]
 }
 
-// pendingRoot is a spout tuple tree that is neither acked nor failed.
+// pendingRoot is a spout tuple tree that is neither acked nor failed; a
+// free slot has id 0.
 type pendingRoot struct {
+	id    uint64
 	msgID any
 	start time.Time
 }
 
 // rootAt is an entry of the insertion-ordered timeout queue.
 type rootAt struct {
+	slot  uint32
 	id    uint64
 	start time.Time
 }
 
 // spoutAcks are a spout task's pending roots, with max.spout.pending and
 // the message timeout enforced here, as in Heron.
+//
+// Pending roots live in a slot table, not a map: a root id is its slot
+// index in the low 32 bits and the slot's reuse generation in the high
+// ones, XOR-ed with a random salt of this instance, so a result finds its
+// root by indexing and a stale result (a settled root whose slot was
+// reused, or a root of a previous process of this task) does not match.
 type spoutAcks struct {
-	pending    map[uint64]pendingRoot
-	order      []rootAt // insertion (hence start time) order; may hold stale entries
+	slots      []pendingRoot
+	free       []uint32
+	n          int    // pending roots
+	gen        uint64 // generation of the next root
+	salt       uint64
+	order      []rootAt // insertion (hence start time) order; may hold settled entries
 	head       int
 	maxPending int
 	timeout    time.Duration
 	now        func() time.Time
+	// clock is the start time given to new roots: read once per
+	// NextTuple call (refresh), not per emit, since a clock read costs as
+	// much as the rest of the bookkeeping.
+	clock time.Time
 	// local are results decided in the instance (a tree without copies).
 	local []localResult
 }
 
 type localResult struct{ msgID any }
 
-func newSpoutAcks(maxPending int, timeout time.Duration, now func() time.Time) *spoutAcks {
-	return &spoutAcks{pending: map[uint64]pendingRoot{}, maxPending: maxPending, timeout: timeout, now: now}
+func newSpoutAcks(maxPending int, timeout time.Duration, now func() time.Time, salt uint64) *spoutAcks {
+	return &spoutAcks{maxPending: maxPending, timeout: timeout, now: now, salt: salt}
 }
 
-func (s *spoutAcks) add(in *Instance, id uint64, msgID any) {
-	now := s.now()
-	s.pending[id] = pendingRoot{msgID: msgID, start: now}
-	s.order = append(s.order, rootAt{id: id, start: now})
-	in.metrics.PendingRoots.Store(int64(len(s.pending)))
+// add records a new pending root and returns its id (never 0).
+func (s *spoutAcks) add(in *Instance, msgID any) uint64 {
+	var slot uint32
+	if n := len(s.free); n > 0 {
+		slot, s.free = s.free[n-1], s.free[:n-1]
+	} else {
+		slot = uint32(len(s.slots))
+		s.slots = append(s.slots, pendingRoot{})
+	}
+	var id uint64
+	for id == 0 {
+		s.gen++
+		id = (s.gen<<32 | uint64(slot)) ^ s.salt
+	}
+	if s.clock.IsZero() {
+		s.refresh()
+	}
+	now := s.clock
+	s.slots[slot] = pendingRoot{id: id, msgID: msgID, start: now}
+	s.n++
+	s.order = append(s.order, rootAt{slot: slot, id: id, start: now})
+	in.metrics.PendingRoots.Store(int64(s.n))
+	return id
 }
+
+// lookup returns the slot of pending root id, or false.
+func (s *spoutAcks) lookup(id uint64) (uint32, bool) {
+	slot := uint32(id ^ s.salt)
+	if int(slot) >= len(s.slots) || s.slots[slot].id != id {
+		return 0, false
+	}
+	return slot, true
+}
+
+// release frees a slot and returns what it held.
+func (s *spoutAcks) release(slot uint32) pendingRoot {
+	p := s.slots[slot]
+	s.slots[slot] = pendingRoot{}
+	s.free = append(s.free, slot)
+	s.n--
+	return p
+}
+
+// refresh reads the clock for the roots added next.
+func (s *spoutAcks) refresh() { s.clock = s.now() }
 
 func (s *spoutAcks) ackNow(msgID any) { s.local = append(s.local, localResult{msgID: msgID}) }
 
 // full reports whether NextTuple must wait for acks.
-func (s *spoutAcks) full() bool { return s.maxPending > 0 && len(s.pending) >= s.maxPending }
+func (s *spoutAcks) full() bool { return s.maxPending > 0 && s.n >= s.maxPending }
 
-// settle applies a ledger's result; it returns the msgID and whether the
-// root was still pending (a late result of a timed-out root is ignored).
-func (s *spoutAcks) settle(in *Instance, r wire.AckResult) (any, bool) {
-	p, ok := s.pending[r.Root.ID]
+// settle applies a ledger's result received at now; it returns the msgID
+// and whether the root was still pending (a late result of a timed-out
+// root is ignored).
+func (s *spoutAcks) settle(in *Instance, r wire.AckResult, now time.Time) (any, bool) {
+	slot, ok := s.lookup(r.Root.ID)
 	if !ok || r.Root.Task != uint32(in.cfg.TaskID) {
 		return nil, false
 	}
-	delete(s.pending, r.Root.ID)
+	p := s.release(slot)
 	m := in.metrics
-	m.PendingRoots.Store(int64(len(s.pending)))
+	m.PendingRoots.Store(int64(s.n))
 	if r.Acked {
 		m.Acked.Add(1)
-		m.CompleteLatencyNanos.Add(int64(s.now().Sub(p.start)))
+		m.CompleteLatencyNanos.Add(int64(max(now.Sub(p.start), 0)))
 		m.CompleteLatencyCount.Add(1)
 	} else {
 		m.Failed.Add(1)
@@ -221,19 +277,20 @@ func (s *spoutAcks) settle(in *Instance, r wire.AckResult) (any, bool) {
 // expire removes the roots pending longer than the timeout, tells their
 // ledger to drop them, and returns their msgIDs.
 func (s *spoutAcks) expire(in *Instance, a *ackState, out []any) []any {
-	if len(s.pending) == 0 {
+	if s.n == 0 {
+		clear(s.order)
 		s.order, s.head = s.order[:0], 0
 		return out
 	}
 	now := s.now()
+	s.clock = now // for what Fail emits
 	for s.head < len(s.order) {
 		ro := s.order[s.head]
-		p, ok := s.pending[ro.id]
-		if ok && p.start.Equal(ro.start) {
+		if s.slots[ro.slot].id == ro.id {
 			if now.Sub(ro.start) < s.timeout {
 				break
 			}
-			delete(s.pending, ro.id)
+			p := s.release(ro.slot)
 			out = append(out, p.msgID)
 			a.fails = append(a.fails, wire.AckUpdate{Root: wire.Root{Task: uint32(in.cfg.TaskID), ID: ro.id}})
 			in.metrics.TimedOut.Add(1)
@@ -241,7 +298,7 @@ func (s *spoutAcks) expire(in *Instance, a *ackState, out []any) []any {
 		s.order[s.head] = rootAt{}
 		s.head++
 	}
-	in.metrics.PendingRoots.Store(int64(len(s.pending)))
+	in.metrics.PendingRoots.Store(int64(s.n))
 	s.compact()
 	return out
 }
@@ -254,10 +311,10 @@ func (s *spoutAcks) compact() {
 		clear(s.order[n:])
 		s.order, s.head = s.order[:n], 0
 	}
-	if live := len(s.order) - s.head; live > 1024 && live > 4*len(s.pending) {
+	if live := len(s.order) - s.head; live > 1024 && live > 4*s.n {
 		kept := s.order[:0]
 		for _, ro := range s.order[s.head:] {
-			if p, ok := s.pending[ro.id]; ok && p.start.Equal(ro.start) {
+			if s.slots[ro.slot].id == ro.id {
 				kept = append(kept, ro)
 			}
 		}

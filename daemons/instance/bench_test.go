@@ -177,9 +177,12 @@ func BenchmarkSpoutEmit(b *testing.B) {
 			for b.Loop() {
 				spout.NextTuple()
 				in.em.flushIfDue(in.cfg.FlushInterval)
-				if sa := in.em.ack; sa != nil && len(sa.spout.pending) >= 4096 {
-					clear(sa.spout.pending) // settled by nobody: keep the map small
-					sa.spout.order, sa.spout.head = sa.spout.order[:0], 0
+				if sa := in.em.ack; sa != nil && sa.spout.n >= 4096 {
+					// Settled by nobody: free every slot.
+					sp := sa.spout
+					clear(sp.slots)
+					sp.slots, sp.free, sp.n = sp.slots[:0], sp.free[:0], 0
+					sp.order, sp.head = sp.order[:0], 0
 				}
 			}
 			in.em.flushAll()

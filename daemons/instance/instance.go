@@ -122,7 +122,7 @@ func New(cfg Config) (*Instance, error) {
 		in.em.ack = &ackState{rng: rand.New(rand.NewPCG(uint64(cfg.TaskID)<<32|1, uint64(time.Now().UnixNano())))}
 		if comp.Kind == topology.Spout {
 			lt := cfg.Topology.Logical
-			in.em.ack.spout = newSpoutAcks(lt.MaxSpoutPending(name), lt.MessageTimeout(name), cfg.Now)
+			in.em.ack.spout = newSpoutAcks(lt.MaxSpoutPending(name), lt.MessageTimeout(name), cfg.Now, in.em.ack.rng.Uint64())
 		}
 	}
 	return in, nil
@@ -209,8 +209,10 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			if sa == nil {
 				break
 			}
+			now := sa.now()
+			sa.clock = now // for what Ack and Fail emit
 			for _, r := range m.Acks {
-				if id, ok := sa.settle(in, r); ok {
+				if id, ok := sa.settle(in, r, now); ok {
 					if r.Acked {
 						ack(id)
 					} else {
@@ -264,7 +266,7 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 		}
 		if !active {
 			in.em.flushAll()
-			if sa != nil && len(sa.pending) > 0 {
+			if sa != nil && sa.n > 0 {
 				// Keep timing out pending roots while deactivated.
 				waitInbox(ctx, inbox, timer, maxIdleWait, handle)
 				continue
@@ -278,6 +280,9 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 		}
 		before := in.em.emitted
 		in.em.nextTuples++
+		if sa != nil {
+			sa.refresh()
+		}
 		_ = in.call("NextTuple", nextTuple)
 		if in.em.emitted != before {
 			idle = 0

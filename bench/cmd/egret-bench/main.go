@@ -93,7 +93,7 @@ func (p *props) Set(v string) error { *p = append(*p, v); return nil }
 
 func main() {
 	var o harness.SuiteOptions
-	var quick, noCluster, noMicro, noCalib, list bool
+	var quick, noCluster, noMicro, noCalib, noExternal, list bool
 	var micro, only string
 	var runs int
 	var warmup, window time.Duration
@@ -106,6 +106,7 @@ func main() {
 	fs.BoolVar(&noCluster, "no-cluster", false, "skip the cluster benchmarks")
 	fs.BoolVar(&noCalib, "no-calibration", false, "skip the calibration")
 	fs.BoolVar(&noMicro, "no-micro", false, "skip the micro-benchmarks")
+	fs.BoolVar(&noExternal, "no-external", false, "skip T4 (10 minutes) and T5 (about 3 minutes); -quick skips them unless -only names them (t4, t5)")
 	fs.DurationVar(&warmup, "warmup", 0, "warm-up before each window (default 5s, quick 2s)")
 	fs.DurationVar(&window, "window", 0, "measurement window (default 15s, quick 5s)")
 	fs.IntVar(&runs, "runs", 0, "runs of each benchmark, each on a fresh cluster (default 3, quick 1)")
@@ -189,6 +190,12 @@ func main() {
 	}
 	o.Calibrate, o.Micro, o.Props, o.Quick = !noCalib, !noMicro, extra, quick
 	o.Topologies, o.Reserved = topologies, reserved
+	for _, e := range externals() {
+		named := re != nil && re.MatchString(strings.ToLower(e.Group))
+		if !noExternal && (named || (re == nil && !quick)) {
+			o.External = append(o.External, e)
+		}
+	}
 	o.MicroPackages, o.MicroName, o.SuiteName = microPackages, "micro", "suite"
 	if quick {
 		o.MicroPackages, o.MicroName, o.SuiteName = microPackagesQuick, "micro-quick", "suite-quick"

@@ -105,15 +105,16 @@ func (l *Limit) get() int64 { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
 // Acks records what an at-least-once counting spout was told about its
 // values.
 type Acks struct {
-	mu     sync.Mutex
-	acked  map[int64]int
-	failed int
+	mu       sync.Mutex
+	acked    []uint8 // by value: times acked (saturating)
+	distinct int
+	failed   int
 }
 
-func newAcks() *Acks { return &Acks{acked: map[int64]int{}} }
+func newAcks() *Acks { return &Acks{} }
 
 // Distinct is the number of distinct values acked.
-func (a *Acks) Distinct() int { a.mu.Lock(); defer a.mu.Unlock(); return len(a.acked) }
+func (a *Acks) Distinct() int { a.mu.Lock(); defer a.mu.Unlock(); return a.distinct }
 
 // Failed is the number of Fail calls (failures and timeouts).
 func (a *Acks) Failed() int { a.mu.Lock(); defer a.mu.Unlock(); return a.failed }
@@ -163,9 +164,19 @@ func (s *countSpout) NextTuple() {
 }
 func (s *countSpout) Ack(id any) {
 	if s.acks != nil {
-		s.acks.mu.Lock()
-		s.acks.acked[id.(int64)]++
-		s.acks.mu.Unlock()
+		v := id.(int64)
+		a := s.acks
+		a.mu.Lock()
+		if v >= int64(len(a.acked)) {
+			a.acked = append(a.acked, make([]uint8, int(v)+1-len(a.acked)+len(a.acked))...)
+		}
+		if a.acked[v] == 0 {
+			a.distinct++
+		}
+		if a.acked[v] < 255 {
+			a.acked[v]++
+		}
+		a.mu.Unlock()
 	}
 }
 func (s *countSpout) Fail(id any) {

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/egret-stream/egret/bench/backpressure"
+	"github.com/egret-stream/egret/bench/harness"
+	"github.com/egret-stream/egret/bench/recovery"
+)
+
+// externals are T4 (bench/backpressure) and T5 (bench/recovery), run by
+// the suite after its own benchmarks.
+func externals() []harness.External {
+	return []harness.External{
+		{Group: "T4", Title: "back pressure: a slow bolt, memory over time", Run: runT4},
+		{Group: "T5", Title: "recovery: kill each process kind at 50% load", Run: runT5},
+	}
+}
+
+// flatSlope is the largest RSS slope after warm-up (MiB per minute) that
+// T4 counts as flat memory.
+const flatSlope = 1.0
+
+func runT4(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
+	o := backpressure.Options{Egret: env.Egret, Duration: 10 * time.Minute, Log: env.Out}
+	name := "t4-backpressure"
+	if env.Quick {
+		o.Duration, name = time.Minute, name+"-quick"
+	}
+	bin, err := harness.Build(ctx, env.Root, "./test/e2e/testdata/slowbolt", os.TempDir(), "egret-bench-slowbolt")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(bin)
+	o.Topology = bin
+	res, err := backpressure.Run(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeJSON(env, name, res); err != nil {
+		return nil, err
+	}
+	var md bytes.Buffer
+	if err := res.WriteMarkdown(&md); err != nil {
+		return nil, err
+	}
+	worst := 0.0
+	for _, k := range res.Kinds {
+		worst = max(worst, k.SlopeMiBPerMin)
+	}
+	t := harness.Target{Name: "T4 memory flat (largest RSS slope after warm-up, any process kind)", Bench: name,
+		Figure: "MiB/min", Want: flatSlope, Got: worst, Measured: len(res.Kinds) > 0, Met: worst <= flatSlope}
+	return &harness.ExternalResult{Markdown: body(md.String()), Targets: []harness.Target{t}}, nil
+}
+
+func runT5(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
+	o := recovery.Options{Egret: env.Egret, Root: env.Root, Quick: env.Quick}
+	name := "t5-recovery"
+	if env.Quick {
+		name += "-quick"
+	}
+	res, err := recovery.Run(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := writeJSON(env, name, res); err != nil {
+		return nil, err
+	}
+	var md bytes.Buffer
+	if err := res.WriteMarkdown(&md); err != nil {
+		return nil, err
+	}
+	want := map[string]float64{recovery.FaultBolt: 5, recovery.FaultStmgr: 10}
+	var targets []harness.Target
+	for _, f := range res.Faults {
+		w, ok := want[f.Kind]
+		if !ok {
+			continue
+		}
+		t := harness.Target{Name: fmt.Sprintf("T5 throughput back within 10%% after a %s kill", f.Kind), Bench: name,
+			Figure: "s", Want: w, Got: f.RecoverySeconds, Measured: f.Error == "" && f.Recovered}
+		t.Met = t.Measured && t.Got <= w
+		if !t.Measured {
+			t.Note = "did not recover before the limit"
+			if f.Error != "" {
+				t.Note = f.Error
+			}
+		}
+		targets = append(targets, t)
+	}
+	return &harness.ExternalResult{Markdown: body(md.String()), Targets: targets}, nil
+}
+
+// body drops the markdown's own leading heading: the report puts the
+// section under its "### <Group>: <Title>" heading.
+func body(md string) string {
+	if strings.HasPrefix(md, "#") {
+		if i := strings.IndexByte(md, '\n'); i >= 0 {
+			return strings.TrimLeft(md[i+1:], "\n")
+		}
+	}
+	return md
+}
+
+func writeJSON(env harness.ExternalEnv, name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	dir := env.ResultsDir
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(env.Root, dir)
+	}
+	return os.WriteFile(filepath.Join(dir, name+".json"), append(b, '\n'), 0o644)
+}
