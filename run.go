@@ -304,6 +304,9 @@ func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.W
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Instances allocate per tuple and keep little live: see
+	// DefaultHeapFloor.
+	defer startHeapFloor(DefaultHeapFloor)()
 	err = gateway.Run(ctx, gateway.Config{
 		Topology:      t,
 		TopologyID:    f.topologyID,

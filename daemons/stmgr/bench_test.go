@@ -3,6 +3,7 @@ package stmgr_test
 import (
 	"bufio"
 	"net"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,16 +25,31 @@ func BenchmarkTwoHop(b *testing.B) {
 	c.Count.Sink.CountOnly = true
 	c.StartStMgr(1)
 	c.StartStMgr(2)
-	c.StartInstance(1, 1)
+	spout := c.StartInstance(1, 1)
 	c.StartInstance(2, 2)
 	c.WaitConnected(map[int]int{1: 1, 2: 1})
 	b.ResetTimer()
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuTime(b)
 	c.Count.Limit.Set(int64(b.N))
 	stmgrtest.WaitFor(b, 5*time.Minute, "every tuple at the sink", func() bool { return c.Count.Sink.Total() >= b.N })
-	elapsed := time.Since(start)
+	elapsed, cpu := time.Since(start), cpuTime(b)-cpu0
 	b.StopTimer()
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "tuples/s")
+	// CPU of the whole process (both stream managers, both instances and
+	// the test's pollers) per tuple: wall time is noisy on a shared machine.
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/tuple")
+	if n := spout.Metrics.Batches.Load(); n > 0 {
+		b.ReportMetric(float64(b.N)/float64(n), "tuples/batch")
+	}
+}
+
+// cpuTime is the CPU time (user + system) this process used so far.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // BenchmarkTwoHopFrames drives raw data frames (100 tuples each) from a

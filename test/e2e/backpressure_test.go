@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/stmgr"
@@ -62,7 +63,7 @@ const (
 // (one spout and one bolt task, each container one local instance and one
 // peer) and the default settings. The live data-path buffers count
 // twice: with GOGC=100 the heap grows to twice what is live before a
-// collection.
+// collection; an instance grows by at least its heap floor instead.
 const (
 	bpBase        = 32 << 20 // runtime, text, steady heap (19–25 MiB idle)
 	bpQueue       = 1 << 20  // egret.instance.queue.max.bytes
@@ -74,10 +75,14 @@ const (
 	bpStMgrQueues = 2 // one local instance, one peer
 )
 
+// bpHeapFloor is an instance's heap floor (egret.DefaultHeapFloor).
+const bpHeapFloor = egret.DefaultHeapFloor
+
 func bpRSSBound(kind string) int64 {
 	switch kind {
 	case "instance":
-		return bpBase + 2*(2*bpQueue+bpBatch+bpConnBufs)
+		live := int64(2*bpQueue + bpBatch + bpConnBufs)
+		return bpBase + max(2*live, live+bpHeapFloor)
 	case "stmgr":
 		return bpBase + 2*(bpStMgrQueues*bpStMgrQueue+bpStMgrQueues*(bpConnBufs+bpStMgrFrame))
 	default: // executor, tmanager, metricsmgr, scheduler: off the data path
