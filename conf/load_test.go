@@ -67,7 +67,7 @@ func TestProblems(t *testing.T) {
 				`{dir}/nomad/internals.yaml:3: egret.stmgr.buffer.high.watermark.bytes: "10XB" is not a size in bytes (for example 1048576, 64KiB, 100MiB, 2GiB)`,
 				`{dir}/nomad/internals.yaml:5: egret.stmgr.batch.max.bytes: "0" must be greater than zero`,
 				`{dir}/nomad/internals.yaml:6: egret.executor.restart.backoff.initial: "2m" must be at most egret.executor.restart.backoff.max ("1m")`,
-				`{dir}/nomad/internals.yaml:7: egret.stmgr.flush.interval: "10" is not a duration (for example 500ms, 30s, 2m)`,
+				`{dir}/nomad/internals.yaml:7: egret.stmgr.heartbeat.interval: "10" is not a duration (for example 500ms, 30s, 2m)`,
 				`{dir}/nomad/internals.yaml:8: egret.tmanager.heartbeat.timout: unknown key; did you mean egret.tmanager.heartbeat.timeout?`,
 				`{dir}/nomad/internals.yaml:9: heron.statemgr.root.path: unknown key (Egret keys start with egret.); did you mean egret.statemgr.root.path?`,
 				`--config-property: "nokey" is not key=value`,

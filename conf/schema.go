@@ -323,8 +323,6 @@ var schema = []Key{
 		Description: "At-least-once: pending roots each spout task's ledger (in its container's stream manager) may hold; a root registered beyond it fails at once and the spout replays it."},
 	{Name: "egret.stmgr.batch.max.bytes", Type: TypeBytes, Default: "64KiB", File: "internals", check: checkPositive,
 		Description: "A tuple batch is written when it reaches this size (or at once when the connection is idle)."},
-	{Name: "egret.stmgr.flush.interval", Type: TypeDuration, Default: "5ms", File: "internals", check: checkPositive,
-		Description: "Longest time a partly filled batch waits under load."},
 	{Name: "egret.stmgr.heartbeat.interval", Type: TypeDuration, Default: "1s", File: "internals", check: checkPositive,
 		Description: "Interval of stream manager heartbeats to the tmanager."},
 	{Name: "egret.stmgr.buffer.max.bytes", Type: TypeBytes, Default: "8MiB", File: "internals", check: checkPositive,
