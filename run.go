@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -279,6 +280,24 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// KeyInstanceMaxProcs sets GOMAXPROCS of instance processes (0: Go's
+// default, one per CPU); the GOMAXPROCS environment variable wins.
+const KeyInstanceMaxProcs = "egret.instance.gomaxprocs"
+
+func setMaxProcs(settings spi.Config) error {
+	n, err := settings.Int(KeyInstanceMaxProcs, 0)
+	if err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("config key %s must not be negative", KeyInstanceMaxProcs)
+	}
+	if n > 0 && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(n)
+	}
+	return nil
+}
+
 func readSettings(path string) (spi.Config, error) {
 	if path == "" {
 		return spi.Config{}, nil
@@ -299,6 +318,10 @@ func readSettings(path string) (spi.Config, error) {
 func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.Writer) int {
 	settings, err := readSettings(f.configFile)
 	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
+	if err := setMaxProcs(settings); err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}

@@ -335,6 +335,8 @@ var schema = []Key{
 		Description: "A process that stays up this long has its restart backoff reset."},
 	{Name: "egret.executor.stop.grace", Type: TypeDuration, Default: "10s", File: "internals", check: checkPositive,
 		Description: "How long the executor waits after SIGTERM before it kills a child with SIGKILL."},
+	{Name: "egret.instance.gomaxprocs", Type: TypeInt, Default: "0", File: "internals", check: checkNonNegative,
+		Description: "GOMAXPROCS of instance processes; 0: Go's default (one per CPU). The GOMAXPROCS environment variable wins. 1 saves the Go scheduler's cross-thread wake-ups (docs/benchmarks.md) at the cost of peak throughput per instance."},
 	{Name: "egret.instance.queue.max.bytes", Type: TypeBytes, Default: "1MiB", File: "internals", check: checkPositive,
 		Description: "Bound of an instance's inbound and outbound queues, each (at most 1GiB). Both are outside the stream manager's watermarks: under back pressure they stay full, so they add to the instance's memory and to the tuples in flight (docs/backpressure.md)."},
 	{Name: "egret.tmanager.heartbeat.timeout", Type: TypeDuration, Default: "5s", File: "internals", check: checkPositive,
