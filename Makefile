@@ -34,7 +34,7 @@ proto: ## regenerate the protobuf Go code (needs protoc; installs protoc-gen-go)
 	@[ -x $(GOBIN)/protoc-gen-go ] || GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	PATH=$(GOBIN):$$PATH protoc --go_out=. --go_opt=module=github.com/egret-stream/egret proto/egretpb/*.proto
 
-bench: ## run the benchmark suite (calibration, T1-T3 on local clusters, 3 runs each; micro-benchmarks; ~20 min) and rewrite docs/benchmarks.md
+bench: ## run the benchmark suite (calibration, T1-T3 on local clusters 3 runs each, T4 10 min, T5, micro-benchmarks; ~35 min) and rewrite docs/benchmarks.md
 	$(GO) run ./bench/cmd/egret-bench -report docs/benchmarks.md -profile 10
 
 bench-quick: ## a one-minute subset of make bench, one run each (results in bench/results/*-quick.json; docs untouched)
