@@ -147,7 +147,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	props := append([]string{"egret.metrics.export.interval=500ms"}, o.Props...)
-	c, err := newLocalCluster(o.Egret, props)
+	c, err := harness.NewLocalCluster(o.Egret, props)
 	if err != nil {
 		return nil, err
 	}
@@ -165,17 +165,17 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		for p := range seen {
 			pids = append(pids, p)
 		}
-		if kerr := c.kill(kctx, topology, pids); kerr != nil {
+		if kerr := c.Kill(kctx, topology, pids); kerr != nil {
 			err = errors.Join(err, fmt.Errorf("kill: %w", kerr))
 		}
 		if o.Keep || err != nil {
-			fmt.Fprintf(o.Log, "t4: EGRET_HOME kept: %s\n", c.home)
+			fmt.Fprintf(o.Log, "t4: EGRET_HOME kept: %s\n", c.Home())
 			return
 		}
-		err = errors.Join(err, os.RemoveAll(c.home))
+		err = errors.Join(err, os.RemoveAll(c.Home()))
 	}()
 
-	state := filepath.Join(c.home, "slowbolt-state")
+	state := filepath.Join(c.Home(), "slowbolt-state")
 	if err := os.MkdirAll(state, 0o755); err != nil {
 		return nil, err
 	}
@@ -190,18 +190,18 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		return nil, err
 	}
 	fmt.Fprintf(o.Log, "t4: submitting slowbolt (bolt at %d tuples/s, %d-byte payload) for %s\n", o.Rate, o.Payload, o.Duration)
-	if _, err := c.cli(ctx, "submit", clusterName, o.Topology, "--", "--state", state,
+	if _, err := c.CLI(ctx, "submit", harness.ClusterName, o.Topology, "--", "--state", state,
 		"--rate", strconv.Itoa(o.Rate), "--payload", strconv.Itoa(o.Payload), "--containers", "2"); err != nil {
 		return nil, err
 	}
 	start := time.Now()
 
 	sample := func() Sample {
-		kinds := c.processKinds(topology)
+		kinds, _ := c.ProcessKinds(topology) // nil while a pids.json is being rewritten: the sample is skipped
 		s := Sample{Seconds: time.Since(start).Seconds(), RSSMiB: map[string]float64{}}
 		for pid, kind := range kinds {
 			seen[pid] = true
-			if rss, ok := vmRSS(pid); ok {
+			if rss, ok := harness.VmRSS(pid); ok {
 				s.RSSMiB[kind] = max(s.RSSMiB[kind], float64(rss)/(1<<20))
 			}
 		}
@@ -234,7 +234,7 @@ func Run(ctx context.Context, o Options) (res *Result, err error) {
 		}
 	}
 	slowSamples := len(res.Samples)
-	metrics := filepath.Join(c.workDir(topology), "container-1", "metrics.jsonl")
+	metrics := filepath.Join(c.WorkDir(topology), "container-1", "metrics.jsonl")
 	active, err := harness.ReadSeries(metrics, harness.Source{Kind: "stmgr"}, stmgr.MetricBackPressureActive)
 	if err != nil {
 		return nil, fmt.Errorf("read the spout's stream manager's metrics: %w", err)

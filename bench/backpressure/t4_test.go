@@ -44,11 +44,3 @@ func TestSummarizeSlopeAndRates(t *testing.T) {
 		}
 	}
 }
-
-func TestProcessKind(t *testing.T) {
-	for name, want := range map[string]string{"instance-slow-2": "instance:slow", "instance-a-b-10": "instance:a-b", "stmgr": "stmgr", "instance-x": "instance"} {
-		if got := processKind(name); got != want {
-			t.Errorf("processKind(%q) = %q, want %q", name, got, want)
-		}
-	}
-}

@@ -20,27 +20,32 @@ import (
 	"github.com/egret-stream/egret/statemgr/localfs"
 )
 
-// clusterName is the cluster the benchmarks submit to.
-const clusterName = "local"
+// ClusterName is the cluster the benchmarks submit to.
+const ClusterName = "local"
 
-// localCluster is one run's Egret installation: a fresh EGRET_HOME.
-type localCluster struct {
+// LocalCluster is one run's Egret installation: a fresh EGRET_HOME.
+type LocalCluster struct {
 	egret string
 	home  string
 	props []string
 }
 
-func newLocalCluster(egret string, props []string) (*localCluster, error) {
+// NewLocalCluster prepares a fresh EGRET_HOME for the local cluster whose
+// scheduler runs egret, with props as --config-property overrides.
+func NewLocalCluster(egret string, props []string) (*LocalCluster, error) {
 	home, err := os.MkdirTemp("", "egret-bench-")
 	if err != nil {
 		return nil, fmt.Errorf("create EGRET_HOME: %w", err)
 	}
 	props = append([]string{"egret.scheduler.local.egret.binary=" + egret}, props...)
-	return &localCluster{egret: egret, home: home, props: props}, nil
+	return &LocalCluster{egret: egret, home: home, props: props}, nil
 }
 
-// cli runs the egret CLI with the cluster's properties.
-func (c *localCluster) cli(ctx context.Context, args ...string) (string, error) {
+// Home is the cluster's EGRET_HOME.
+func (c *LocalCluster) Home() string { return c.home }
+
+// CLI runs the egret CLI with the cluster's properties.
+func (c *LocalCluster) CLI(ctx context.Context, args ...string) (string, error) {
 	full := make([]string, 0, 2*len(c.props)+len(args))
 	for _, p := range c.props {
 		full = append(full, "--config-property", p)
@@ -58,17 +63,17 @@ func (c *localCluster) cli(ctx context.Context, args ...string) (string, error) 
 	return out.String(), nil
 }
 
-// workDir is the local scheduler's working directory of a topology.
-func (c *localCluster) workDir(topology string) string {
-	return filepath.Join(c.home, "topologies", clusterName, "root", topology)
+// WorkDir is the local scheduler's working directory of a topology.
+func (c *LocalCluster) WorkDir(topology string) string {
+	return filepath.Join(c.home, "topologies", ClusterName, "root", topology)
 }
 
-// schedulerPID returns the pid of the topology's scheduler service.
-func (c *localCluster) schedulerPID(topology string) (int, error) {
+// SchedulerPID returns the pid of the topology's scheduler service.
+func (c *LocalCluster) SchedulerPID(topology string) (int, error) {
 	var ep struct {
 		PID int `json:"pid"`
 	}
-	b, err := os.ReadFile(filepath.Join(c.workDir(topology), "scheduler.json"))
+	b, err := os.ReadFile(filepath.Join(c.WorkDir(topology), "scheduler.json"))
 	if err != nil {
 		return 0, fmt.Errorf("the scheduler service's endpoint: %w", err)
 	}
@@ -78,9 +83,28 @@ func (c *localCluster) schedulerPID(topology string) (int, error) {
 	return ep.PID, nil
 }
 
+// Pids returns the processes of a container as its executor recorded
+// them in pids.json: process name → pid, plus "executor".
+func (c *LocalCluster) Pids(topology string, container int) (map[string]int, error) {
+	var pf executor.PidFile
+	path := filepath.Join(c.WorkDir(topology), fmt.Sprintf("container-%d", container), "pids.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("pids of container %d: %w", container, err)
+	}
+	if err := json.Unmarshal(b, &pf); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := map[string]int{"executor": pf.Executor}
+	for k, v := range pf.Processes {
+		out[k] = v
+	}
+	return out, nil
+}
+
 // containerDirs returns the container working directories by container id.
-func (c *localCluster) containerDirs(topology string) (map[int]string, error) {
-	matches, err := filepath.Glob(filepath.Join(c.workDir(topology), "container-*"))
+func (c *LocalCluster) containerDirs(topology string) (map[int]string, error) {
+	matches, err := filepath.Glob(filepath.Join(c.WorkDir(topology), "container-*"))
 	if err != nil {
 		return nil, err
 	}
@@ -94,12 +118,12 @@ func (c *localCluster) containerDirs(topology string) (map[int]string, error) {
 	return out, nil
 }
 
-// processKinds maps the pid of every engine process to its kind: the
+// ProcessKinds maps the pid of every engine process to its kind: the
 // scheduler service, and for every container the executor and its
 // children as recorded in W/pids.json ("tmanager", "stmgr",
 // "metricsmgr", "instance:<component>").
-func (c *localCluster) processKinds(topology string) (map[int]string, error) {
-	sched, err := c.schedulerPID(topology)
+func (c *LocalCluster) ProcessKinds(topology string) (map[int]string, error) {
+	sched, err := c.SchedulerPID(topology)
 	if err != nil {
 		return nil, err
 	}
@@ -119,15 +143,15 @@ func (c *localCluster) processKinds(topology string) (map[int]string, error) {
 		}
 		kinds[pf.Executor] = "executor"
 		for name, pid := range pf.Processes {
-			kinds[pid] = processKind(name)
+			kinds[pid] = ProcessKind(name)
 		}
 	}
 	return kinds, nil
 }
 
-// processKind turns an executor process name into a kind:
+// ProcessKind turns an executor process name into a kind:
 // "instance-<component>-<task>" → "instance:<component>".
-func processKind(name string) string {
+func ProcessKind(name string) string {
 	if rest, ok := strings.CutPrefix(name, "instance-"); ok {
 		if i := strings.LastIndexByte(rest, '-'); i > 0 {
 			return "instance:" + rest[:i]
@@ -138,8 +162,8 @@ func processKind(name string) string {
 }
 
 // packingPlan reads the topology's packing plan from the state manager.
-func (c *localCluster) packingPlan(ctx context.Context, topology string) (*plan.PackingPlan, error) {
-	sm, err := localfs.Open(localfs.Options{Root: filepath.Join(c.home, "state", clusterName)})
+func (c *LocalCluster) packingPlan(ctx context.Context, topology string) (*plan.PackingPlan, error) {
+	sm, err := localfs.Open(localfs.Options{Root: filepath.Join(c.home, "state", ClusterName)})
 	if err != nil {
 		return nil, fmt.Errorf("open the state manager: %w", err)
 	}
@@ -151,15 +175,15 @@ func (c *localCluster) packingPlan(ctx context.Context, topology string) (*plan.
 	return pp, nil
 }
 
-// kill kills the topology and waits until none of its processes is left;
+// Kill kills the topology and waits until none of its processes is left;
 // processes still there after the grace period are killed by pid.
-func (c *localCluster) kill(ctx context.Context, topology string, pids []int) error {
-	_, kerr := c.cli(ctx, "kill", clusterName, topology)
+func (c *LocalCluster) Kill(ctx context.Context, topology string, pids []int) error {
+	_, kerr := c.CLI(ctx, "kill", ClusterName, topology)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		var alive []int
 		for _, p := range pids {
-			if processAlive(p) {
+			if ProcessAlive(p) {
 				alive = append(alive, p)
 			}
 		}
@@ -177,11 +201,11 @@ func (c *localCluster) kill(ctx context.Context, topology string, pids []int) er
 	}
 }
 
-// remove deletes the cluster's EGRET_HOME.
-func (c *localCluster) remove() error { return os.RemoveAll(c.home) }
+// Remove deletes the cluster's EGRET_HOME.
+func (c *LocalCluster) Remove() error { return os.RemoveAll(c.home) }
 
-// processAlive reports whether pid runs and is not a zombie.
-func processAlive(pid int) bool {
+// ProcessAlive reports whether pid runs and is not a zombie.
+func ProcessAlive(pid int) bool {
 	if syscall.Kill(pid, 0) != nil {
 		return false
 	}
@@ -196,8 +220,8 @@ func processAlive(pid int) bool {
 // saveWorkDir copies the topology's working directory (logs, metrics
 // files, pids; not the extracted packages or sockets) to dst, because
 // egret kill removes it.
-func (c *localCluster) saveWorkDir(topology, dst string) error {
-	src := c.workDir(topology)
+func (c *LocalCluster) saveWorkDir(topology, dst string) error {
+	src := c.WorkDir(topology)
 	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 		if err != nil {
 			return err

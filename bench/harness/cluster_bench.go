@@ -405,8 +405,8 @@ func (s *snapshot) kind(pid int) string {
 	return "other"
 }
 
-func takeSnapshot(c *localCluster, topology string, sched int) (*snapshot, error) {
-	kinds, err := c.processKinds(topology)
+func takeSnapshot(c *LocalCluster, topology string, sched int) (*snapshot, error) {
+	kinds, err := c.ProcessKinds(topology)
 	if err != nil {
 		return nil, err
 	}
@@ -450,7 +450,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // it.
 func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, prof *Profile, err error) {
 	props := append([]string{"egret.metrics.export.interval=" + o.MetricsInterval.String()}, o.Props...)
-	c, err := newLocalCluster(o.Egret, props)
+	c, err := NewLocalCluster(o.Egret, props)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -465,18 +465,18 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 				fmt.Fprintf(o.Log, "%s: run %d: saving the working directory: %v\n", o.Name, run, serr)
 			}
 		}
-		if kerr := c.kill(kctx, w.Topology, pids); kerr != nil {
+		if kerr := c.Kill(kctx, w.Topology, pids); kerr != nil {
 			err = errors.Join(err, fmt.Errorf("kill: %w", kerr))
 		}
 		if o.Keep || err != nil {
 			fmt.Fprintf(o.Log, "%s: run %d: EGRET_HOME kept: %s (working directory copied to saved/%s)\n", o.Name, run, c.home, w.Topology)
 			return
 		}
-		if rerr := c.remove(); rerr != nil {
+		if rerr := c.Remove(); rerr != nil {
 			err = errors.Join(err, rerr)
 		}
 	}()
-	args := append([]string{"submit", clusterName, w.Binary, "--"}, w.Args...)
+	args := append([]string{"submit", ClusterName, w.Binary, "--"}, w.Args...)
 	latencyDir := ""
 	if w.LatencyFlag != "" && len(w.Latency) > 0 && w.OfferedRate > 0 {
 		latencyDir = filepath.Join(c.home, "latency")
@@ -485,10 +485,10 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 		}
 		args = append(args, w.LatencyFlag, latencyDir)
 	}
-	if _, err := c.cli(ctx, args...); err != nil {
+	if _, err := c.CLI(ctx, args...); err != nil {
 		return nil, nil, err
 	}
-	sched, err := c.schedulerPID(w.Topology)
+	sched, err := c.SchedulerPID(w.Topology)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -519,7 +519,7 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 			break
 		}
 		if time.Now().After(deadline) {
-			return nil, nil, fmt.Errorf("no tuple reached every %s task within %s; see the logs under %s", w.Sink, o.StartTimeout, c.workDir(w.Topology))
+			return nil, nil, fmt.Errorf("no tuple reached every %s task within %s; see the logs under %s", w.Sink, o.StartTimeout, c.WorkDir(w.Topology))
 		}
 		if err := sleepCtx(ctx, 250*time.Millisecond); err != nil {
 			return nil, nil, err
@@ -534,7 +534,7 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 	// counters, so that its executed counter is read exactly at the
 	// window's ends; it lasts a whole number of its publishing intervals.
 	sink := sinks[0]
-	tail := &tailer{path: filepath.Join(c.workDir(w.Topology), "container-"+strconv.Itoa(containerOfTask(pp)[sink]), "metrics.jsonl"), task: sink, metric: gateway.MetricExecuted}
+	tail := &tailer{path: filepath.Join(c.WorkDir(w.Topology), "container-"+strconv.Itoa(containerOfTask(pp)[sink]), "metrics.jsonl"), task: sink, metric: gateway.MetricExecuted}
 	if err := tail.poll(); err != nil {
 		return nil, nil, err
 	}
@@ -727,7 +727,7 @@ func tasksOf(pp *plan.PackingPlan, component string) []int {
 }
 
 // series merges one metric of src from every container's metrics file.
-func (c *localCluster) series(topology string, src Source, metric string) (map[int]Series, error) {
+func (c *LocalCluster) series(topology string, src Source, metric string) (map[int]Series, error) {
 	dirs, err := c.containerDirs(topology)
 	if err != nil {
 		return nil, err
@@ -749,7 +749,7 @@ func (c *localCluster) series(topology string, src Source, metric string) (map[i
 }
 
 // flowing reports whether every sink task has executed a tuple.
-func (c *localCluster) flowing(w Workload, sinks []int) (bool, error) {
+func (c *LocalCluster) flowing(w Workload, sinks []int) (bool, error) {
 	s, err := c.series(w.Topology, Source{Kind: "instance", Component: w.Sink}, gateway.MetricExecuted)
 	if err != nil {
 		return false, err
@@ -765,7 +765,7 @@ func (c *localCluster) flowing(w Workload, sinks []int) (bool, error) {
 
 // counters fills the throughput figures: each counter interpolated at the
 // window's start and end, after waiting for a report past the end.
-func (c *localCluster) counters(ctx context.Context, o *ClusterOptions, w Workload, r *RunResult, t0, t1 time.Time, pp *plan.PackingPlan, sources, sinks []int, containerOf map[int]int) error {
+func (c *LocalCluster) counters(ctx context.Context, o *ClusterOptions, w Workload, r *RunResult, t0, t1 time.Time, pp *plan.PackingPlan, sources, sinks []int, containerOf map[int]int) error {
 	dirs, err := c.containerDirs(w.Topology)
 	if err != nil {
 		return err
@@ -848,7 +848,7 @@ func (c *localCluster) counters(ctx context.Context, o *ClusterOptions, w Worklo
 					what = "container"
 				}
 				return fmt.Errorf("no %s report of %s %s %d brackets the window [%s, %s]; see the metrics files under %s",
-					ct.metric, ct.src.Kind, what, missing, t0.Format(time.RFC3339Nano), t1.Format(time.RFC3339Nano), c.workDir(w.Topology))
+					ct.metric, ct.src.Kind, what, missing, t0.Format(time.RFC3339Nano), t1.Format(time.RFC3339Nano), c.WorkDir(w.Topology))
 			}
 			if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
 				return err

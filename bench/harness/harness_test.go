@@ -305,8 +305,8 @@ func TestPlacementAndKinds(t *testing.T) {
 		t.Errorf("missing sink: fraction %v", frac)
 	}
 	for in, want := range map[string]string{"instance-null-2": "instance:null", "instance-a-b-12": "instance:a-b", "stmgr": "stmgr", "instance-x": "instance"} {
-		if got := processKind(in); got != want {
-			t.Errorf("processKind(%q) = %q, want %q", in, got, want)
+		if got := ProcessKind(in); got != want {
+			t.Errorf("ProcessKind(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -425,5 +425,13 @@ func TestMachineFields(t *testing.T) {
 	}
 	if m := DescribeMachine(); m.NProc < 1 || m.GoVersion == "" {
 		t.Errorf("DescribeMachine = %+v", m)
+	}
+}
+
+func TestProcessKind(t *testing.T) {
+	for name, want := range map[string]string{"instance-slow-2": "instance:slow", "instance-a-b-10": "instance:a-b", "stmgr": "stmgr", "instance-x": "instance"} {
+		if got := ProcessKind(name); got != want {
+			t.Errorf("ProcessKind(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

@@ -167,3 +167,35 @@ func readMachineCPU(procRoot string) (MachineCPU, error) {
 	}
 	return parseMachineCPU(b)
 }
+
+// VmRSS returns the resident set of pid in bytes.
+func VmRSS(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, false
+	}
+	rss, _ := parseStatus(b)
+	return rss, true
+}
+
+// ProcStart returns the start time (clock ticks after boot) of a running,
+// non-zombie process: with the pid, it names the process across pid
+// reuse.
+func ProcStart(pid int) (uint64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// After the command name in parentheses: state is the first field,
+	// starttime the 20th.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+		return 0, false
+	}
+	start, err := strconv.ParseUint(f[19], 10, 64)
+	return start, err == nil
+}

@@ -203,10 +203,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	defer func() {
 		if o.Keep {
-			o.Log.Info("EGRET_HOME kept", zap.String("home", c.home))
+			o.Log.Info("EGRET_HOME kept", zap.String("home", c.Home()))
 			return
 		}
-		if err := c.remove(); err != nil {
+		if err := c.Remove(); err != nil {
 			o.Log.Warn("remove EGRET_HOME", zap.Error(err))
 		}
 	}()
@@ -305,11 +305,11 @@ type run struct {
 const pollEvery = 50 * time.Millisecond
 
 func startTopology(ctx context.Context, c *cluster, o *Options, name string, rate int, timeout time.Duration) (*run, error) {
-	state := filepath.Join(c.home, "state-"+name)
-	args := []string{"submit", clusterName, o.Topology, "--", "--name", name, "--messages", "0", "--state", state,
+	state := filepath.Join(c.Home(), "state-"+name)
+	args := []string{"submit", harness.ClusterName, o.Topology, "--", "--name", name, "--messages", "0", "--state", state,
 		"--rate", strconv.Itoa(rate), "--timeout", timeout.String(), "--containers", "2"}
 	o.Log.Info("submitting", zap.String("topology", name), zap.Int("rate", rate))
-	if _, err := c.cli(ctx, args...); err != nil {
+	if _, err := c.CLI(ctx, args...); err != nil {
 		return nil, err
 	}
 	c.remember(name, 2)
@@ -355,7 +355,7 @@ func (r *run) waitFlow(ctx context.Context, limit time.Duration) error {
 		return err
 	}
 	if !flowing() {
-		return fmt.Errorf("topology %s: no tuple reached the sinks within %s (logs under %s)", r.name, limit, r.c.workDir(r.name))
+		return fmt.Errorf("topology %s: no tuple reached the sinks within %s (logs under %s)", r.name, limit, r.c.WorkDir(r.name))
 	}
 	r.c.remember(r.name, 2)
 	return nil
