@@ -42,6 +42,9 @@ func (p *peer) setConnected(addr string) {
 	p.mu.Unlock()
 	p.connected.Store(addr != "")
 	p.live.Store(addr != "")
+	if addr != "" {
+		p.starting.Store(false)
+	}
 }
 
 func (s *StMgr) newPeer(container int32, addr string) *peer {
@@ -49,6 +52,9 @@ func (s *StMgr) newPeer(container int32, addr string) *peer {
 	p.name = fmt.Sprintf("stmgr %d", container)
 	p.q = wire.NewQueue(s.set.bufferMax, frameSize)
 	p.q.SetBlocking(false) // until connected
+	// Until its first connection, its queue counts for back pressure, so
+	// tuples emitted before the mesh is up wait instead of being dropped.
+	p.starting.Store(true)
 	return p
 }
 

@@ -54,10 +54,11 @@ type dest struct {
 	lost   atomic.Int64
 	// live is set while the destination is connected; starting is set
 	// for a local task whose instance has not connected yet since the
-	// task was placed here. Only live and starting queues count for back
-	// pressure: tuples for an instance that is starting wait for it
-	// (spouts pause) instead of being dropped, while the queue of an
-	// instance that died does not freeze the topology.
+	// task was placed here, and for a peer not connected yet since it
+	// joined the plan. Only live and starting queues count for back
+	// pressure: tuples for a destination that is starting wait for it
+	// (spouts pause) instead of being dropped, while the queue of one
+	// that died does not freeze the topology.
 	live     atomic.Bool
 	starting atomic.Bool
 	// ctl is a control frame (complete, header included) to write before
