@@ -26,6 +26,11 @@ type emitter struct {
 	hdr     wire.Header
 	// ack is the at-least-once state; nil in other modes.
 	ack *ackState
+	// linger is set on a spout: its batches are not sent the moment the
+	// path is idle but when full, when the spout is idle and the oldest
+	// tuple waited the flush interval, or when it must wait for acks
+	// (see runSpout). A bolt flushes after every input batch instead.
+	linger bool
 	// last is the route of the last emit, to skip the map lookup when
 	// a component emits on one stream.
 	lastStream string
@@ -150,7 +155,7 @@ func (e *emitter) append(dest uint32) {
 	// tuples: a tuple emitted toward an idle path leaves at once, and a
 	// busy path costs a few checks per batch, not one per tuple (the
 	// flush interval bounds the wait of the others).
-	if len(b.Buf) >= e.in.cfg.BatchBytes || (b.Count&(b.Count-1) == 0 && e.in.cfg.Transport.Idle(dest)) {
+	if len(b.Buf) >= e.in.cfg.BatchBytes || (!e.linger && b.Count&(b.Count-1) == 0 && e.in.cfg.Transport.Idle(dest)) {
 		e.flush(dest)
 	}
 }
@@ -197,6 +202,16 @@ func (e *emitter) flushAll() {
 		e.ack.flush(e)
 	}
 	e.publish()
+}
+
+// lingerLeft is how much longer the oldest pending tuple may wait for
+// others to join its batch (0 when nothing is pending or it waited
+// interval already).
+func (e *emitter) lingerLeft(interval time.Duration) time.Duration {
+	if len(e.pending) == 0 {
+		return 0
+	}
+	return max(interval-time.Since(e.since), 0)
 }
 
 // flushIfDue sends the pending batches when the oldest has waited longer

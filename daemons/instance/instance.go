@@ -21,7 +21,7 @@ import (
 // Defaults of the batching settings.
 const (
 	DefaultBatchBytes    = 32 << 10
-	DefaultFlushInterval = time.Millisecond
+	DefaultFlushInterval = 250 * time.Microsecond
 	maxIdleWait          = time.Millisecond
 	executeSample        = 64
 	// flushCheckEvery is how many emits pass between two looks at the
@@ -48,7 +48,7 @@ type Config struct {
 	// BatchBytes is the size at which a destination's batch is sent.
 	BatchBytes int
 	// FlushInterval bounds how long a spout's tuple waits in a batch
-	// while the path to its destination is busy.
+	// for others to join it (busy path, or an idle spout lingering).
 	FlushInterval time.Duration
 	// Now is the clock of at-least-once timeouts and complete latency
 	// (time.Now when nil); tests inject a fake one.
@@ -113,7 +113,7 @@ func New(cfg Config) (*Instance, error) {
 	for id := range cfg.Layout.ComponentOf {
 		maxTask = max(maxTask, id)
 	}
-	in.em = emitter{in: in, routes: routes, out: make([]*wire.Batch, maxTask+1)}
+	in.em = emitter{in: in, routes: routes, out: make([]*wire.Batch, maxTask+1), linger: comp.Kind == topology.Spout}
 	if cfg.Topology.Logical.DeliveryMode() == topology.AtLeastOnce {
 		if cfg.Now == nil {
 			cfg.Now = time.Now
@@ -289,8 +289,15 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			in.em.flushIfDue(in.cfg.FlushInterval)
 			continue
 		}
-		// Nothing to emit: send what is buffered, then back off so an idle
-		// spout does not spin a core.
+		// Nothing to emit. A partly filled batch first waits up to the
+		// flush interval for more tuples: at moderate rates one write
+		// and one wake-up per hop carry many tuples instead of one.
+		if d := in.em.lingerLeft(in.cfg.FlushInterval); d > 0 {
+			waitInbox(ctx, inbox, timer, d, handle)
+			continue
+		}
+		// Send what is buffered, then back off so an idle spout does not
+		// spin a core.
 		in.em.flushAll()
 		if sa != nil {
 			settleLocal()

@@ -29,7 +29,8 @@ func externals() []harness.External {
 const flatSlope = 1.0
 
 func runT4(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
-	o := backpressure.Options{Egret: env.Egret, Duration: 10 * time.Minute, Log: env.Out}
+	// 1 KiB tuples, as the e2e test: watermarks count bytes (docs/backpressure.md).
+	o := backpressure.Options{Egret: env.Egret, Duration: 10 * time.Minute, Payload: 1024, Log: env.Out}
 	name := "t4-backpressure"
 	if env.Quick {
 		o.Duration, name = time.Minute, name+"-quick"
