@@ -26,6 +26,17 @@
 // holds frames up to its bound and drops the rest, counting the lost
 // tuples.
 //
+// Back pressure (backpressure.go): when a queue toward a connected or
+// starting destination passes the high watermark, the stream manager stops
+// reading its local spouts (or, in drop mode, drops their tuples) and
+// announces it to every peer, until every queue is below the low
+// watermark.
+//
+// At-least-once (ack.go): the stream manager holds the XOR ledger of each
+// local spout task, applies acking updates of its roots, forwards the
+// others to the stream manager of the root's container, and sends
+// completed and failed roots back to the spout instance.
+//
 // Garbage, an oversized frame (egret.wire.max.frame.bytes), an unknown
 // frame type or a failed handshake closes that one connection with a
 // logged error. docs/protocol.md ("Stream manager and instances")
