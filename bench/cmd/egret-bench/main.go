@@ -57,7 +57,6 @@ var reserved = map[string]string{
 var quickSet = map[string]bool{
 	"t1-constnull-2c":         true,
 	"t1-constnull-2c-ack1000": true,
-	"t2-heronwc-p2":           true,
 	"t3-sentencewc-max":       true,
 	"t3-sentencewc-50pct":     true,
 }
