@@ -46,6 +46,24 @@ func bpCluster(t *testing.T, containerOf func(int) int) *stmgrtest.Cluster {
 	return bpClusterWith(t, containerOf, nil)
 }
 
+// slowPath starts the spout (task 1) in container 1 and the sink (task 2,
+// with a small instance queue) in container 2, both connected; it returns
+// the stream managers and the sink's instance. startSlowFlow then makes
+// the sink slow and the spout emit without limit.
+func slowPath(t *testing.T, config func(*api.TopologyBuilder)) (c *stmgrtest.Cluster, s1, s2 *stmgr.StMgr, sink *stmgrtest.Instance) {
+	c = bpClusterWith(t, spoutHere, config)
+	s1, s2 = c.StartStMgr(1), c.StartStMgr(2)
+	c.StartInstance(1, 1)
+	sink = c.StartInstance(2, 2, smallQueue)
+	c.WaitConnected(map[int]int{1: 1, 2: 1})
+	return c, s1, s2, sink
+}
+
+func startSlowFlow(c *stmgrtest.Cluster) {
+	c.Count.Sink.SetDelay(50 * time.Microsecond)
+	c.Count.Limit.Set(1 << 40)
+}
+
 func bpClusterWith(t *testing.T, containerOf func(int) int, config func(*api.TopologyBuilder)) *stmgrtest.Cluster {
 	c := stmgrtest.NewClusterWith(t, 1, containerOf, config)
 	c.Settings[stmgr.KeyHighWatermark] = "64KiB"
@@ -111,15 +129,9 @@ func (sp *sampler) done() {
 // and the spout emits only what the bolt consumes. When the bolt is fast
 // again, back pressure releases and the tuples flow at full speed.
 func TestBackPressureThrottlesTheSpoutToTheSlowBolt(t *testing.T) {
-	c := bpCluster(t, spoutHere)
-	s1, s2 := c.StartStMgr(1), c.StartStMgr(2)
-	c.StartInstance(1, 1)
-	c.StartInstance(2, 2, smallQueue)
-	c.WaitConnected(map[int]int{1: 1, 2: 1})
+	c, s1, s2, _ := slowPath(t, nil)
 	sp := sampleQueues(t, s1, s2)
-
-	c.Count.Sink.SetDelay(50 * time.Microsecond)
-	c.Count.Limit.Set(1 << 40)
+	startSlowFlow(c)
 	stmgrtest.WaitFor(t, 20*time.Second, "back pressure initiated by the slow bolt's stream manager and announced to the spout's", func() bool {
 		b1, b2 := s1.Counters().BackPressure, s2.Counters().BackPressure
 		return b2.ByLocalInstanceNs > 0 && b2.Active && b1.Active && slices.Equal(b1.Announcing, []int{2})
@@ -190,13 +202,8 @@ func TestBackPressureThrottlesTheSpoutToTheSlowBolt(t *testing.T) {
 // back pressure is on. Its queue no longer counts, back pressure releases
 // and the spout runs again; when the bolt comes back, its tuples flow.
 func TestBackPressureSurvivesKillingTheSlowInstance(t *testing.T) {
-	c := bpCluster(t, spoutHere)
-	s1, s2 := c.StartStMgr(1), c.StartStMgr(2)
-	c.StartInstance(1, 1)
-	slow := c.StartInstance(2, 2, smallQueue)
-	c.WaitConnected(map[int]int{1: 1, 2: 1})
-	c.Count.Sink.SetDelay(50 * time.Microsecond)
-	c.Count.Limit.Set(1 << 40)
+	c, s1, s2, slow := slowPath(t, nil)
+	startSlowFlow(c)
 	stmgrtest.WaitFor(t, 20*time.Second, "back pressure", func() bool {
 		return s1.Counters().BackPressure.Active && s2.Counters().BackPressure.Active
 	})
@@ -344,16 +351,11 @@ func TestCorruptBackPressureFrameClosesThePeer(t *testing.T) {
 // reading the spout during back pressure and drops its tuples, counting
 // them; queues stay bounded and nothing else is lost.
 func TestDropModeKeepsTheSpoutRunningAndCountsDrops(t *testing.T) {
-	c := bpClusterWith(t, spoutHere, func(b *api.TopologyBuilder) {
+	c, s1, s2, _ := slowPath(t, func(b *api.TopologyBuilder) {
 		b.SetConfig(topology.KeyDropTuplesUponBackPressure, "true")
 	})
-	s1, s2 := c.StartStMgr(1), c.StartStMgr(2)
-	c.StartInstance(1, 1)
-	c.StartInstance(2, 2, smallQueue)
-	c.WaitConnected(map[int]int{1: 1, 2: 1})
 	sp := sampleQueues(t, s1, s2)
-	c.Count.Sink.SetDelay(50 * time.Microsecond)
-	c.Count.Limit.Set(1 << 40)
+	startSlowFlow(c)
 	stmgrtest.WaitFor(t, 20*time.Second, "back pressure on the spout's stream manager", func() bool { return s1.Counters().BackPressure.Active })
 	start := c.Count.Sink.Total()
 	startIn, startDropped := s1.Counters().TuplesFromInstances, s1.Counters().TuplesDroppedBackPressure
