@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,11 +46,8 @@ func runT4(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResul
 	if err != nil {
 		return nil, err
 	}
-	if err := writeJSON(env, name, res); err != nil {
-		return nil, err
-	}
-	var md bytes.Buffer
-	if err := res.WriteMarkdown(&md); err != nil {
+	md, err := save(env, name, res)
+	if err != nil {
 		return nil, err
 	}
 	worst := 0.0
@@ -58,7 +56,7 @@ func runT4(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResul
 	}
 	t := harness.Target{Name: "T4 memory flat (largest RSS slope after warm-up, any process kind)", Bench: name,
 		Figure: "MiB/min", Want: flatSlope, Got: worst, Measured: len(res.Kinds) > 0, Met: worst <= flatSlope}
-	return &harness.ExternalResult{Markdown: body(md.String()), Targets: []harness.Target{t}}, nil
+	return &harness.ExternalResult{Markdown: md, Targets: []harness.Target{t}}, nil
 }
 
 func runT5(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
@@ -71,11 +69,8 @@ func runT5(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResul
 	if err != nil {
 		return nil, err
 	}
-	if err := writeJSON(env, name, res); err != nil {
-		return nil, err
-	}
-	var md bytes.Buffer
-	if err := res.WriteMarkdown(&md); err != nil {
+	md, err := save(env, name, res)
+	if err != nil {
 		return nil, err
 	}
 	want := map[string]float64{recovery.FaultBolt: 5, recovery.FaultStmgr: 10}
@@ -96,7 +91,21 @@ func runT5(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResul
 		}
 		targets = append(targets, t)
 	}
-	return &harness.ExternalResult{Markdown: body(md.String()), Targets: targets}, nil
+	return &harness.ExternalResult{Markdown: md, Targets: targets}, nil
+}
+
+// save writes res as <name>.json and returns its markdown section.
+func save(env harness.ExternalEnv, name string, res interface {
+	WriteMarkdown(io.Writer) error
+}) (string, error) {
+	if err := writeJSON(env, name, res); err != nil {
+		return "", err
+	}
+	var md bytes.Buffer
+	if err := res.WriteMarkdown(&md); err != nil {
+		return "", err
+	}
+	return body(md.String()), nil
 }
 
 // body drops the markdown's own leading heading: the report puts the
