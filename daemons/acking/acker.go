@@ -1,6 +1,7 @@
 package acking
 
 import (
+	"context"
 	"sync"
 
 	"github.com/egret-stream/egret/daemons/wire"
@@ -91,18 +92,35 @@ func (a *Acker) apply(kind wire.FrameType, u wire.AckUpdate) {
 	}
 }
 
-// Ready receives a value when results may be waiting.
-func (a *Acker) Ready() <-chan struct{} { return a.ready }
-
-// Take returns the waiting results and keeps spare (emptied) as the
-// buffer for the next ones; the caller owns the returned slice until it
-// passes it back as spare.
-func (a *Acker) Take(spare []wire.AckResult) []wire.AckResult {
+// take returns the waiting results and keeps spare (emptied) as the
+// buffer for the next ones.
+func (a *Acker) take(spare []wire.AckResult) []wire.AckResult {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := a.results
 	a.results = spare[:0]
 	return out
+}
+
+// Deliver hands the results to send, batch by batch, until ctx ends or
+// send fails. send owns a batch until it returns (the slice is reused
+// for the next results).
+func (a *Acker) Deliver(ctx context.Context, send func([]wire.AckResult) error) error {
+	var spare []wire.AckResult
+	for {
+		select {
+		case <-a.ready:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		batch := a.take(spare)
+		if len(batch) > 0 {
+			if err := send(batch); err != nil {
+				return err
+			}
+		}
+		spare = batch[:0]
+	}
 }
 
 // Rotate rotates the ledger (see Ledger.Rotate) and returns how many

@@ -220,25 +220,18 @@ func (s *StMgr) updateAckers(ps planSettings, rt *routes, spoutTasks []int32) {
 // its queue up to the queue's bound and are dropped beyond it (the roots
 // then time out in the spout and are replayed).
 func (s *StMgr) deliverAcks(ctx context.Context, task int32, a *acking.Acker) {
-	var spare []wire.AckResult
-	for {
-		select {
-		case <-a.Ready():
-		case <-ctx.Done():
-			return
-		}
-		results := a.Take(spare)
+	_ = a.Deliver(ctx, func(results []wire.AckResult) error {
 		for len(results) > 0 {
 			n := min(len(results), wire.MaxAckUpdates)
 			f := s.getFrame()
 			f.body = wire.AppendAckResults(append(f.body[:0], byte(wire.FrameAckResult)), results[:n])
 			if err := s.pushResults(ctx, task, f, n); err != nil {
-				return
+				return err
 			}
 			results = results[n:]
 		}
-		spare = results[:0]
-	}
+		return nil
+	})
 }
 
 // pushResults queues a FrameAckResult frame of n results toward task.

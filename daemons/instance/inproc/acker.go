@@ -36,32 +36,21 @@ func (t *transport) SendAcks(_ context.Context, kind wire.FrameType, updates []w
 // deliver moves the results of spout task id into its inbox until ctx
 // ends.
 func (r *Runner) deliver(ctx context.Context, id int, a *acking.Acker) {
-	var spare []wire.AckResult
-	for {
-		select {
-		case <-a.Ready():
-		case <-ctx.Done():
-			return
-		}
-		batch := a.Take(spare)
-		if len(batch) == 0 {
-			spare = batch
-			continue
-		}
+	_ = a.Deliver(ctx, func(batch []wire.AckResult) error {
 		done := make(chan struct{})
 		select {
 		case r.inboxes[id] <- instance.Msg{Kind: instance.MsgAckResults, Acks: batch, Handled: func() { close(done) }}:
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		}
 		// The spout is done with batch once it handled the message.
 		select {
 		case <-done:
-			spare = batch
+			return nil
 		case <-ctx.Done():
-			return
+			return ctx.Err()
 		}
-	}
+	})
 }
 
 // rotate rotates the ledgers so that roots nobody acks or fails (their
