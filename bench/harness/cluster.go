@@ -178,15 +178,25 @@ func (c *LocalCluster) packingPlan(ctx context.Context, topology string) (*plan.
 // Kill kills the topology and waits until none of its processes is left;
 // processes still there after the grace period are killed by pid.
 func (c *LocalCluster) Kill(ctx context.Context, topology string, pids []int) error {
-	_, kerr := c.CLI(ctx, "kill", ClusterName, topology)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	return c.KillWhile(ctx, topology, func() []int {
 		var alive []int
 		for _, p := range pids {
 			if ProcessAlive(p) {
 				alive = append(alive, p)
 			}
 		}
+		return alive
+	})
+}
+
+// KillWhile kills the topology with egret kill and waits until alive
+// (the caller's view of the topology's processes still running) is
+// empty; those still there after 30s are killed by pid.
+func (c *LocalCluster) KillWhile(ctx context.Context, topology string, alive func() []int) error {
+	_, kerr := c.CLI(ctx, "kill", ClusterName, topology)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		alive := alive()
 		if len(alive) == 0 {
 			return kerr
 		}

@@ -2,11 +2,6 @@ package recovery
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
-	"syscall"
-	"time"
 
 	"github.com/egret-stream/egret/bench/harness"
 )
@@ -51,27 +46,15 @@ func (c *cluster) remember(topology string, containers int) {
 // kill kills the topology and waits until no process seen is left;
 // processes still there after 30s are killed by pid.
 func (c *cluster) kill(ctx context.Context, topology string) error {
-	_, kerr := c.CLI(ctx, "kill", harness.ClusterName, topology)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	return c.KillWhile(ctx, topology, func() []int {
 		var alive []int
 		for p, start := range c.seen {
 			if s, ok := harness.ProcStart(p); ok && s == start {
 				alive = append(alive, p)
 			}
 		}
-		if len(alive) == 0 {
-			return kerr
-		}
-		if time.Now().After(deadline) {
-			for _, p := range alive {
-				_ = syscall.Kill(p, syscall.SIGKILL)
-			}
-			sort.Ints(alive)
-			return errors.Join(kerr, fmt.Errorf("processes %v outlived egret kill by 30s and were killed", alive))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return alive
+	})
 }
 
 // see remembers a running process.
