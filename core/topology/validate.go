@@ -5,17 +5,9 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/egret-stream/egret/core/names"
 )
-
-// MaxNameLength bounds topology, component and stream names so they fit in
-// state-manager paths and resource-manager identifiers (Kubernetes labels,
-// Nomad job ids) together with a prefix.
-const MaxNameLength = 63
-
-// namePattern is the form of topology, component and stream names: usable
-// unchanged as a ZooKeeper node name, a file name, a Nomad job id and (after
-// lowercasing) a Kubernetes name.
-var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]*$`)
 
 // fieldPattern is the form of field names.
 var fieldPattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
@@ -43,20 +35,6 @@ func (e *ValidationError) Error() string {
 	return b.String()
 }
 
-// CheckName reports whether s is usable as a topology, component or stream
-// name, with a message saying why not.
-func CheckName(s string) error {
-	switch {
-	case s == "":
-		return fmt.Errorf("name is empty")
-	case len(s) > MaxNameLength:
-		return fmt.Errorf("name %q is longer than %d characters", s, MaxNameLength)
-	case !namePattern.MatchString(s):
-		return fmt.Errorf("name %q must start with a letter and contain only letters, digits, '-' and '_'", s)
-	}
-	return nil
-}
-
 // Validate checks the topology and returns a *ValidationError listing every
 // problem, or nil.
 func Validate(t *Topology) error {
@@ -79,7 +57,7 @@ func (v *validator) addf(format string, args ...any) {
 
 func (v *validator) check() {
 	t := v.t
-	if err := CheckName(t.Name); err != nil {
+	if err := names.Check(names.Topology, t.Name); err != nil {
 		v.addf("topology: %v", err)
 	}
 	if len(t.Components) == 0 {
@@ -98,7 +76,7 @@ func (v *validator) check() {
 	for i := range t.Components {
 		c := &t.Components[i]
 		label := fmt.Sprintf("component %q", c.Name)
-		if err := CheckName(c.Name); err != nil {
+		if err := names.Check(names.Component, c.Name); err != nil {
 			v.addf("component #%d: %v", i+1, err)
 		} else if reservedNames[strings.ToLower(c.Name)] {
 			v.addf("%s: the name is reserved for Egret's own processes; choose another", label)
@@ -136,7 +114,7 @@ func (v *validator) checkOutputs(label string, c *Component) {
 	streams := map[string]bool{}
 	for _, s := range c.Outputs {
 		sl := fmt.Sprintf("%s stream %q", label, s.ID)
-		if err := CheckName(s.ID); err != nil {
+		if err := names.Check(names.Stream, s.ID); err != nil {
 			v.addf("%s: %v", label, err)
 		}
 		if streams[s.ID] {

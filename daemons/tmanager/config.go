@@ -6,6 +6,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/wire"
@@ -108,7 +109,7 @@ func (c Config) resolve() (*settings, error) {
 	if c.TopologyName == "" {
 		return nil, errors.New("tmanager: the topology name is required (--topology)")
 	}
-	if err := topology.CheckName(c.TopologyName); err != nil {
+	if err := names.Check(names.Topology, c.TopologyName); err != nil {
 		return nil, fmt.Errorf("tmanager: %w", err)
 	}
 	if c.TopologyID == "" {

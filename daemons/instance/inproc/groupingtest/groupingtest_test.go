@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -20,7 +21,7 @@ func TestCaseNames(t *testing.T) {
 			t.Errorf("case %q repeated", c.Name)
 		}
 		seen[c.Name] = true
-		if err := topology.CheckName(c.TopologyName()); err != nil {
+		if err := names.Check(names.Topology, c.TopologyName()); err != nil {
 			t.Errorf("case %q: topology name: %v", c.Name, err)
 		}
 		if got, err := Lookup(c.Name); err != nil || got != c {
