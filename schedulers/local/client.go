@@ -64,25 +64,29 @@ func (s *Scheduler) Launch(ctx context.Context, job spi.Job) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("local scheduler: launch %s: %w", job.Topology, err)
 	}
-	if ep, err := s.endpoint(); err == nil && processAlive(ep.PID) {
-		return fmt.Errorf("local scheduler: topology %q already has a scheduler (pid %d) in %s: %w", job.Topology, ep.PID, s.workDir, spi.ErrExists)
+	dir, err := topologyDir(s.workDir, job.Topology)
+	if err != nil {
+		return err
 	}
-	if err := os.MkdirAll(s.workDir, 0o755); err != nil {
+	if ep, err := s.endpoint(); err == nil && processAlive(ep.PID) {
+		return fmt.Errorf("local scheduler: topology %q already has a scheduler (pid %d) in %s: %w", job.Topology, ep.PID, dir, spi.ErrExists)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("local scheduler: create working directory: %w", err)
 	}
-	if err := writeJSON(filepath.Join(s.workDir, ConfigFile), job.Config); err != nil {
+	if err := writeJSON(filepath.Join(dir, ConfigFile), job.Config); err != nil {
 		return fmt.Errorf("local scheduler: write config: %w", err)
 	}
-	if err := writeJSON(filepath.Join(s.workDir, jobFile), job); err != nil {
+	if err := writeJSON(filepath.Join(dir, jobFile), job); err != nil {
 		return fmt.Errorf("local scheduler: write job: %w", err)
 	}
-	_ = os.Remove(filepath.Join(s.workDir, endpointFile))
-	out, err := os.OpenFile(filepath.Join(s.workDir, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	_ = os.Remove(filepath.Join(dir, endpointFile))
+	out, err := os.OpenFile(filepath.Join(dir, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	cmd := exec.Command(s.egret, "scheduler", "--work-dir", s.workDir, "--config", filepath.Join(s.workDir, ConfigFile))
+	cmd := exec.Command(s.egret, "scheduler", "--work-dir", dir, "--config", filepath.Join(dir, ConfigFile))
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -100,10 +104,10 @@ func (s *Scheduler) Launch(ctx context.Context, job spi.Job) error {
 		}
 		select {
 		case err := <-exited:
-			return fmt.Errorf("local scheduler: the service exited at start (%v); see %s", err, filepath.Join(s.workDir, logFile))
+			return fmt.Errorf("local scheduler: the service exited at start (%v); see %s", err, filepath.Join(dir, logFile))
 		case <-deadline.C:
 			_ = cmd.Process.Kill()
-			return fmt.Errorf("local scheduler: the service did not start within %s; see %s", s.startTimeout, filepath.Join(s.workDir, logFile))
+			return fmt.Errorf("local scheduler: the service did not start within %s; see %s", s.startTimeout, filepath.Join(dir, logFile))
 		case <-ctx.Done():
 			_ = cmd.Process.Kill()
 			return ctx.Err()
@@ -121,6 +125,10 @@ func (s *Scheduler) Kill(ctx context.Context, topology string) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("local scheduler: kill %s: %w", topology, err)
 	}
+	dir, err := topologyDir(s.workDir, topology)
+	if err != nil {
+		return err
+	}
 	ep, err := s.endpoint()
 	if err == nil {
 		if _, err := s.post(ctx, ep, "/kill", nil); err != nil && ctx.Err() == nil && processAlive(ep.PID) {
@@ -132,8 +140,8 @@ func (s *Scheduler) Kill(ctx context.Context, topology string) error {
 			return fmt.Errorf("local scheduler: kill %s: %w", topology, err)
 		}
 	}
-	if err := os.RemoveAll(s.workDir); err != nil {
-		return fmt.Errorf("local scheduler: remove %s: %w", s.workDir, err)
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("local scheduler: remove %s: %w", dir, err)
 	}
 	return nil
 }
@@ -156,6 +164,9 @@ func (s *Scheduler) waitGone(ctx context.Context, pid int) {
 
 // Restart restarts one container, or all with spi.AllContainers.
 func (s *Scheduler) Restart(ctx context.Context, topology string, container int) error {
+	if _, err := topologyDir(s.workDir, topology); err != nil {
+		return err
+	}
 	ep, err := s.endpoint()
 	if err != nil {
 		return err
@@ -170,6 +181,9 @@ func (s *Scheduler) Restart(ctx context.Context, topology string, container int)
 
 // Update hands the new job (packing plan) to the service.
 func (s *Scheduler) Update(ctx context.Context, job spi.Job) error {
+	if _, err := topologyDir(s.workDir, job.Topology); err != nil {
+		return err
+	}
 	ep, err := s.endpoint()
 	if err != nil {
 		return err
@@ -183,8 +197,12 @@ func (s *Scheduler) Update(ctx context.Context, job spi.Job) error {
 }
 
 // JobLinks returns the working directory, where every container's logs are.
-func (s *Scheduler) JobLinks(context.Context, string) ([]string, error) {
-	return []string{"file://" + s.workDir}, nil
+func (s *Scheduler) JobLinks(_ context.Context, topology string) ([]string, error) {
+	dir, err := topologyDir(s.workDir, topology)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"file://" + dir}, nil
 }
 
 // Close does nothing.

@@ -2,12 +2,15 @@ package local
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/safepath"
 )
 
 // Files of the working directory.
@@ -23,14 +26,52 @@ type endpoint struct {
 	PID int    `json:"pid"`
 }
 
+// keyWorkDir names the working directory of a topology.
+const keyWorkDir = "egret.scheduler.local.working.directory"
+
 // WorkDir returns the working directory of a topology from the cluster
-// config, which must have been resolved for that topology.
+// config, which must have been resolved for that topology, made absolute.
+// A directory with a ".." element is refused: kill removes the working
+// directory, so it must never be able to point above where it was meant
+// to be (a topology or role named ".." substituted into the template).
 func WorkDir(cfg spi.Config) (string, error) {
-	dir := cfg.String("egret.scheduler.local.working.directory", "")
+	dir := cfg.String(keyWorkDir, "")
 	if dir == "" {
-		return "", errors.New("local scheduler: egret.scheduler.local.working.directory is not set")
+		return "", fmt.Errorf("local scheduler: %s is not set", keyWorkDir)
 	}
-	return dir, nil
+	if slices.Contains(strings.Split(filepath.ToSlash(dir), "/"), "..") {
+		return "", fmt.Errorf("local scheduler: %s %q has a \"..\" element; use a path without it", keyWorkDir, dir)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("local scheduler: %s: %w", keyWorkDir, err)
+	}
+	return abs, nil
+}
+
+// topologyDir checks that dir, a clean absolute working directory, is the
+// one of topology: topology is a valid name and one of dir's elements (the
+// last one of that name), so removing dir removes only what belongs to
+// topology. It returns dir rebuilt through safepath.
+func topologyDir(dir, topology string) (string, error) {
+	if err := names.Check(names.Topology, topology); err != nil {
+		return "", fmt.Errorf("local scheduler: %w", err)
+	}
+	elems := strings.Split(filepath.ToSlash(dir), "/")
+	at := -1
+	for i, e := range elems {
+		if e == topology {
+			at = i
+		}
+	}
+	if at < 1 {
+		return "", fmt.Errorf("local scheduler: %s %s does not name topology %q: include ${TOPOLOGY} so that every topology has its own directory (kill removes it)", keyWorkDir, dir, topology)
+	}
+	root := filepath.FromSlash(strings.Join(elems[:at], "/"))
+	if root == "" {
+		root = string(filepath.Separator)
+	}
+	return safepath.Join(root, elems[at:]...)
 }
 
 func writeJSON(path string, v any) error {

@@ -569,7 +569,7 @@ func TestLaunchReportsAServiceThatDoesNotStart(t *testing.T) {
 		{"service exits at once", falseBin, "the service exited at start"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := filepath.Join(t.TempDir(), "w")
+			dir := filepath.Join(t.TempDir(), "broken")
 			s, err := local.New(spi.Config{
 				"egret.scheduler.local.working.directory": dir,
 				"egret.scheduler.local.egret.binary":      tc.binary,
