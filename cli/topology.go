@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io"
 	"sort"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/launcher"
 )
@@ -124,9 +124,9 @@ func restartCmd(g *globals) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			container := spi.AllContainers
 			if len(args) == 3 {
-				n, err := strconv.Atoi(args[2])
-				if err != nil || n < 0 {
-					return usagef("container %q is not a container number (0, 1, ...)", args[2])
+				n, err := names.ParseContainer(args[2])
+				if err != nil {
+					return usageError{err}
 				}
 				container = n
 			}

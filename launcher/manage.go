@@ -43,6 +43,9 @@ var ErrNotRunning = errors.New("topology is not running")
 // Kill stops a topology and removes its state and package. It succeeds for
 // a topology that is not (or only partly) there.
 func (l *Launcher) Kill(ctx context.Context, name string) error {
+	if err := checkTopology(name); err != nil {
+		return err
+	}
 	cfg, store, closeSM, err := l.session(ctx, name)
 	if err != nil {
 		return err
@@ -76,6 +79,9 @@ func (l *Launcher) Kill(ctx context.Context, name string) error {
 // SetActive activates or deactivates a topology through its topology
 // manager.
 func (l *Launcher) SetActive(ctx context.Context, name string, active bool) error {
+	if err := checkTopology(name); err != nil {
+		return err
+	}
 	op := "deactivate"
 	if active {
 		op = "activate"
@@ -85,6 +91,9 @@ func (l *Launcher) SetActive(ctx context.Context, name string, active bool) erro
 
 // SetRuntimeConfig sends runtime config values to the topology manager.
 func (l *Launcher) SetRuntimeConfig(ctx context.Context, name string, kv map[string]string) error {
+	if err := checkTopology(name); err != nil {
+		return err
+	}
 	form := url.Values{}
 	for k, v := range kv {
 		form.Set(k, v)
@@ -143,6 +152,12 @@ func requireRunning(ctx context.Context, store *state.Store, name string) error 
 // Restart restarts one container of a topology, or all with
 // spi.AllContainers.
 func (l *Launcher) Restart(ctx context.Context, name string, container int) error {
+	if err := checkTopology(name); err != nil {
+		return err
+	}
+	if err := checkContainer(container); err != nil {
+		return err
+	}
 	cfg, store, closeSM, err := l.session(ctx, name)
 	if err != nil {
 		return err
@@ -187,6 +202,9 @@ type UpdateOptions struct {
 // at-most-once delivery, tuples in flight at the moment of the switch
 // could otherwise be lost).
 func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) error {
+	if err := checkTopology(name); err != nil {
+		return err
+	}
 	if len(o.Parallelism) > 0 || o.Containers > 0 {
 		if err := l.rescale(ctx, name, o); err != nil {
 			return err
@@ -441,6 +459,9 @@ type Stats struct {
 // Metrics reads the latest metrics of a running topology from its
 // topology manager.
 func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
+	if err := checkTopology(name); err != nil {
+		return nil, err
+	}
 	_, store, closeSM, err := l.session(ctx, name)
 	if err != nil {
 		return nil, err

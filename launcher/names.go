@@ -1,0 +1,26 @@
+package launcher
+
+import (
+	"fmt"
+
+	"github.com/egret-stream/egret/core/names"
+	"github.com/egret-stream/egret/core/spi"
+)
+
+// checkTopology validates the topology name an operation is given, first
+// thing: before the config is resolved for it, a backend is loaded or
+// anything is read or removed. An invalid name is bad input.
+func checkTopology(name string) error {
+	if err := names.Check(names.Topology, name); err != nil {
+		return badInput(err)
+	}
+	return nil
+}
+
+// checkContainer validates a container index (spi.AllContainers: all).
+func checkContainer(container int) error {
+	if container < 0 && container != spi.AllContainers {
+		return badInput(fmt.Errorf("container %d is invalid: a container is a number 0, 1, 2, ...: %w", container, names.ErrInvalid))
+	}
+	return nil
+}
