@@ -2,12 +2,12 @@ package conf
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 )
 
@@ -132,25 +132,21 @@ func (c *Cluster) Bytes(key string) (int64, error) {
 // List returns the items of a comma-separated value; nil when unset.
 func (c *Cluster) List(key string) []string { return splitList(c.String(key)) }
 
-var nameSegmentRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-
-// ParseClusterRoleEnv splits the CLI's cluster[/role[/env]] argument. Role
-// and env are "" when not given.
+// ParseClusterRoleEnv splits the CLI's cluster[/role[/env]] argument and
+// checks each part with its rule (core/names). Role and env are "" when not
+// given.
 func ParseClusterRoleEnv(s string) (cluster, role, env string, err error) {
 	if strings.TrimSpace(s) == "" {
 		return "", "", "", fmt.Errorf("no cluster given: expected cluster[/role[/env]], for example local or aurora/www-data/prod")
 	}
 	parts := strings.Split(s, "/")
 	if len(parts) > 3 {
-		return "", "", "", fmt.Errorf("%q has %d parts: expected cluster[/role[/env]]", s, len(parts))
+		return "", "", "", fmt.Errorf("%s has %d parts: expected cluster[/role[/env]]", names.Quote(s), len(parts))
 	}
-	what := []string{"cluster", "role", "environment"}
+	kinds := []names.Kind{names.Cluster, names.Role, names.Environ}
 	for i, p := range parts {
-		if p == "" {
-			return "", "", "", fmt.Errorf("%q: the %s is empty: expected cluster[/role[/env]]", s, what[i])
-		}
-		if !nameSegmentRE.MatchString(p) {
-			return "", "", "", fmt.Errorf("%q: %s %q is invalid: use letters, digits, '.', '_' and '-' (starting with a letter or digit)", s, what[i], p)
+		if err := names.Check(kinds[i], p); err != nil {
+			return "", "", "", fmt.Errorf("%s: %w", names.Quote(s), err)
 		}
 	}
 	parts = append(parts, "", "")

@@ -9,11 +9,11 @@ import (
 	"os/user"
 	"path"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 )
 
@@ -37,8 +37,6 @@ type LoadOptions struct {
 	// only then, the OS user database as a fallback for $USER and $HOME).
 	LookupEnv func(string) (string, bool)
 }
-
-var clusterNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
 
 // Load reads, merges, substitutes and validates the configuration of
 // opts.Cluster. Problems in the files are reported together in a
@@ -74,25 +72,25 @@ func Clusters(configPath string) []string {
 }
 
 func clusterNames(configPath string) []string {
-	var names []string
+	var out []string
 	if entries, err := fs.ReadDir(embedded, "clusters"); err == nil {
 		for _, e := range entries {
 			if e.IsDir() {
-				names = append(names, e.Name())
+				out = append(out, e.Name())
 			}
 		}
 	}
 	if configPath != "" {
 		if entries, err := os.ReadDir(configPath); err == nil {
 			for _, e := range entries {
-				if isDir(filepath.Join(configPath, e.Name())) && clusterNameRE.MatchString(e.Name()) {
-					names = append(names, e.Name())
+				if isDir(filepath.Join(configPath, e.Name())) && names.Check(names.Cluster, e.Name()) == nil {
+					out = append(out, e.Name())
 				}
 			}
 		}
 	}
-	sort.Strings(names)
-	return slices.Compact(names)
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 func isDir(p string) bool {
@@ -123,8 +121,15 @@ func newLoader(opts LoadOptions) (*loader, error) {
 	if opts.Cluster == "" {
 		return nil, errors.New("no cluster given")
 	}
-	if !clusterNameRE.MatchString(opts.Cluster) {
-		return nil, fmt.Errorf("cluster name %q is invalid: use letters, digits, '.', '_' and '-'", opts.Cluster)
+	if err := names.Check(names.Cluster, opts.Cluster); err != nil {
+		return nil, err
+	}
+	// ${TOPOLOGY} becomes part of paths: the launcher checked the name
+	// already; checked again here for every other caller.
+	if opts.Topology != "" {
+		if err := names.Check(names.Topology, opts.Topology); err != nil {
+			return nil, err
+		}
 	}
 	l := &loader{opts: opts, env: opts.LookupEnv, values: map[string]entry{}, rank: map[string]int{}}
 	if l.env == nil {
@@ -351,9 +356,12 @@ func (l *loader) mergeOverrides() {
 // roleEnv resolves role and environment, reporting a missing required one.
 func (l *loader) roleEnv() (role, environ string) {
 	role, environ = l.opts.Role, l.opts.Environ
-	for what, v := range map[string]string{"role": role, "environment": environ} {
-		if v != "" && !nameSegmentRE.MatchString(v) {
-			l.problem(Problem{Message: fmt.Sprintf("%s %q is invalid: use letters, digits, '.', '_' and '-'", what, v)})
+	for kind, v := range map[names.Kind]string{names.Role: role, names.Environ: environ} {
+		if v == "" {
+			continue
+		}
+		if err := names.Check(kind, v); err != nil {
+			l.problem(Problem{Message: err.Error()})
 		}
 	}
 	required := func(key string) bool {
@@ -369,6 +377,8 @@ func (l *loader) roleEnv() (role, environ string) {
 			role = l.userName()
 			if role == "" {
 				l.problem(Problem{Message: fmt.Sprintf("no role given and $USER is not set: give %s/<role>", l.opts.Cluster)})
+			} else if err := names.Check(names.Role, role); err != nil {
+				l.problem(Problem{Message: fmt.Sprintf("no role given and the user name is not a valid role: %v; give %s/<role>", err, l.opts.Cluster)})
 			}
 		}
 	}

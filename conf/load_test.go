@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/egret-stream/egret/core/names"
 )
 
 func envOf(m map[string]string) func(string) (string, bool) {
@@ -128,7 +130,7 @@ func TestProblems(t *testing.T) {
 		},
 		{
 			dir: "good/nested", cluster: "local", role: "../etc",
-			want: []string{`role "../etc" is invalid: use letters, digits, '.', '_' and '-'`},
+			want: []string{`role "../etc" is invalid: a role must start with a letter or digit and contain only letters, digits, '.', '-' and '_' (ASCII, at most 63 characters)`},
 		},
 	}
 	for _, tc := range cases {
@@ -453,6 +455,13 @@ func TestRoleEnv(t *testing.T) {
 	if err != nil || c.Role != "r" || c.Environ != "e" {
 		t.Errorf("role and env given: %v", err)
 	}
+	// A user name that is not a valid role (it becomes part of paths).
+	for _, user := range []string{"..", "../x", "a/b", "a b", "\uff0e\uff0e"} {
+		_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(map[string]string{"HOME": "/h", "USER": user})})
+		if err == nil || !strings.Contains(err.Error(), "the user name is not a valid role") || !strings.Contains(err.Error(), "give local/<role>") {
+			t.Errorf("USER=%q: got %v, want a problem naming the role rule", user, err)
+		}
+	}
 	// No role and no $USER.
 	_, err = Load(LoadOptions{Cluster: "localzk", ConfigPath: t.TempDir(), LookupEnv: envOf(map[string]string{"HOME": "/h"})})
 	if err == nil || err.Error() != "no role given and $USER is not set: give localzk/<role>" {
@@ -540,9 +549,15 @@ func TestParseClusterRoleEnv(t *testing.T) {
 		{in: "a/b/c/d", err: `"a/b/c/d" has 4 parts: expected cluster[/role[/env]]`},
 		{in: "nomad//prod", err: `"nomad//prod": the role is empty`},
 		{in: "nomad/", err: `"nomad/": the role is empty`},
-		{in: "/x", err: `"/x": the cluster is empty`},
+		{in: "/x", err: `"/x": the cluster name is empty`},
 		{in: "nomad/al ice", err: `role "al ice" is invalid`},
 		{in: "nomad/x/..", err: `environment ".." is invalid`},
+		{in: "local/..", err: `role ".." is invalid`},
+		{in: "..", err: `cluster name ".." is invalid`},
+		{in: "local/%2e%2e", err: `role "%2e%2e" is invalid`},
+		{in: "local/a\x00b", err: `role "a\x00b" is invalid`},
+		{in: "local/a\uff0fb", err: `role "a\uff0fb" is invalid`},
+		{in: "local/" + strings.Repeat("r", 64), err: "at most 63 characters"},
 	}
 	for _, tc := range cases {
 		c, r, e, err := ParseClusterRoleEnv(tc.in)
@@ -574,5 +589,20 @@ func TestParseBytes(t *testing.T) {
 		if (err == nil) != tc.ok || got != tc.want {
 			t.Errorf("ParseBytes(%q) = %d, %v", tc.in, got, err)
 		}
+	}
+}
+
+// TestTopologyNameChecked: ${TOPOLOGY} becomes part of paths, so Load
+// refuses a topology name that breaks the rule, whoever calls it.
+func TestTopologyNameChecked(t *testing.T) {
+	for _, name := range []string{"..", "../x", "a/b", "/abs", "a\x00b", "\uff0e\uff0e"} {
+		_, err := Load(LoadOptions{Cluster: "local", Topology: name, ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv)})
+		if !errors.Is(err, names.ErrInvalid) {
+			t.Errorf("Load with topology %q = %v, want an invalid-name error", name, err)
+		}
+	}
+	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv)})
+	if err != nil || !strings.HasSuffix(c.String("egret.scheduler.local.working.directory"), "/wordcount") {
+		t.Errorf("Load with a valid topology: %v", err)
 	}
 }
