@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/safepath"
 	"github.com/egret-stream/egret/statemgr/internal/nodepath"
 	"github.com/egret-stream/egret/statemgr/internal/smops"
 	"github.com/egret-stream/egret/statemgr/internal/watchstate"
@@ -158,11 +159,14 @@ func (m *StateManager) run(ctx context.Context, f func(*tx) error) error {
 	return ferr
 }
 
-func (m *StateManager) dir(p string) string {
-	if p == nodepath.Root {
-		return filepath.Join(m.root, treeDir)
+// dir is the directory of node p (a checked node path), built through
+// safepath so that it lies below the tree whatever p holds.
+func (m *StateManager) dir(p string) (string, error) {
+	d, err := safepath.Join(filepath.Join(m.root, treeDir), nodepath.Names(p)...)
+	if err != nil {
+		return "", fmt.Errorf("localfs state manager: node %s: %w", p, err)
 	}
-	return filepath.Join(m.root, treeDir, filepath.FromSlash(p[1:]))
+	return d, nil
 }
 
 func readNode(dir string) (*fnode, error) {
@@ -207,7 +211,11 @@ func writeNode(dir string, n *fnode) error {
 // get returns the node at p, or nil when it is absent. An ephemeral node
 // whose session is dead is absent, and removed.
 func (t *tx) get(p string) (*fnode, error) {
-	n, err := readNode(t.m.dir(p))
+	d, err := t.m.dir(p)
+	if err != nil {
+		return nil, err
+	}
+	n, err := readNode(d)
 	if err != nil || n == nil {
 		return nil, err
 	}
@@ -223,7 +231,11 @@ func (t *tx) get(p string) (*fnode, error) {
 
 // children returns the names of p's (present) children, sorted.
 func (t *tx) children(p string) ([]string, []*fnode, error) {
-	ents, err := os.ReadDir(t.m.dir(p))
+	d, err := t.m.dir(p)
+	if err != nil {
+		return nil, nil, err
+	}
+	ents, err := os.ReadDir(d)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, nil, nil
@@ -299,7 +311,10 @@ func (t *tx) create(p string, data []byte, ephemeral bool) error {
 		}
 	}
 	chain := append(missing, p)
-	top := t.m.dir(chain[0])
+	top, err := t.m.dir(chain[0])
+	if err != nil {
+		return err
+	}
 	// A directory without a node file is debris of a crash: clear it.
 	if err := t.trash(top); err != nil {
 		return err
@@ -308,7 +323,10 @@ func (t *tx) create(p string, data []byte, ephemeral bool) error {
 		return err
 	}
 	for i, q := range chain {
-		d := t.m.dir(q)
+		d, err := t.m.dir(q)
+		if err != nil {
+			return err
+		}
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return fmt.Errorf("create %s: %w", p, err)
 		}
@@ -340,7 +358,10 @@ func (t *tx) set(p string, data []byte, version int64) (int64, error) {
 	if version != spi.AnyVersion && version != n.Version {
 		return 0, versionConflict("set", p, version, n.Version)
 	}
-	d := t.m.dir(p)
+	d, err := t.m.dir(p)
+	if err != nil {
+		return 0, err
+	}
 	if err := t.backup(filepath.Join(d, nodeFile)); err != nil {
 		return 0, err
 	}
@@ -381,7 +402,11 @@ func (t *tx) check(p string, version int64) error {
 
 // removeDir removes node p and its subtree (moving it into the journal).
 func (t *tx) removeDir(p string) error {
-	if err := t.backup(t.m.dir(p)); err != nil {
+	d, err := t.m.dir(p)
+	if err != nil {
+		return err
+	}
+	if err := t.backup(d); err != nil {
 		return err
 	}
 	t.step()
@@ -542,14 +567,22 @@ func rollbackDir(root, dir string, undos []undo, log *os.File) error {
 		if u.Op == "undone" || done[i] {
 			continue
 		}
-		target := filepath.Join(root, u.Target)
+		// The journal is a file on disk: a record must not reach outside
+		// the state directory, whatever it holds.
+		target, err := safepath.JoinRel(root, u.Target)
+		if err != nil {
+			return fmt.Errorf("localfs state manager: journal %s is corrupt (record %d): %w; move it away to open the state directory", dir, i, err)
+		}
 		switch u.Op {
 		case "remove":
 			if err := removeAllVia(root, target); err != nil {
 				return fmt.Errorf("localfs state manager: roll back: %w", err)
 			}
 		case "restore":
-			backup := filepath.Join(dir, u.Backup)
+			backup, err := safepath.Join(dir, u.Backup)
+			if err != nil {
+				return fmt.Errorf("localfs state manager: journal %s is corrupt (record %d): %w; move it away to open the state directory", dir, i, err)
+			}
 			if _, err := os.Lstat(backup); err == nil {
 				if err := removeAllVia(root, target); err != nil {
 					return fmt.Errorf("localfs state manager: roll back: %w", err)
