@@ -12,12 +12,12 @@ import (
 	"mime"
 	nethttp "net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/internal/safepath"
 	"github.com/egret-stream/egret/uploaders/internal/pkgio"
 )
 
@@ -87,13 +87,18 @@ func (s *server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 		s.fail(w, r, nethttp.StatusBadRequest, err.Error())
 		return
 	}
+	path, err := safepath.Join(s.dir, name)
+	if err != nil {
+		s.fail(w, r, nethttp.StatusBadRequest, err.Error())
+		return
+	}
 	switch r.Method {
 	case nethttp.MethodPut, nethttp.MethodPost:
-		s.store(w, r, name)
+		s.store(w, r, name, path)
 	case nethttp.MethodGet, nethttp.MethodHead:
-		s.serve(w, r, name)
+		s.serve(w, r, name, path)
 	case nethttp.MethodDelete:
-		s.remove(w, r, name)
+		s.remove(w, r, name, path)
 	default:
 		w.Header().Set("Allow", "GET, HEAD, PUT, POST, DELETE")
 		s.fail(w, r, nethttp.StatusMethodNotAllowed, "method "+r.Method+" not allowed")
@@ -112,7 +117,7 @@ func (s *server) fail(w nethttp.ResponseWriter, r *nethttp.Request, code int, ms
 	nethttp.Error(w, msg, code)
 }
 
-func (s *server) store(w nethttp.ResponseWriter, r *nethttp.Request, name string) {
+func (s *server) store(w nethttp.ResponseWriter, r *nethttp.Request, name, path string) {
 	if r.ContentLength > s.max {
 		s.fail(w, r, nethttp.StatusRequestEntityTooLarge, fmt.Sprintf("package of %d bytes is larger than the server's limit of %d bytes", r.ContentLength, s.max))
 		return
@@ -159,7 +164,7 @@ func (s *server) store(w nethttp.ResponseWriter, r *nethttp.Request, name string
 		s.fail(w, r, nethttp.StatusInternalServerError, "cannot stat the upload")
 		return
 	}
-	if err := pw.Commit(filepath.Join(s.dir, name), 0o644); err != nil {
+	if err := pw.Commit(path, 0o644); err != nil {
 		s.log.Error("cannot store package", zap.String("name", name), zap.Error(err))
 		s.fail(w, r, nethttp.StatusInternalServerError, "cannot store the package")
 		return
@@ -200,8 +205,8 @@ func uploadBody(r *nethttp.Request) (io.Reader, error) {
 	}
 }
 
-func (s *server) serve(w nethttp.ResponseWriter, r *nethttp.Request, name string) {
-	f, err := os.Open(filepath.Join(s.dir, name))
+func (s *server) serve(w nethttp.ResponseWriter, r *nethttp.Request, name, path string) {
+	f, err := os.Open(path)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			s.fail(w, r, nethttp.StatusNotFound, fmt.Sprintf("no package %q", name))
@@ -264,8 +269,8 @@ func (s *server) remember(name string, fi os.FileInfo, sha string) {
 	s.mu.Unlock()
 }
 
-func (s *server) remove(w nethttp.ResponseWriter, r *nethttp.Request, name string) {
-	err := os.Remove(filepath.Join(s.dir, name))
+func (s *server) remove(w nethttp.ResponseWriter, r *nethttp.Request, name, path string) {
+	err := os.Remove(path)
 	s.mu.Lock()
 	delete(s.shas, name)
 	s.mu.Unlock()

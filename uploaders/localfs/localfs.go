@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/safepath"
 	"github.com/egret-stream/egret/uploaders/internal/pkgio"
 )
 
@@ -111,7 +112,10 @@ func (u *Uploader) upload(ctx context.Context, pkg spi.Package) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	dst := filepath.Join(u.dir, name)
+	dst, err := safepath.Join(u.dir, name)
+	if err != nil {
+		return "", err
+	}
 	if err := w.Commit(dst, 0o644); err != nil {
 		return "", err
 	}
@@ -165,7 +169,7 @@ func (u *Uploader) pathOf(uri string) (string, error) {
 	if err := pkgio.ValidName(filepath.Base(p)); err != nil {
 		return "", fmt.Errorf("refusing to delete: %w", err)
 	}
-	return p, nil
+	return safepath.Join(u.dir, filepath.Base(p))
 }
 
 // Close marks the uploader closed; it holds no other resources.
