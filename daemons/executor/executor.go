@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
@@ -62,6 +63,9 @@ func New(cfg Config, log *zap.Logger) (*Executor, error) {
 	}
 	if cfg.TopologyName == "" {
 		return nil, errors.New("executor: a topology name is required (--topology)")
+	}
+	if err := names.Check(names.Topology, cfg.TopologyName); err != nil {
+		return nil, fmt.Errorf("executor: --topology: %w", err)
 	}
 	if cfg.Container < 0 {
 		return nil, fmt.Errorf("executor: container id %d is negative (--container)", cfg.Container)
@@ -282,6 +286,11 @@ func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool
 
 	want := map[string]plan.Instance{}
 	for _, in := range mine.Instances {
+		// The name becomes a process and log file name: a plan (read
+		// from the state manager) with an invalid one is not applied.
+		if err := names.Check(names.Component, in.Component); err != nil {
+			return false, fmt.Errorf("the packing plan of %q is corrupt: task %d: %w", name, in.TaskID, err)
+		}
 		want[InstanceName(in.Component, in.TaskID)] = in
 	}
 	var gone []*process

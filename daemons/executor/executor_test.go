@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/statemgr/memory"
@@ -767,5 +768,29 @@ func TestNoPackingPlan(t *testing.T) {
 	_, _, errc := v.run(v.config(1))
 	if err := waitErr(t, errc); !errors.Is(err, spi.ErrNotFound) || !strings.Contains(err.Error(), "submitted") {
 		t.Fatalf("Run = %v, want ErrNotFound saying the topology may not be submitted", err)
+	}
+}
+
+// TestHostileNames: the executor refuses an invalid --topology, and a
+// packing plan (read from the state manager) whose component name would
+// put an instance's log file outside the working directory is refused as
+// corrupt; no file appears outside the working directory.
+func TestHostileNames(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	for _, name := range []string{"../x", "a/b", "..", "wc\x00"} {
+		cfg := v.config(1)
+		cfg.TopologyName = name
+		if _, err := New(cfg, nil); !errors.Is(err, names.ErrInvalid) {
+			t.Errorf("New with topology %q = %v, want an invalid-name error", name, err)
+		}
+	}
+	v.setPlan(testPlan(map[int][]string{1: {"x/../../../escaped:1"}}))
+	_, _, errc := v.run(v.config(1))
+	if err := waitErr(t, errc); !errors.Is(err, names.ErrInvalid) || !strings.Contains(err.Error(), "corrupt") {
+		t.Errorf("Run with a hostile component name = %v, want a corrupt-plan error", err)
+	}
+	if m, _ := filepath.Glob(filepath.Join(v.base, "escaped*")); len(m) > 0 {
+		t.Errorf("a file was created outside the working directory: %v", m)
 	}
 }

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/internal/safepath"
 )
 
 // Kind is the kind of a child process.
@@ -243,7 +244,10 @@ func (r *restartPolicy) reset() { *r = restartPolicy{set: r.set} }
 // start starts one run of the child with its output appended to its log.
 func (p *process) start() (*exec.Cmd, time.Time, error) {
 	e := p.ex
-	logPath := filepath.Join(e.paths.LogsDir, p.name+".log")
+	logPath, err := safepath.Join(e.paths.LogsDir, p.name+".log")
+	if err != nil {
+		return nil, time.Time{}, fmt.Errorf("log file: %w", err)
+	}
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, time.Time{}, fmt.Errorf("open log file: %w", err)
