@@ -80,6 +80,7 @@ type cluster struct {
 	home  string
 	zk    string // ZooKeeper address of a localzk cluster
 	props []string
+	env   []string // extra environment of the CLI (wins over the test's)
 }
 
 func newCluster(t *testing.T, name string, props ...string) *cluster {
@@ -119,7 +120,7 @@ func (c *cluster) egret(args ...string) (stdout, stderr string, code int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary(c.t, "egret"), full...)
-	cmd.Env = append(os.Environ(), "EGRET_HOME="+c.home)
+	cmd.Env = append(append(os.Environ(), "EGRET_HOME="+c.home), c.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -21,6 +21,15 @@ import (
 // localzk.
 func (c *cluster) store() *state.Store {
 	c.t.Helper()
+	sm := c.stateManager()
+	c.t.Cleanup(func() { sm.Close() })
+	return state.New(sm)
+}
+
+// stateManager opens a session on the cluster's state manager; the caller
+// closes it.
+func (c *cluster) stateManager() spi.StateManager {
+	c.t.Helper()
 	var sm spi.StateManager
 	var err error
 	if c.zk != "" {
@@ -31,8 +40,7 @@ func (c *cluster) store() *state.Store {
 	if err != nil {
 		c.t.Fatalf("open the state manager: %v", err)
 	}
-	c.t.Cleanup(func() { sm.Close() })
-	return state.New(sm)
+	return sm
 }
 
 // workDir is the local scheduler's working directory of a topology.
