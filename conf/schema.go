@@ -118,7 +118,7 @@ var schema = []Key{
 	{Name: "egret.scheduler.local.egret.binary", Type: TypeString, File: "scheduler",
 		Description: "The egret binary the local scheduler service and executors run; empty: the egret running the command."},
 	{Name: "egret.scheduler.local.working.directory", Type: TypeString, Default: "${EGRET_HOME}/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "scheduler",
-		Description: "Working directory of a topology on the machine running the scheduler (containers of the local scheduler live below it)."},
+		Description: "Working directory of a topology on the machine running the scheduler (containers of the local scheduler live below it; kill removes it). It must name the topology (${TOPOLOGY}) and have no `..` element."},
 
 	{Name: "egret.nomad.address", Type: TypeString, Default: "http://127.0.0.1:4646", File: "scheduler", Backend: "scheduler/nomad", check: checkHTTPURL,
 		Description: "Nomad HTTP API address."},
