@@ -18,4 +18,9 @@
 // started with a parent-death signal, so a service that dies takes its
 // containers with it, and kill of a topology whose service is gone only has
 // to clean up.
+//
+// Kill removes the working directory, so every operation first checks the
+// topology name it is given (core/names) and that the working directory has
+// no ".." element and names that topology (the template must hold
+// ${TOPOLOGY}); otherwise it refuses before touching a file.
 package local
