@@ -1,7 +1,7 @@
 package launcher
 
 import (
-	"fmt"
+	"strconv"
 
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
@@ -20,7 +20,7 @@ func checkTopology(name string) error {
 // checkContainer validates a container index (spi.AllContainers: all).
 func checkContainer(container int) error {
 	if container < 0 && container != spi.AllContainers {
-		return badInput(fmt.Errorf("container %d is invalid: a container is a number 0, 1, 2, ...: %w", container, names.ErrInvalid))
+		return badInput(&names.Error{Kind: names.Container, Value: strconv.Itoa(container)})
 	}
 	return nil
 }

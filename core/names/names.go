@@ -28,6 +28,8 @@ const (
 	Cluster
 	Role
 	Environ
+	// Container is a container index (see ParseContainer).
+	Container
 )
 
 // String is the kind as an error message names it.
@@ -45,12 +47,17 @@ func (k Kind) String() string {
 		return "role"
 	case Environ:
 		return "environment"
+	case Container:
+		return "container"
 	}
 	return "name"
 }
 
 // Rule describes, in one phrase, the form a name of kind k must have.
 func (k Kind) Rule() string {
+	if k == Container {
+		return fmt.Sprintf("must be a number 0, 1, 2, ... (decimal digits only, at most %d)", maxContainerDigits)
+	}
 	if k.dotted() {
 		return fmt.Sprintf("must start with a letter or digit and contain only letters, digits, '.', '-' and '_' (ASCII, at most %d characters)", MaxLength)
 	}
@@ -80,39 +87,46 @@ func (e *Error) Is(target error) bool { return target == ErrInvalid }
 // Check returns nil when s is a valid name of kind k, else an *Error that
 // says which rule s breaks.
 func Check(k Kind, s string) error {
-	if s == "" || len(s) > MaxLength {
+	max := MaxLength
+	if k == Container {
+		max = maxContainerDigits
+	}
+	if s == "" || len(s) > max {
 		return &Error{Kind: k, Value: s}
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		ok := isLetter(c) || isDigit(c) && (i > 0 || k.dotted()) ||
-			i > 0 && (c == '-' || c == '_' || c == '.' && k.dotted())
-		if !ok {
+		if !k.allows(i, s[i]) {
 			return &Error{Kind: k, Value: s}
 		}
 	}
 	return nil
 }
 
+// allows reports whether byte c may stand at position i of a name of kind
+// k.
+func (k Kind) allows(i int, c byte) bool {
+	switch {
+	case k == Container:
+		return isDigit(c)
+	case isLetter(c):
+		return true
+	case i == 0:
+		return isDigit(c) && k.dotted()
+	}
+	return isDigit(c) || c == '-' || c == '_' || c == '.' && k.dotted()
+}
+
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-// ParseContainer parses a container index: decimal digits only, so "+1",
-// "-1", " 1" and "0x1" are refused.
+// ParseContainer parses a container index with the Container rule, so
+// "+1", "-1", " 1" and "0x1" are refused.
 func ParseContainer(s string) (int, error) {
-	bad := s == "" || len(s) > maxContainerDigits
-	for i := 0; i < len(s) && !bad; i++ {
-		bad = !isDigit(s[i])
+	if err := Check(Container, s); err != nil {
+		return 0, err
 	}
-	if bad {
-		return 0, fmt.Errorf("container %s is invalid: a container is a number 0, 1, 2, ... (decimal digits only, at most %d): %w", Quote(s), maxContainerDigits, ErrInvalid)
-	}
-	n, err := strconv.Atoi(s)
-	if err != nil { // unreachable with at most 9 digits; kept for safety
-		return 0, fmt.Errorf("container %s is invalid: %w", Quote(s), ErrInvalid)
-	}
-	return n, nil
+	return strconv.Atoi(s) // at most 9 digits: cannot fail
 }
 
 // quoteMax is the longest part of a value Quote shows.

@@ -24,7 +24,7 @@ var hostile = []string{
 }
 
 func TestCheckRejectsHostileNames(t *testing.T) {
-	for _, k := range []Kind{Topology, Component, Stream, Cluster, Role, Environ} {
+	for _, k := range []Kind{Topology, Component, Stream, Cluster, Role, Environ, Container} {
 		for _, s := range hostile {
 			err := Check(k, s)
 			if err == nil {
@@ -116,7 +116,7 @@ func FuzzCheck(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, k := range []Kind{Topology, Component, Stream, Cluster, Role, Environ} {
+		for _, k := range []Kind{Topology, Component, Stream, Cluster, Role, Environ, Container} {
 			err := Check(k, s)
 			if err != nil {
 				if !errors.Is(err, ErrInvalid) || strings.ContainsAny(err.Error(), "\n\x00") {
