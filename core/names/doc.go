@@ -20,8 +20,8 @@
 //   - Cluster names, roles and environments: an ASCII letter or digit, then
 //     ASCII letters, digits, '.', '-' and '_'; at most 63 characters. Roles
 //     default to the user name, which may hold dots.
-//   - Container indices: decimal digits only, at most 9 (0 is the topology manager's
-//     container).
+//   - Container indices: decimal digits only, at most 9 of them (0 is the
+//     topology manager's container).
 //
 // Neither rule admits a path separator, "." or "..", a NUL byte,
 // whitespace or any non-ASCII character (so no Unicode look-alike of '/'
