@@ -36,6 +36,12 @@ type LoadOptions struct {
 	// LookupEnv reads environment variables; nil means os.LookupEnv (and,
 	// only then, the OS user database as a fallback for $USER and $HOME).
 	LookupEnv func(string) (string, bool)
+	// FindBackend, when set, checks that each backend the config selects
+	// exists, built in or as a plugin binary: kind is one of the Kind
+	// constants, pluginDir the resolved egret.plugin.directory. An error
+	// is reported as a problem of the selecting key. nil: backend names
+	// are checked for their syntax only.
+	FindBackend func(kind, name, pluginDir string) error
 }
 
 // Load reads, merges, substitutes and validates the configuration of
@@ -263,6 +269,7 @@ func (l *loader) load() (*Cluster, error) {
 		}
 	}
 	l.crossCheck(cfg, valid)
+	l.findBackends(cfg, valid)
 
 	if len(l.problems) > 0 {
 		l.sortProblems()
@@ -408,8 +415,8 @@ func (l *loader) userName() string {
 	return ""
 }
 
-// selection holds the backends the config selects, per kind.
-type selection map[string][]string
+// selection holds the backend the config selects, per kind.
+type selection map[string]string
 
 func (l *loader) selection(sub *substituter) selection {
 	value := func(key string) string {
@@ -425,17 +432,15 @@ func (l *loader) selection(sub *substituter) selection {
 		}
 		return strings.TrimSpace(v)
 	}
-	return selection{
-		"scheduler":    {value("egret.scheduler")},
-		"statemgr":     {value("egret.statemgr")},
-		"uploader":     {value("egret.uploader")},
-		"packing":      {value("egret.packing")},
-		"metrics.sink": splitList(value("egret.metrics.sinks")),
+	sel := selection{}
+	for _, b := range backendKeys {
+		sel[b.kind] = value(b.key)
 	}
+	return sel
 }
 
 func (s selection) selected(kind, name string) bool {
-	return name != "" && slices.Contains(s[kind], name)
+	return name != "" && s[kind] == name
 }
 
 // applies reports whether key k is read in this config: a core key, or a
@@ -463,6 +468,11 @@ func (l *loader) applyDefaults(sel selection) {
 func (l *loader) unknownKey(k string, sel selection) string {
 	if !strings.HasPrefix(k, "egret.") {
 		return "unknown key (Egret keys start with egret.)" + suggestKey(k)
+	}
+	for _, r := range removedKeys {
+		if k == r.name || strings.HasPrefix(k, r.name+".") {
+			return "no longer a key: " + r.why + "; delete it"
+		}
 	}
 	for _, ns := range pluginNamespaces {
 		rest, ok := strings.CutPrefix(k, ns.prefix+".")
@@ -497,8 +507,6 @@ func kindNoun(kind string) string {
 	switch kind {
 	case "statemgr":
 		return "state manager"
-	case "metrics.sink":
-		return "metrics sink"
 	case "packing":
 		return "packing algorithm"
 	}
@@ -602,6 +610,22 @@ func (l *loader) crossCheck(cfg spi.Config, valid map[string]bool) {
 		e := l.values[c.a]
 		l.problem(Problem{File: e.origin, Line: e.line, Key: c.a,
 			Message: fmt.Sprintf("%q must be %s %s (%q)", cfg[c.a], rel, c.b, cfg[c.b])})
+	}
+}
+
+// findBackends reports each selected backend that FindBackend cannot find.
+func (l *loader) findBackends(cfg spi.Config, valid map[string]bool) {
+	if l.opts.FindBackend == nil {
+		return
+	}
+	for _, b := range backendKeys {
+		if !valid[b.key] || cfg[b.key] == "" {
+			continue
+		}
+		if err := l.opts.FindBackend(b.kind, cfg[b.key], cfg["egret.plugin.directory"]); err != nil {
+			e := l.values[b.key]
+			l.problem(Problem{File: e.origin, Line: e.line, Key: b.key, Message: err.Error()})
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package conf
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,7 +57,7 @@ func TestProblems(t *testing.T) {
 			overrides: []string{"egret.packing=spiral", "nokey", "=x", "egret.uploader.http.uri=ftp://x", "egret.bad key=1",
 				"egret.nomad.metrics.service.register=", "egret.nomad.region="},
 			want: []string{
-				`{dir}/nomad/scheduler.yaml:1: egret.scheduler.is.service: "maybe" is not a boolean (use true or false)`,
+				`{dir}/nomad/scheduler.yaml:1: egret.nomad.tls.skip.verify: "maybe" is not a boolean (use true or false)`,
 				`{dir}/nomad/scheduler.yaml:2: egret.nomad.mhz.per.core: "fast" is not an integer`,
 				`{dir}/nomad/scheduler.yaml:3: egret.nomad.driver: "podman" is not one of the allowed values: raw_exec, exec, docker`,
 				`{dir}/nomad/scheduler.yaml:4: egret.nomad.adress: unknown key of the built-in nomad scheduler; did you mean egret.nomad.address?`,
@@ -65,7 +66,7 @@ func TestProblems(t *testing.T) {
 				`{dir}/nomad/statemgr.yaml:2: egret.statemgr.session.timeout: "abc" is not a duration (for example 500ms, 30s, 2m)`,
 				`{dir}/nomad/statemgr.yaml:3: egret.statemgr.rot.path: unknown key; did you mean egret.statemgr.root.path?`,
 				`{dir}/nomad/statemgr.yaml:6: egret.statemgr.connection.string: "zk1:2181,zk2" is not a list of host:port (item "zk2")`,
-				`{dir}/nomad/statemgr.yaml:7: egret.statemgr.retry.count: "2.5" is not an integer`,
+				`{dir}/nomad/statemgr.yaml:7: egret.statemgr.connection.timeout: "2.5" is not a duration (for example 500ms, 30s, 2m)`,
 				`{dir}/nomad/internals.yaml:3: egret.stmgr.buffer.high.watermark.bytes: "10XB" is not a size in bytes (for example 1048576, 64KiB, 100MiB, 2GiB)`,
 				`{dir}/nomad/internals.yaml:5: egret.stmgr.batch.max.bytes: "0" must be greater than zero`,
 				`{dir}/nomad/internals.yaml:6: egret.executor.restart.backoff.initial: "2m" must be at most egret.executor.restart.backoff.max ("1m")`,
@@ -76,7 +77,7 @@ func TestProblems(t *testing.T) {
 				`--config-property: "=x" has an empty key; expected key=value`,
 				`--config-property: "egret.bad key=1": "egret.bad key" is not a dotted key`,
 				`--config-property: egret.nomad.metrics.service.register: empty value; expected true or false`,
-				`--config-property: egret.packing: "spiral" is not one of the allowed values: roundrobin, ffd, rcrr`,
+				`--config-property: egret.packing: no packing "spiral" here`,
 				`--config-property: egret.uploader.http.uri: "ftp://x" is not an http:// or https:// URL`,
 			},
 		},
@@ -85,7 +86,7 @@ func TestProblems(t *testing.T) {
 			want: []string{
 				`{dir}/local/client.yaml:1: egret.config.role.required: set twice in this file (once as a flat dotted key, once as nested maps); keep one`,
 				`{dir}/local/scheduler.yaml:3: YAML syntax error: mapping values are not allowed in this context`,
-				`{dir}/local/packing.yaml:1: egret.packing: "spiral" is not one of the allowed values: roundrobin, ffd, rcrr`,
+				`{dir}/local/packing.yaml:1: egret.packing: no packing "spiral" here`,
 				`{dir}/local/packing.yaml:2: egret.packing.padding.percentage: "150" is not a percentage between 0 and 100`,
 				`{dir}/local/uploader.yaml:2: YAML syntax error: mapping key "egret.uploader" already defined at line 1`,
 			},
@@ -100,7 +101,7 @@ func TestProblems(t *testing.T) {
 		{
 			dir: "bad/missing", cluster: "bare",
 			want: []string{
-				`{dir}/bare/metrics_sinks.yaml:1: egret.metrics.sinks: sink "prometeus" is not built in; did you mean prometheus? (an external sink needs a plugin egret-metrics-sink-prometeus)`,
+				`{dir}/bare/metrics_sinks.yaml:1: egret.metrics.sinks: there is no metrics sink "prometeus": use file, tmanager`,
 				`egret.statemgr.connection.string: required by the zookeeper state manager; set it in statemgr.yaml of cluster bare`,
 				`egret.statemgr.root.path: required key is missing; set it in statemgr.yaml of cluster bare`,
 				`egret.uploader.http.uri: required by the http uploader; set it in uploader.yaml of cluster bare`,
@@ -116,16 +117,16 @@ func TestProblems(t *testing.T) {
 			},
 		},
 		{
-			dir: "good/nested", cluster: "aurora", role: "www",
+			dir: "good/nested", cluster: "strict", role: "www",
 			want: []string{
-				`embedded:clusters/aurora/client.yaml:9: egret.config.env.required: cluster aurora requires an environment: give aurora/<role>/<environ>`,
+				`{dir}/strict/client.yaml:3: egret.config.env.required: cluster strict requires an environment: give strict/<role>/<environ>`,
 			},
 		},
 		{
-			dir: "good/nested", cluster: "aurora",
+			dir: "good/nested", cluster: "strict",
 			want: []string{
-				`embedded:clusters/aurora/client.yaml:8: egret.config.role.required: cluster aurora requires a role: give aurora/<role>/<environ>`,
-				`embedded:clusters/aurora/client.yaml:9: egret.config.env.required: cluster aurora requires an environment: give aurora/<role>/<environ>`,
+				`{dir}/strict/client.yaml:2: egret.config.role.required: cluster strict requires a role: give strict/<role>/<environ>`,
+				`{dir}/strict/client.yaml:3: egret.config.env.required: cluster strict requires an environment: give strict/<role>/<environ>`,
 			},
 		},
 		{
@@ -137,7 +138,7 @@ func TestProblems(t *testing.T) {
 		t.Run(strings.ReplaceAll(tc.dir, "/", "_")+"_"+tc.cluster, func(t *testing.T) {
 			dir := testdata(t, tc.dir)
 			_, err := Load(LoadOptions{Cluster: tc.cluster, Role: tc.role, Environ: tc.env, ConfigPath: dir,
-				Overrides: tc.overrides, LookupEnv: envOf(testEnv)})
+				Overrides: tc.overrides, LookupEnv: envOf(testEnv), FindBackend: findBuiltin})
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
 				t.Fatalf("Load: got %v, want a *ValidationError", err)
@@ -161,7 +162,7 @@ func TestProblems(t *testing.T) {
 			}
 			// Validate reports the same.
 			verr := Validate(LoadOptions{Cluster: tc.cluster, Role: tc.role, Environ: tc.env, ConfigPath: dir,
-				Overrides: tc.overrides, LookupEnv: envOf(testEnv)})
+				Overrides: tc.overrides, LookupEnv: envOf(testEnv), FindBackend: findBuiltin})
 			if verr == nil || verr.Error() != err.Error() {
 				t.Errorf("Validate = %v, want the same problems as Load", verr)
 			}
@@ -172,14 +173,10 @@ func TestProblems(t *testing.T) {
 // TestEmbeddedClusters loads every embedded cluster with no operator files
 // and checks the backends it selects.
 func TestEmbeddedClusters(t *testing.T) {
-	want := map[string][5]string{ // scheduler, is.service, statemgr, uploader, sinks
-		"local":      {"local", "true", "localfs", "localfs", "file,tmanager"},
-		"localzk":    {"local", "true", "zookeeper", "localfs", "file,tmanager"},
-		"nomad":      {"nomad", "false", "zookeeper", "http", "file,tmanager,prometheus"},
-		"yarn":       {"yarn", "true", "zookeeper", "hdfs", "file,tmanager"},
-		"kubernetes": {"kubernetes", "false", "zookeeper", "http", "file,tmanager,prometheus"},
-		"mesos":      {"mesos", "true", "zookeeper", "http", "file,tmanager"},
-		"aurora":     {"aurora", "false", "zookeeper", "http", "file,tmanager"},
+	want := map[string][4]string{ // scheduler, statemgr, uploader, sinks
+		"local":   {"local", "localfs", "localfs", "file,tmanager"},
+		"localzk": {"local", "zookeeper", "localfs", "file,tmanager"},
+		"nomad":   {"nomad", "zookeeper", "http", "file,tmanager"},
 	}
 	empty := t.TempDir()
 	got := Clusters(empty)
@@ -193,10 +190,8 @@ func TestEmbeddedClusters(t *testing.T) {
 			continue
 		}
 		t.Run(name, func(t *testing.T) {
-			opts := LoadOptions{Cluster: name, ConfigPath: empty, LookupEnv: envOf(testEnv)}
-			if name == "aurora" {
-				opts.Role, opts.Environ = "www", "prod"
-			}
+			// Every backend an embedded cluster selects is built in.
+			opts := LoadOptions{Cluster: name, ConfigPath: empty, LookupEnv: envOf(testEnv), FindBackend: findBuiltin}
 			if err := Validate(opts); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}
@@ -205,9 +200,9 @@ func TestEmbeddedClusters(t *testing.T) {
 				t.Fatalf("Load: %v", err)
 			}
 			cfg := c.Config()
-			g := [5]string{cfg["egret.scheduler"], cfg["egret.scheduler.is.service"], cfg["egret.statemgr"], cfg["egret.uploader"], cfg["egret.metrics.sinks"]}
+			g := [4]string{cfg["egret.scheduler"], cfg["egret.statemgr"], cfg["egret.uploader"], cfg["egret.metrics.sinks"]}
 			if g != w {
-				t.Errorf("scheduler, is.service, statemgr, uploader, sinks = %v, want %v", g, w)
+				t.Errorf("scheduler, statemgr, uploader, sinks = %v, want %v", g, w)
 			}
 			for _, k := range cfg.Keys() {
 				if strings.Contains(cfg[k], "${") && !strings.Contains(cfg[k], "${TOPOLOGY}") {
@@ -250,7 +245,7 @@ func TestLocalResolvedValues(t *testing.T) {
 		"egret.uploader.localfs.directory":        "/home/u/.egret/repository/topologies/local/u/wordcount",
 		"egret.stmgr.batch.max.bytes":             "65536",
 		"egret.packing.default.instance.ram":      "1073741824",
-		"egret.statemgr.initialize.tree":          "true",
+		"egret.logging.max.size":                  "104857600",
 	}
 	cfg := c.Config()
 	for k, want := range checks {
@@ -276,7 +271,7 @@ func TestLocalResolvedValues(t *testing.T) {
 	if d, err := c.Duration("egret.executor.restart.backoff.max"); err != nil || d.Minutes() != 1 {
 		t.Errorf("Duration = %v, %v", d, err)
 	}
-	if b, err := c.Bool("egret.scheduler.is.service"); err != nil || !b {
+	if b, err := c.Bool("egret.config.role.required"); err != nil || b {
 		t.Errorf("Bool = %v, %v", b, err)
 	}
 	if f, err := c.Float("egret.packing.default.instance.cpu"); err != nil || f != 1 {
@@ -302,7 +297,7 @@ func TestLocalResolvedValues(t *testing.T) {
 func TestOverridesWin(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"local/statemgr.yaml": "egret.statemgr.root.path: /from/user\negret.statemgr.initialize.tree: false\n",
+		"local/statemgr.yaml": "egret.statemgr.root.path: /from/user\negret.statemgr.localfs.poll.interval: 1s\n",
 		"local/packing.yaml":  "egret.packing: ffd\n",
 	})
 	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(testEnv),
@@ -313,7 +308,7 @@ func TestOverridesWin(t *testing.T) {
 	}
 	cases := []struct{ key, value, origin string }{
 		{"egret.statemgr.root.path", "/from/flag", OriginProperty},
-		{"egret.statemgr.initialize.tree", "false", filepath.Join(dir, "local", "statemgr.yaml")},
+		{"egret.statemgr.localfs.poll.interval", "1s", filepath.Join(dir, "local", "statemgr.yaml")},
 		{"egret.packing", "roundrobin", OriginProperty}, // the last override wins
 		{"egret.statemgr", "localfs", "embedded:clusters/local/statemgr.yaml"},
 		{"egret.statemgr.consul.address", "10.0.0.1:8500", OriginProperty}, // a plugin key passes through
@@ -345,7 +340,7 @@ func TestNestedYAML(t *testing.T) {
 	}
 	checks := map[string]string{
 		"egret.statemgr.root.path":           "/home/u/nested-state/local",
-		"egret.statemgr.initialize.tree":     "false",
+		"egret.statemgr.localfs.poll.interval": "500ms",
 		"egret.plugin.directory":             "${NOT_EXPANDED}/plugins", // $$ escape
 		"egret.package.core.uri":             "file:///opt/egret/egret", // ${X:-fallback}
 		"egret.packing":                      "ffd",
@@ -356,7 +351,7 @@ func TestNestedYAML(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, v, want)
 		}
 	}
-	if o := c.Origin("egret.statemgr.initialize.tree"); o != filepath.Join(dir, "local", "statemgr.yaml") {
+	if o := c.Origin("egret.statemgr.localfs.poll.interval"); o != filepath.Join(dir, "local", "statemgr.yaml") {
 		t.Errorf("Origin = %q", o)
 	}
 	env := map[string]string{"HOME": "/h", "USER": "u", "CORE_URI": "http://core"}
@@ -413,7 +408,7 @@ func TestUnknownCluster(t *testing.T) {
 	if !errors.Is(err, ErrUnknownCluster) {
 		t.Fatalf("got %v, want ErrUnknownCluster", err)
 	}
-	for _, s := range []string{`"nomda"`, "aurora, edge, kubernetes, local, localzk, mesos, nomad, yarn", filepath.Join(dir, "nomda")} {
+	for _, s := range []string{`"nomda"`, "edge, local, localzk, nomad;", filepath.Join(dir, "nomda")} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %q", err, s)
 		}
@@ -503,19 +498,22 @@ func TestUnknownKeys(t *testing.T) {
 	}{
 		{"egret.statemgr.consul.address", ""},
 		{"egret.uploader.gcs.bucket", ""},
-		{"egret.metrics.sink.kafka.brokers", ""},
+		{"egret.metrics.sink.kafka.brokers", "no longer a key: the file sink always writes metrics.jsonl in the container's working directory and the tmanager sink forwards every report at once; delete it"},
 		{"egret.packing.custom.weight", ""},
 		{"egret.slurmy.queue", ""},
 		{"egret.scheduler.marathon.uri", ""},
 		{"egret.statemgr.rot.path", "unknown key; did you mean egret.statemgr.root.path?"},
 		{"egret.statemgr.root", "unknown key; did you mean egret.statemgr.root.path?"},
 		{"egret.statemgr.foo", "unknown key"},
-		{"egret.slurm.queue", "unknown key of the built-in slurm scheduler; its keys are egret.slurm.partition, egret.slurm.job.template"},
+		{"egret.slurm.queue", ""}, // slurm is not built in: a plugin's key
 		{"egret.uploader.http.url", "unknown key of the built-in http uploader; did you mean egret.uploader.http.uri?"},
 		{"egret.statemgr.localfs.root", "unknown key of the built-in localfs state manager; did you mean egret.statemgr.localfs.poll.interval?"},
 		{"egret.stmgr.buffer.high.watermark", "unknown key; did you mean egret.stmgr.buffer.high.watermark.bytes?"},
 		{"egret.scheduler.local.dir", "unknown key of the built-in local scheduler; its keys are egret.scheduler.local.egret.binary, egret.scheduler.local.working.directory"},
-		{"egret.metrics.sink.file.pth", "unknown key of the built-in file metrics sink; did you mean egret.metrics.sink.file.path?"},
+		{"egret.scheduler.is.service", "no longer a key: the scheduler decides whether it runs as a service (local) or inside the CLI (nomad); delete it"},
+		{"egret.statemgr.retry.count", "no longer a key: the zookeeper state manager retries a repeatable operation after a connection loss until the command's deadline, with its own backoff; delete it"},
+		{"egret.statemgr.retryx.count", ""}, // a key of plugin retryx
+		{"egret.logging.max.sise", "unknown key; did you mean egret.logging.max.size?"},
 		{"egret", "unknown key (Egret keys start with egret.)"},
 		{"egret.nomad.metrics.service.check.intervall", "unknown key of the built-in nomad scheduler; did you mean egret.nomad.metrics.service.check.interval?"},
 		{"topology.stmgrs", "unknown key (Egret keys start with egret.)"},
@@ -534,6 +532,14 @@ func TestUnknownKeys(t *testing.T) {
 			t.Errorf("%s:\n got  %q\n want %q", tc.key, got, want)
 		}
 	}
+}
+
+// findBuiltin is a FindBackend that knows the built-in backends only.
+func findBuiltin(kind, name, _ string) error {
+	if slices.Contains(Builtins(kind), name) {
+		return nil
+	}
+	return fmt.Errorf("no %s %q here", kind, name)
 }
 
 func TestParseClusterRoleEnv(t *testing.T) {

@@ -41,14 +41,17 @@ func Reference() string {
 	w("| bytes | integer, or a size: `64KiB`, `100MiB`, `2GiB` (1024-based; also K, M, G, T), `64KB`, `1GB` (1000-based) | decimal byte count |\n")
 	w("| enum | one of the listed values (case-sensitive) | as written |\n")
 	w("| list | YAML sequence or comma-separated string | comma-separated |\n\n")
-	w("## Keys of external plugins\n\n")
-	w("Backends that are not built in read their own keys, which pass through unchecked: ")
-	w("`egret.scheduler.<name>.*`, `egret.statemgr.<name>.*`, `egret.uploader.<name>.*`, `egret.packing.<name>.*`, `egret.metrics.sink.<name>.*` and `egret.<name>.*`. ")
+	w("## Backends and external plugins\n\n")
+	w("Built-in backends: schedulers %s; state managers %s; uploaders %s; packing %s; metrics sinks %s.\n\n",
+		list(builtinSchedulers), list(builtinStateMgrs), list(builtinUploaders), list(builtinPackings), list(builtinSinks))
+	w("Any other name of a scheduler, state manager, uploader or packing algorithm is an external plugin: the binary ")
+	w("`egret-<kind>-<name>` in `egret.plugin.directory`. `egret config validate` and every command that loads the config ")
+	w("(`submit` before it builds or uploads anything) fail when a selected backend is neither built in nor present there. ")
+	w("Metrics sinks have no plugins.\n\n")
+	w("Plugins read their own keys, which pass through unchecked: ")
+	w("`egret.scheduler.<name>.*`, `egret.statemgr.<name>.*`, `egret.uploader.<name>.*`, `egret.packing.<name>.*` and `egret.<name>.*`. ")
 	w("Any other key that is not listed below is an error, with a suggestion when a listed key is close; ")
 	w("so is a plugin key within two edits of a listed key, unless `<name>` is the selected backend.\n\n")
-	w("Built-in backends: schedulers %s; state managers %s; uploaders %s; packing %s; metrics sinks %s.\n\n",
-		list(builtinSchedulers), list(namespaceBuiltins("egret.statemgr")), list(namespaceBuiltins("egret.uploader")),
-		list(namespaceBuiltins("egret.packing")), list(builtinSinks))
 
 	w("## Keys\n\n")
 	w("A key marked with a backend is read only by it and gets its default only when that backend is selected.\n")
@@ -112,15 +115,6 @@ func embeddedClusters() []string {
 		}
 	}
 	return out
-}
-
-func namespaceBuiltins(prefix string) []string {
-	for _, ns := range pluginNamespaces {
-		if ns.prefix == prefix {
-			return ns.builtins
-		}
-	}
-	return nil
 }
 
 func list(names []string) string { return "`" + strings.Join(names, "`, `") + "`" }

@@ -80,18 +80,55 @@ type pluginNamespace struct {
 	builtins []string // names built into egret
 }
 
+// The built-in backends, by kind: exactly the names the egret binary
+// registers with core/spi (a test of package cli checks that they agree).
+// Any other name of a backend kind is an external plugin binary
+// egret-<kind>-<name>; metrics sinks have no plugins.
 var (
-	builtinSchedulers = []string{"aurora", "kubernetes", "local", "mesos", "nomad", "slurm", "yarn"}
-	builtinSinks      = []string{"file", "graphite", "prometheus", "tmanager"}
+	builtinSchedulers = []string{"local", "nomad"}
+	builtinStateMgrs  = []string{"localfs", "zookeeper"}
+	builtinUploaders  = []string{"http", "localfs"}
+	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
+	builtinSinks      = []string{"file", "tmanager"}
 	pluginNamespaces  = []pluginNamespace{
-		{"egret.metrics.sink", "metrics.sink", builtinSinks},
-		{"egret.scheduler", "scheduler", builtinSchedulers},
-		{"egret.statemgr", "statemgr", []string{"localfs", "memory", "zookeeper"}},
-		{"egret.uploader", "uploader", []string{"hdfs", "http", "localfs", "s3"}},
-		{"egret.packing", "packing", []string{"ffd", "rcrr", "roundrobin"}},
-		{"egret", "scheduler", builtinSchedulers},
+		{"egret.scheduler", KindScheduler, builtinSchedulers},
+		{"egret.statemgr", KindStateManager, builtinStateMgrs},
+		{"egret.uploader", KindUploader, builtinUploaders},
+		{"egret.packing", KindPacking, builtinPackings},
+		{"egret", KindScheduler, builtinSchedulers},
 	}
 )
+
+// The backend kinds a cluster config selects by name, as plugin binaries
+// name them (egret-<kind>-<name>).
+const (
+	KindScheduler    = "scheduler"
+	KindStateManager = "statemgr"
+	KindUploader     = "uploader"
+	KindPacking      = "packing"
+)
+
+// backendKeys maps each backend kind to the key that selects it.
+var backendKeys = []struct{ kind, key string }{
+	{KindScheduler, "egret.scheduler"},
+	{KindStateManager, "egret.statemgr"},
+	{KindUploader, "egret.uploader"},
+	{KindPacking, "egret.packing"},
+}
+
+// Builtins returns the names of the built-in backends of kind (scheduler,
+// statemgr, uploader, packing, or metrics.sink), sorted.
+func Builtins(kind string) []string {
+	if kind == "metrics.sink" {
+		return slices.Clone(builtinSinks)
+	}
+	for _, ns := range pluginNamespaces {
+		if ns.kind == kind {
+			return slices.Clone(ns.builtins)
+		}
+	}
+	return nil
+}
 
 // schema is the one table of Egret's operator config keys. A backend that
 // needs a new key adds it here (and REFERENCE.md is regenerated).
@@ -113,8 +150,6 @@ var schema = []Key{
 	// scheduler.yaml
 	{Name: "egret.scheduler", Type: TypeString, Required: true, File: "scheduler", check: checkName,
 		Description: "Scheduler backend: a built-in name (" + strings.Join(builtinSchedulers, ", ") + ") or an external plugin egret-scheduler-<name>."},
-	{Name: "egret.scheduler.is.service", Type: TypeBool, Default: "true", File: "scheduler",
-		Description: "Service mode (a long-running scheduler process) if true, library mode (the scheduler runs inside the CLI) if false."},
 	{Name: "egret.scheduler.local.egret.binary", Type: TypeString, File: "scheduler",
 		Description: "The egret binary the local scheduler service and executors run; empty: the egret running the command."},
 	{Name: "egret.scheduler.local.working.directory", Type: TypeString, Default: "${EGRET_HOME}/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "scheduler",
@@ -187,86 +222,23 @@ var schema = []Key{
 	{Name: "egret.nomad.reschedule.max.delay", Type: TypeDuration, Default: "1h", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
 		Description: "Upper bound of the reschedule delay."},
 
-	{Name: "egret.kubernetes.api.server", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Kubernetes API server URL; empty: from the kubeconfig, or in-cluster config."},
-	{Name: "egret.kubernetes.kubeconfig", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Path of the kubeconfig file; empty: $KUBECONFIG or ~/.kube/config."},
-	{Name: "egret.kubernetes.namespace", Type: TypeString, Default: "default", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Namespace of the topology's StatefulSets and services."},
-	{Name: "egret.kubernetes.image", Type: TypeString, Default: "egret/egret:latest", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Container image holding the egret binary."},
-	{Name: "egret.kubernetes.image.pull.policy", Type: TypeEnum, Enum: []string{"IfNotPresent", "Always", "Never"}, Default: "IfNotPresent", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Image pull policy of the containers."},
-	{Name: "egret.kubernetes.service.account", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Service account of the pods; empty: the namespace's default."},
-	{Name: "egret.kubernetes.resource.request.mode", Type: TypeEnum, Enum: []string{"EQUAL_TO_LIMIT", "NOT_SET"}, Default: "EQUAL_TO_LIMIT", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Whether pod resource requests equal the limits from the packing plan, or are not set."},
-	{Name: "egret.kubernetes.pod.labels", Type: TypeList, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Extra pod labels as name=value items (a list keeps their case, unlike keys)."},
-	{Name: "egret.kubernetes.pod.annotations", Type: TypeList, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Extra pod annotations as name=value items."},
-	{Name: "egret.kubernetes.pod.template", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
-		Description: "Pod template as <configmap>.<key>; empty: the built-in template."},
-
-	{Name: "egret.yarn.resourcemanager.address", Type: TypeString, Default: "http://127.0.0.1:8088", File: "scheduler", Backend: "scheduler/yarn", check: checkHTTPURL,
-		Description: "YARN ResourceManager REST address."},
-	{Name: "egret.yarn.queue", Type: TypeString, Default: "default", File: "scheduler", Backend: "scheduler/yarn",
-		Description: "YARN queue of the application."},
-	{Name: "egret.yarn.am.memory", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
-		Description: "Memory of the application master (the egret scheduler service)."},
-	{Name: "egret.yarn.am.vcores", Type: TypeInt, Default: "1", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
-		Description: "Virtual cores of the application master."},
-
-	{Name: "egret.mesos.master.uri", Type: TypeString, Default: "http://127.0.0.1:5050", File: "scheduler", Backend: "scheduler/mesos", check: checkHTTPURL,
-		Description: "Mesos master address (v1 HTTP scheduler API)."},
-	{Name: "egret.mesos.role", Type: TypeString, Default: "*", File: "scheduler", Backend: "scheduler/mesos",
-		Description: "Mesos role the framework registers with."},
-	{Name: "egret.mesos.principal", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
-		Description: "Mesos principal; empty: none."},
-	{Name: "egret.mesos.framework.staging.timeout", Type: TypeDuration, Default: "2s", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
-		Description: "How long the scheduler waits for the framework to register."},
-	{Name: "egret.mesos.scheduler.stop.timeout", Type: TypeDuration, Default: "5s", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
-		Description: "How long the scheduler waits for the framework to stop."},
-
-	{Name: "egret.aurora.cluster", Type: TypeString, Default: "devcluster", File: "scheduler", Backend: "scheduler/aurora",
-		Description: "Aurora cluster name used in job keys (<cluster>/<role>/<env>/<topology>)."},
-	{Name: "egret.aurora.client", Type: TypeString, Default: "aurora", File: "scheduler", Backend: "scheduler/aurora",
-		Description: "Path of the aurora client binary."},
-	{Name: "egret.aurora.job.template", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/aurora",
-		Description: "Path of the .aurora job template; empty: the built-in template."},
-	{Name: "egret.aurora.kill.max.attempts", Type: TypeInt, Default: "5", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
-		Description: "Attempts to kill the Aurora job before giving up."},
-	{Name: "egret.aurora.kill.retry.interval", Type: TypeDuration, Default: "2s", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
-		Description: "Pause between kill attempts."},
-
-	{Name: "egret.slurm.partition", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
-		Description: "Slurm partition; empty: the default partition."},
-	{Name: "egret.slurm.job.template", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
-		Description: "Path of the sbatch script template; empty: the built-in template."},
-
 	// statemgr.yaml
 	{Name: "egret.statemgr", Type: TypeString, Required: true, File: "statemgr", check: checkName,
-		Description: "State manager backend: localfs, zookeeper, memory (tests) or an external plugin egret-statemgr-<name>."},
+		Description: "State manager backend: a built-in name (" + strings.Join(builtinStateMgrs, ", ") + ") or an external plugin egret-statemgr-<name>."},
 	{Name: "egret.statemgr.root.path", Type: TypeString, Required: true, File: "statemgr",
 		Description: "Root of the state tree: a directory for localfs, a znode path for zookeeper."},
-	{Name: "egret.statemgr.initialize.tree", Type: TypeBool, Default: "true", File: "statemgr",
-		Description: "Create the root and its top-level nodes when missing."},
 	{Name: "egret.statemgr.connection.string", Type: TypeString, Required: true, File: "statemgr", Backend: "statemgr/zookeeper", check: checkHostPorts,
 		Description: "ZooKeeper servers as host:port[,host:port...]."},
 	{Name: "egret.statemgr.session.timeout", Type: TypeDuration, Default: "30s", File: "statemgr", Backend: "statemgr/zookeeper", check: checkPositive,
-		Description: "ZooKeeper session timeout; ephemeral nodes (tmanager location) vanish this long after their owner dies."},
+		Description: "ZooKeeper session timeout; ephemeral nodes (tmanager location) vanish this long after their owner dies. The localfs state manager reads it too (its default: 10s)."},
 	{Name: "egret.statemgr.localfs.poll.interval", Type: TypeDuration, Default: "200ms", File: "statemgr", Backend: "statemgr/localfs", check: checkPositive,
 		Description: "How often the localfs state manager polls watched nodes for changes."},
 	{Name: "egret.statemgr.connection.timeout", Type: TypeDuration, Default: "30s", File: "statemgr", Backend: "statemgr/zookeeper", check: checkPositive,
 		Description: "How long to wait for a ZooKeeper connection."},
-	{Name: "egret.statemgr.retry.count", Type: TypeInt, Default: "10", File: "statemgr", Backend: "statemgr/zookeeper", check: checkNonNegative,
-		Description: "Retries of a failed ZooKeeper operation (exponential backoff)."},
-	{Name: "egret.statemgr.retry.interval", Type: TypeDuration, Default: "1s", File: "statemgr", Backend: "statemgr/zookeeper", check: checkPositive,
-		Description: "First backoff interval between ZooKeeper retries."},
 
 	// uploader.yaml
 	{Name: "egret.uploader", Type: TypeString, Required: true, File: "uploader", check: checkName,
-		Description: "Uploader backend: localfs, http, hdfs, s3 or an external plugin egret-uploader-<name>."},
+		Description: "Uploader backend: a built-in name (" + strings.Join(builtinUploaders, ", ") + ") or an external plugin egret-uploader-<name>."},
 	{Name: "egret.uploader.localfs.directory", Type: TypeString, Required: true, Default: "${EGRET_HOME}/repository/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "uploader", Backend: "uploader/localfs",
 		Description: "Directory the topology package is copied to; containers fetch it with a file:// URI."},
 	{Name: "egret.uploader.http.uri", Type: TypeString, Required: true, File: "uploader", Backend: "uploader/http", check: checkHTTPURL,
@@ -275,28 +247,10 @@ var schema = []Key{
 		Description: "Bearer token sent with uploads; empty: none. ${EGRET_UPLOAD_TOKEN:-} reads it from the environment."},
 	{Name: "egret.uploader.http.timeout", Type: TypeDuration, Default: "60s", File: "uploader", Backend: "uploader/http", check: checkPositive,
 		Description: "Timeout of one upload or delete request."},
-	{Name: "egret.uploader.hdfs.namenode", Type: TypeString, Required: true, File: "uploader", Backend: "uploader/hdfs", check: checkHostPorts,
-		Description: "HDFS namenode(s) as host:port[,host:port]."},
-	{Name: "egret.uploader.hdfs.directory", Type: TypeString, Default: "/egret/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "uploader", Backend: "uploader/hdfs",
-		Description: "HDFS directory of the topology package."},
-	{Name: "egret.uploader.hdfs.user", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/hdfs",
-		Description: "HDFS user; empty: the current user."},
-	{Name: "egret.uploader.s3.bucket", Type: TypeString, Required: true, File: "uploader", Backend: "uploader/s3",
-		Description: "S3 bucket of topology packages."},
-	{Name: "egret.uploader.s3.prefix", Type: TypeString, Default: "egret/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "uploader", Backend: "uploader/s3",
-		Description: "Object key prefix of the topology package."},
-	{Name: "egret.uploader.s3.region", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
-		Description: "AWS region; empty: the SDK default."},
-	{Name: "egret.uploader.s3.endpoint", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
-		Description: "Custom S3 endpoint (MinIO, ...); empty: AWS."},
-	{Name: "egret.uploader.s3.access.key", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
-		Description: "Access key id; empty: the SDK's credential chain."},
-	{Name: "egret.uploader.s3.secret.key", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/s3",
-		Description: "Secret access key; empty: the SDK's credential chain."},
 
 	// packing.yaml
-	{Name: "egret.packing", Type: TypeEnum, Enum: []string{"roundrobin", "ffd", "rcrr"}, Default: "roundrobin", File: "packing",
-		Description: "Packing algorithm: round robin, first-fit decreasing, or resource-compliant round robin."},
+	{Name: "egret.packing", Type: TypeString, Default: "roundrobin", File: "packing", check: checkName,
+		Description: "Packing algorithm: roundrobin (round robin), ffd (first-fit decreasing), rcrr (resource-compliant round robin), or an external plugin egret-packing-<name>."},
 	{Name: "egret.packing.default.instance.cpu", Type: TypeFloat, Default: "1.0", File: "packing", check: checkPositive,
 		Description: "CPU cores of an instance whose component sets none."},
 	{Name: "egret.packing.default.instance.ram", Type: TypeBytes, Default: "1GiB", File: "packing", check: checkPositive,
@@ -347,32 +301,25 @@ var schema = []Key{
 		Description: "Largest restart delay."},
 	{Name: "egret.metrics.export.interval", Type: TypeDuration, Default: "10s", File: "internals", check: checkPositive,
 		Description: "Interval at which processes send their metrics to the metrics manager."},
-	{Name: "egret.logging.directory", Type: TypeString, Default: "log-files", File: "internals",
-		Description: "Log directory of the daemons, relative to the container's working directory."},
 	{Name: "egret.logging.max.size", Type: TypeBytes, Default: "100MiB", File: "internals", check: checkPositive,
-		Description: "A log file is rotated at this size."},
+		Description: "Size at which the executor rotates the log file of a container process (logs/<process>.log becomes <process>.log.1, and older ones shift up); the scheduler's executor.log of the local scheduler too. A file exceeds it only by a single write larger than it."},
 	{Name: "egret.logging.max.files", Type: TypeInt, Default: "5", File: "internals", check: checkPositive,
-		Description: "Rotated log files kept per process."},
+		Description: "Rotated files kept per log besides the current one (<process>.log.1 ... .N); the oldest is deleted."},
 
 	// metrics_sinks.yaml
 	{Name: "egret.metrics.sinks", Type: TypeList, Default: "file,tmanager", File: "metrics_sinks", check: checkSinks,
-		Description: "Enabled metrics sinks: file, prometheus, tmanager, graphite, or external plugins egret-metrics-sink-<name>."},
-	{Name: "egret.metrics.sink.file.path", Type: TypeString, Default: "metrics.json", File: "metrics_sinks", Backend: "metrics.sink/file",
-		Description: "File the file sink writes, relative to the container's working directory."},
-	{Name: "egret.metrics.sink.file.flush.interval", Type: TypeDuration, Default: "60s", File: "metrics_sinks", Backend: "metrics.sink/file", check: checkPositive,
-		Description: "Interval at which the file sink rewrites its file."},
-	{Name: "egret.metrics.sink.prometheus.port", Type: TypeInt, Default: "0", File: "metrics_sinks", Backend: "metrics.sink/prometheus", check: checkPort,
-		Description: "Port of the /metrics endpoint; 0: a free port, published by the scheduler."},
-	{Name: "egret.metrics.sink.prometheus.path", Type: TypeString, Default: "/metrics", File: "metrics_sinks", Backend: "metrics.sink/prometheus",
-		Description: "HTTP path of the Prometheus endpoint."},
-	{Name: "egret.metrics.sink.tmanager.flush.interval", Type: TypeDuration, Default: "60s", File: "metrics_sinks", Backend: "metrics.sink/tmanager", check: checkPositive,
-		Description: "Interval at which metrics are sent to the tmanager (for the tracker and UI)."},
-	{Name: "egret.metrics.sink.graphite.address", Type: TypeString, Required: true, File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkHostPorts,
-		Description: "Graphite plaintext endpoint host:port."},
-	{Name: "egret.metrics.sink.graphite.prefix", Type: TypeString, Default: "egret", File: "metrics_sinks", Backend: "metrics.sink/graphite",
-		Description: "Prefix of metric paths."},
-	{Name: "egret.metrics.sink.graphite.flush.interval", Type: TypeDuration, Default: "60s", File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkPositive,
-		Description: "Interval at which metrics are sent to Graphite."},
+		Description: "Metrics sinks each metrics manager feeds: file (JSON lines in the container's metrics.jsonl, rotated once at 64MiB) and tmanager (forwarded to the topology manager, for egret metrics and the tracker); empty: none."},
+}
+
+// removedKeys were once documented but nothing read them; a config that
+// still sets one is told so instead of having it pass as a plugin's key.
+// name also covers the keys below it.
+var removedKeys = []struct{ name, why string }{
+	{"egret.scheduler.is.service", "the scheduler decides whether it runs as a service (local) or inside the CLI (nomad)"},
+	{"egret.statemgr.initialize.tree", "the state managers always create their tree"},
+	{"egret.statemgr.retry", "the zookeeper state manager retries a repeatable operation after a connection loss until the command's deadline, with its own backoff"},
+	{"egret.logging.directory", "logs are always in the logs/ directory of a container's working directory"},
+	{"egret.metrics.sink", "the file sink always writes metrics.jsonl in the container's working directory and the tmanager sink forwards every report at once"},
 }
 
 // crossChecks relate two keys; each returns a message or "".

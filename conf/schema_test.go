@@ -65,8 +65,8 @@ func TestCanonical(t *testing.T) {
 	cases := []struct {
 		key, in, want, err string
 	}{
-		{key: "egret.scheduler.is.service", in: "True", want: "true"},
-		{key: "egret.scheduler.is.service", in: "no", want: "false"},
+		{key: "egret.config.role.required", in: "True", want: "true"},
+		{key: "egret.config.role.required", in: "no", want: "false"},
 		{key: "egret.nomad.mhz.per.core", in: " 2400 ", want: "2400"},
 		{key: "egret.nomad.mhz.per.core", in: "-1", err: `"-1" must be greater than zero`},
 		{key: "egret.stmgr.batch.max.bytes", in: "1MiB", want: "1048576"},
@@ -74,13 +74,17 @@ func TestCanonical(t *testing.T) {
 		{key: "egret.statemgr.session.timeout", in: "-5s", err: `"-5s" is negative`},
 		{key: "egret.packing.default.instance.cpu", in: "NaN", err: `"NaN" is not a number`},
 		{key: "egret.packing.default.instance.cpu", in: "0.5", want: "0.5"},
-		{key: "egret.metrics.sink.prometheus.port", in: "70000", err: "not a port number"},
+		{key: "egret.logging.max.size", in: "0", err: `"0" must be greater than zero`},
+		{key: "egret.logging.max.files", in: "1.5", err: `"1.5" is not an integer`},
 		{key: "egret.package.goos", in: "linx", err: `"linx" is not a GOOS (for example linux, darwin, windows) (did you mean linux?)`},
 		{key: "egret.package.goarch", in: "arm64", want: "arm64"},
 		{key: "egret.scheduler", in: "My Scheduler", err: "is not a backend name"},
 		{key: "egret.metrics.sinks", in: "file,file", err: `sink "file" is listed twice`},
-		{key: "egret.metrics.sinks", in: "file,kafka", want: "file,kafka"},
-		{key: "egret.kubernetes.image.pull.policy", in: "always", err: "allowed values: IfNotPresent, Always, Never"},
+		{key: "egret.metrics.sinks", in: " tmanager ", want: "tmanager"},
+		{key: "egret.metrics.sinks", in: "", want: ""},
+		{key: "egret.metrics.sinks", in: "file,prometheus", err: `there is no metrics sink "prometheus": use file, tmanager`},
+		{key: "egret.metrics.sinks", in: "tmanagr", err: `there is no metrics sink "tmanagr" (did you mean tmanager?): use file, tmanager`},
+		{key: "egret.nomad.driver", in: "Docker", err: "allowed values: raw_exec, exec, docker"},
 	}
 	for _, tc := range cases {
 		k, ok := lookupKey(tc.key)

@@ -161,13 +161,6 @@ func checkPercent(v string) error {
 	return nil
 }
 
-func checkPort(v string) error {
-	if f, ok := numeric(v); ok && (f < 0 || f > 65535) {
-		return fmt.Errorf("%q is not a port number (0-65535)", v)
-	}
-	return nil
-}
-
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 
 func checkName(v string) error {
@@ -230,20 +223,14 @@ func checkGOARCH(v string) error {
 }
 
 func checkSinks(v string) error {
-	builtins := builtinSinks
 	var seen []string
 	for _, s := range splitList(v) {
 		if slices.Contains(seen, s) {
 			return fmt.Errorf("sink %q is listed twice", s)
 		}
 		seen = append(seen, s)
-		if err := checkName(s); err != nil {
-			return err
-		}
-		if !slices.Contains(builtins, s) {
-			if near, d := nearest(s, builtins); d <= 2 {
-				return fmt.Errorf("sink %q is not built in; did you mean %s? (an external sink needs a plugin egret-metrics-sink-%s)", s, near, s)
-			}
+		if !slices.Contains(builtinSinks, s) {
+			return fmt.Errorf("there is no metrics sink %q%s: use %s", s, didYouMean(s, builtinSinks, 2), strings.Join(builtinSinks, ", "))
 		}
 	}
 	return nil
