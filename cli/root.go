@@ -16,6 +16,7 @@ import (
 
 	"github.com/egret-stream/egret/conf"
 	"github.com/egret-stream/egret/launcher"
+	"github.com/egret-stream/egret/plugins"
 )
 
 // Exit codes.
@@ -59,11 +60,19 @@ func (g *globals) loadCluster(arg string) (*conf.Cluster, error) {
 	if err != nil {
 		return nil, usageError{err}
 	}
-	c, err := conf.Load(conf.LoadOptions{Cluster: cluster, Role: role, Environ: env, ConfigPath: g.configPath, Overrides: g.properties})
+	c, err := conf.Load(conf.LoadOptions{Cluster: cluster, Role: role, Environ: env, ConfigPath: g.configPath, Overrides: g.properties,
+		FindBackend: findBackend})
 	if err != nil {
 		return nil, usageError{err}
 	}
 	return c, nil
+}
+
+// findBackend checks that a backend a cluster config selects is built in
+// or installed as a plugin binary in pluginDir, without starting it.
+func findBackend(kind, name, pluginDir string) error {
+	_, err := plugins.NewLoader(pluginDir, nil).Find(kind, name)
+	return err
 }
 
 func (g *globals) launcher(arg string, log *zap.Logger) (*launcher.Launcher, error) {
@@ -127,13 +136,19 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 func Main(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	root := NewRoot(os.Stdout, os.Stderr)
+	return run(ctx, args, os.Stdout, os.Stderr)
+}
+
+// run runs the egret command with args, prints an error on stderr and
+// returns the exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(os.Stderr, "egret:", err)
+	fmt.Fprintln(stderr, "egret:", err)
 	var ue usageError
 	if errors.As(err, &ue) || launcher.IsBadInput(err) || strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sync"
 	"time"
 
@@ -194,15 +195,31 @@ func (l *Loader) startErr(proc *Process, err error) error {
 	return fmt.Errorf("%s plugin %q (%s): %w", proc.Kind, proc.Name, proc.Path, err)
 }
 
-// start finds and starts the plugin binary of kind and name and completes
-// the handshake.
-func (l *Loader) start(ctx context.Context, kind, name string, builtins []string) (*Process, plugin.ClientProtocol, error) {
+// Find checks that the backend of kind (KindScheduler, ...) named name
+// exists without starting anything: it returns "" for a built-in, else the
+// path of its plugin binary, which must be an executable file. An error
+// says what to do; a backend that is neither built in nor a plugin binary
+// wraps spi.ErrUnknownBackend.
+func (l *Loader) Find(kind, name string) (string, error) {
+	builtins, ok := builtinNames[kind]
+	if !ok {
+		return "", fmt.Errorf("unknown plugin kind %q (kinds: %v)", kind, Kinds)
+	}
+	if slices.Contains(builtins(), name) {
+		return "", nil
+	}
+	return l.binary(kind, name, builtins())
+}
+
+// binary returns the path of the plugin binary of kind and name, checked
+// to be an executable file.
+func (l *Loader) binary(kind, name string, builtins []string) (string, error) {
 	what := kindNames[kind]
 	if !validName.MatchString(name) {
-		return nil, nil, fmt.Errorf("%s name %q is invalid: use letters, digits, '.', '_' and '-' (built in: %v): %w", what, name, builtins, spi.ErrUnknownBackend)
+		return "", fmt.Errorf("%s name %q is invalid: use letters, digits, '.', '_' and '-' (built in: %v): %w", what, name, builtins, spi.ErrUnknownBackend)
 	}
 	if l.dir == "" {
-		return nil, nil, fmt.Errorf("%s %q is not built in (built in: %v) and no plugin directory is configured (set egret.plugin.directory to the directory holding %s): %w",
+		return "", fmt.Errorf("%s %q is not built in (built in: %v) and no plugin directory is configured (set egret.plugin.directory to the directory holding %s): %w",
 			what, name, builtins, BinaryName(kind, name), spi.ErrUnknownBackend)
 	}
 	path := l.BinaryPath(kind, name)
@@ -212,13 +229,25 @@ func (l *Loader) start(ctx context.Context, kind, name string, builtins []string
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return nil, nil, fmt.Errorf("%s %q is not built in (built in: %v) and there is no plugin binary %s: %w", what, name, builtins, path, spi.ErrUnknownBackend)
+		return "", fmt.Errorf("%s %q is not built in (built in: %v) and there is no plugin binary %s: %w (install the plugin there, or set egret.plugin.directory to its directory)",
+			what, name, builtins, path, spi.ErrUnknownBackend)
 	case err != nil:
-		return nil, nil, fmt.Errorf("%s %q: plugin binary %s: %w", what, name, path, err)
+		return "", fmt.Errorf("%s %q: plugin binary %s: %w", what, name, path, err)
 	case fi.IsDir():
-		return nil, nil, fmt.Errorf("%s %q: plugin binary %s is a directory", what, name, path)
+		return "", fmt.Errorf("%s %q: plugin binary %s is a directory", what, name, path)
 	case fi.Mode().Perm()&0o111 == 0:
-		return nil, nil, fmt.Errorf("%s %q: plugin binary %s is not executable (chmod +x %s)", what, name, path, path)
+		return "", fmt.Errorf("%s %q: plugin binary %s is not executable (chmod +x %s)", what, name, path, path)
+	}
+	return path, nil
+}
+
+// start finds and starts the plugin binary of kind and name and completes
+// the handshake.
+func (l *Loader) start(ctx context.Context, kind, name string, builtins []string) (*Process, plugin.ClientProtocol, error) {
+	what := kindNames[kind]
+	path, err := l.binary(kind, name, builtins)
+	if err != nil {
+		return nil, nil, err
 	}
 
 	l.mu.Lock()
@@ -293,6 +322,14 @@ func (l *Loader) start(ctx context.Context, kind, name string, builtins []string
 	}
 	log.Debug("plugin started", zap.String("path", path), zap.Int("pid", proc.Pid))
 	return proc, r.rpc, nil
+}
+
+// builtinNames lists the built-in backends of each kind.
+var builtinNames = map[string]func() []string{
+	KindStateManager: spi.StateManagerNames,
+	KindUploader:     spi.UploaderNames,
+	KindPacking:      spi.PackingNames,
+	KindScheduler:    spi.SchedulerNames,
 }
 
 var kindNames = map[string]string{

@@ -93,6 +93,66 @@ func TestLoaderErrors(t *testing.T) {
 	}
 }
 
+// TestFind checks a backend's existence without starting anything: a
+// built-in, a plugin binary, or an error naming what to do.
+func TestFind(t *testing.T) {
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "egret-scheduler-plain")
+	if err := os.WriteFile(plain, []byte("#!/bin/sh\nexit 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A "plugin" that would leave a mark if Find started it.
+	mark := filepath.Join(dir, "started")
+	if err := os.WriteFile(filepath.Join(dir, "egret-scheduler-k8s"), []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l := plugins.NewLoader(dir, zaptest.NewLogger(t))
+	defer l.Close()
+	for _, tc := range []struct {
+		kind, name, path string
+		want             []string
+		unknown          bool
+	}{
+		{kind: "uploader", name: "localfs"},
+		{kind: "scheduler", name: "k8s", path: filepath.Join(dir, "egret-scheduler-k8s")},
+		{kind: "scheduler", name: "kubernetes", unknown: true,
+			want: []string{`scheduler "kubernetes" is not built in`, filepath.Join(dir, "egret-scheduler-kubernetes"), "set egret.plugin.directory"}},
+		{kind: "packing", name: "spiral", unknown: true, want: []string{`packing algorithm "spiral" is not built in`}},
+		{kind: "scheduler", name: "plain", want: []string{"is not executable", "chmod +x " + plain}},
+		{kind: "scheduler", name: "../k8s", unknown: true, want: []string{`"../k8s" is invalid`}},
+		{kind: "sink", name: "file", want: []string{`unknown plugin kind "sink"`}},
+	} {
+		path, err := l.Find(tc.kind, tc.name)
+		if tc.want == nil {
+			if err != nil || path != tc.path {
+				t.Errorf("Find(%s, %s) = %q, %v; want %q", tc.kind, tc.name, path, err, tc.path)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("Find(%s, %s) = %q, want an error", tc.kind, tc.name, path)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("Find(%s, %s): %q does not contain %q", tc.kind, tc.name, err, w)
+			}
+		}
+		if errors.Is(err, spi.ErrUnknownBackend) != tc.unknown {
+			t.Errorf("Find(%s, %s): errors.Is(%q, ErrUnknownBackend) = %v", tc.kind, tc.name, err, !tc.unknown)
+		}
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("Find started the plugin")
+	}
+	if n := plugins.Running(l); n != 0 {
+		t.Errorf("%d plugin processes running after Find", n)
+	}
+	if _, err := plugins.NewLoader("", nil).Find("scheduler", "k8s"); err == nil || !strings.Contains(err.Error(), "no plugin directory is configured") {
+		t.Errorf("Find without a plugin directory: %v", err)
+	}
+}
+
 func TestLoadCanceled(t *testing.T) {
 	l := plugins.NewLoader(pluginDir(t, [2]string{"scheduler", "basic"}), zaptest.NewLogger(t))
 	defer l.Close()

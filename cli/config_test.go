@@ -1,0 +1,138 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/egret-stream/egret/conf"
+	"github.com/egret-stream/egret/core/spi"
+)
+
+// egret runs the command in-process with a private EGRET_HOME and config
+// path, and returns its exit code, stdout and stderr.
+func egret(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+// isolate gives the test its own EGRET_HOME and a config path holding the
+// given files (relative to it); it returns both.
+func isolate(t *testing.T, files map[string]string) (home, configPath string) {
+	t.Helper()
+	home, configPath = t.TempDir(), t.TempDir()
+	t.Setenv("EGRET_HOME", home)
+	for name, body := range files {
+		p := filepath.Join(configPath, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return home, configPath
+}
+
+// tree lists every path below dir.
+func tree(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, p)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestBuiltinsMatchBinary: the schema's built-in backends are exactly the
+// ones this binary registers, so the reference and the validation never
+// name a backend that does not exist.
+func TestBuiltinsMatchBinary(t *testing.T) {
+	for kind, names := range map[string][]string{
+		conf.KindScheduler:    spi.SchedulerNames(),
+		conf.KindStateManager: spi.StateManagerNames(),
+		conf.KindUploader:     spi.UploaderNames(),
+		conf.KindPacking:      spi.PackingNames(),
+	} {
+		names = slices.Sorted(slices.Values(names))
+		if got := conf.Builtins(kind); !slices.Equal(got, names) {
+			t.Errorf("conf.Builtins(%s) = %v, but the binary registers %v", kind, got, names)
+		}
+	}
+}
+
+// k8sCluster is a user-defined cluster selecting a scheduler that is not
+// built in.
+var k8sCluster = map[string]string{
+	"k8s/scheduler.yaml": "# no such backend\negret.scheduler: kubernetes\n",
+	"k8s/statemgr.yaml":  "egret.statemgr: localfs\negret.statemgr.root.path: ${EGRET_HOME}/state/k8s\n",
+	"k8s/uploader.yaml":  "egret.uploader: localfs\n",
+}
+
+func TestConfigValidateUnknownBackend(t *testing.T) {
+	home, cp := isolate(t, k8sCluster)
+	code, stdout, stderr := egret(t, "config", "validate", "k8s", "--config-path", cp)
+	plugin := filepath.Join(home, "plugins", "egret-scheduler-kubernetes")
+	want := "egret: " + filepath.Join(cp, "k8s", "scheduler.yaml") + `:2: egret.scheduler: scheduler "kubernetes" is not built in (built in: [local nomad]) and there is no plugin binary ` +
+		plugin + ": unknown backend (install the plugin there, or set egret.plugin.directory to its directory)\n"
+	if code != ExitUsage || stdout != "" || stderr != want {
+		t.Errorf("exit %d, stdout %q, stderr:\n %q\nwant exit 2 and\n %q", code, stdout, stderr, want)
+	}
+
+	// A packing algorithm that does not exist, given on the command line.
+	code, _, stderr = egret(t, "config", "validate", "local", "--config-path", cp, "--config-property", "egret.packing=spiral")
+	if code != ExitUsage || !strings.Contains(stderr, `--config-property: egret.packing: packing algorithm "spiral" is not built in`) {
+		t.Errorf("unknown packing: exit %d, %q", code, stderr)
+	}
+
+	// Installed as a plugin binary, the same name is valid.
+	if err := os.MkdirAll(filepath.Dir(plugin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plugin, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = egret(t, "config", "validate", "k8s", "--config-path", cp)
+	if code != ExitOK || stdout != "config of cluster k8s is valid\n" {
+		t.Errorf("with the plugin installed: exit %d, %q, %q", code, stdout, stderr)
+	}
+}
+
+// TestSubmitUnknownBackendTouchesNothing: submit fails on the config before
+// it builds, defines or uploads anything.
+func TestSubmitUnknownBackendTouchesNothing(t *testing.T) {
+	home, cp := isolate(t, k8sCluster)
+	before := tree(t, home)
+	code, _, stderr := egret(t, "submit", "k8s", "./no/such/topology", "--config-path", cp)
+	if code != ExitUsage || !strings.Contains(stderr, `scheduler "kubernetes" is not built in`) || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("exit %d, stderr %q; want exit 2 and one line about the scheduler", code, stderr)
+	}
+	if after := tree(t, home); !slices.Equal(before, after) {
+		t.Errorf("EGRET_HOME changed: %v -> %v", before, after)
+	}
+}
+
+func TestConfigClustersListsOnlyUsableClusters(t *testing.T) {
+	_, cp := isolate(t, k8sCluster)
+	code, stdout, _ := egret(t, "config", "clusters", "--config-path", cp)
+	if code != ExitOK || stdout != "k8s\nlocal\nlocalzk\nnomad\n" {
+		t.Errorf("exit %d, clusters %q", code, stdout)
+	}
+	code, _, stderr := egret(t, "config", "validate", "kubernetes", "--config-path", cp)
+	if code != ExitUsage || !strings.Contains(stderr, `cluster "kubernetes": unknown cluster (known clusters: k8s, local, localzk, nomad;`) {
+		t.Errorf("validate kubernetes: exit %d, %q", code, stderr)
+	}
+}
