@@ -136,3 +136,23 @@ func TestConfigClustersListsOnlyUsableClusters(t *testing.T) {
 		t.Errorf("validate kubernetes: exit %d, %q", code, stderr)
 	}
 }
+
+// TestUpdateRuntimeConfigTypeChecked: a runtime setting of the wrong type
+// is refused before the state manager or the topology manager is reached.
+func TestUpdateRuntimeConfigTypeChecked(t *testing.T) {
+	home, cp := isolate(t, nil)
+	for _, tc := range []struct{ setting, want string }{
+		{"topology.max.spout.pending=abc", `egret: runtime setting topology.max.spout.pending: "abc" is not an integer` + "\n"},
+		{"topology.message.timeout=30", `egret: runtime setting topology.message.timeout: "30" is not a duration (for example 500ms, 30s)` + "\n"},
+		{"topology.containers=2", "egret: runtime setting topology.containers: fixed when the topology is submitted; the runtime config may change " +
+			`topology.max.spout.pending, topology.message.timeout, topology.tick.tuple.freq and user settings (keys not starting with "topology.")` + "\n"},
+	} {
+		code, _, stderr := egret(t, "update", "local", "wc", "--runtime-config", tc.setting, "--runtime-config", "count.rate=5", "--config-path", cp)
+		if code != ExitUsage || stderr != tc.want {
+			t.Errorf("%s: exit %d, stderr %q; want exit 2 and %q", tc.setting, code, stderr, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("EGRET_HOME holds %v after refused updates", entries)
+	}
+}

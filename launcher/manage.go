@@ -205,6 +205,9 @@ func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) err
 	if err := checkTopology(name); err != nil {
 		return err
 	}
+	if err := topology.CheckRuntimeConfig(o.RuntimeConfig); err != nil {
+		return badInput(err) // before anything is changed or sent
+	}
 	if len(o.Parallelism) > 0 || o.Containers > 0 {
 		if err := l.rescale(ctx, name, o); err != nil {
 			return err

@@ -2,7 +2,9 @@ package topology
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,15 +79,18 @@ const (
 type keySpec struct {
 	typ       keyType
 	component bool // may be set per component
-	min       float64
+	// runtime: may be changed in a running topology's runtime config
+	// (egret update --runtime-config); instances read it when they start.
+	runtime bool
+	min     float64
 }
 
 var keySpecs = map[string]keySpec{
 	KeyContainers:      {typ: typeInt, min: 1},
 	KeyDeliveryMode:    {typ: typeDelivery},
-	KeyMaxSpoutPending: {typ: typeInt, component: true},
-	KeyMessageTimeout:  {typ: typeDuration, component: true, min: 1},
-	KeyTickFrequency:   {typ: typeDuration, component: true},
+	KeyMaxSpoutPending: {typ: typeInt, component: true, runtime: true},
+	KeyMessageTimeout:  {typ: typeDuration, component: true, runtime: true, min: 1},
+	KeyTickFrequency:   {typ: typeDuration, component: true, runtime: true},
 	KeyCPU:             {typ: typeFloat, component: true},
 	KeyRAM:             {typ: typeBytes, component: true},
 	KeyDisk:            {typ: typeBytes, component: true},
@@ -151,6 +156,43 @@ func checkValue(key, value string, component bool) (string, bool) {
 		return fmt.Sprintf("%q is below the minimum %v", value, spec.min), false
 	}
 	return "", true
+}
+
+// RuntimeKeys lists the topology settings a running topology's runtime
+// config may change, sorted.
+func RuntimeKeys() []string {
+	var out []string
+	for k, s := range keySpecs {
+		if s.runtime {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// CheckRuntimeConfig validates runtime config settings (egret update
+// --runtime-config, the topology manager's /runtime-config) before they
+// are applied: a topology setting must be one of RuntimeKeys with a value
+// of its type; other keys are free-form user settings. An empty value
+// deletes a setting and is always valid. The error names the first bad
+// setting (in key order) and what is allowed.
+func CheckRuntimeConfig(kv map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		v := kv[k]
+		if v == "" {
+			continue
+		}
+		spec, known := keySpecs[k]
+		if known && !spec.runtime {
+			return fmt.Errorf("runtime setting %s: fixed when the topology is submitted; the runtime config may change %s and user settings (keys not starting with \"topology.\")",
+				k, strings.Join(RuntimeKeys(), ", "))
+		}
+		if msg, ok := checkValue(k, v, false); !ok {
+			return fmt.Errorf("runtime setting %s: %s", k, msg)
+		}
+	}
+	return nil
 }
 
 // ParseBytes parses a byte size: a plain integer, or a number with one of

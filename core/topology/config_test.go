@@ -2,6 +2,7 @@ package topology
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -153,5 +154,34 @@ func TestTopologyAccessors(t *testing.T) {
 	}
 	if Spout.String() != "spout" || Bolt.String() != "bolt" || Kind(9).String() != "kind(9)" {
 		t.Error("Kind.String")
+	}
+}
+
+func TestCheckRuntimeConfig(t *testing.T) {
+	allowed := "the runtime config may change topology.max.spout.pending, topology.message.timeout, topology.tick.tuple.freq and user settings"
+	cases := []struct {
+		kv   map[string]string
+		want string // "" = valid
+	}{
+		{kv: map[string]string{KeyMaxSpoutPending: "100", KeyMessageTimeout: "45s", KeyTickFrequency: "0s", "count.rate": "abc"}},
+		{kv: map[string]string{KeyMaxSpoutPending: ""}}, // deletes the setting
+		{kv: map[string]string{KeyMaxSpoutPending: "abc"}, want: `runtime setting topology.max.spout.pending: "abc" is not an integer`},
+		{kv: map[string]string{KeyMaxSpoutPending: "-1"}, want: `runtime setting topology.max.spout.pending: "-1" is below the minimum 0`},
+		{kv: map[string]string{KeyMessageTimeout: "30"}, want: `runtime setting topology.message.timeout: "30" is not a duration (for example 500ms, 30s)`},
+		{kv: map[string]string{KeyMessageTimeout: "0s"}, want: `runtime setting topology.message.timeout: "0s" is below the minimum 1`},
+		{kv: map[string]string{KeyContainers: "3"}, want: "runtime setting topology.containers: fixed when the topology is submitted; " + allowed},
+		{kv: map[string]string{KeyDeliveryMode: "at-least-once"}, want: "runtime setting topology.delivery.mode: fixed when the topology is submitted"},
+		{kv: map[string]string{KeyDebug: "true"}, want: "runtime setting topology.debug: fixed when the topology is submitted"},
+		{kv: map[string]string{"topology.max.spout.pendng": "5"}, want: `runtime setting topology.max.spout.pendng: unknown topology setting`},
+		{kv: map[string]string{"a": "1", KeyTickFrequency: "often", "z": "2"}, want: `runtime setting topology.tick.tuple.freq: "often" is not a duration`},
+	}
+	for _, tc := range cases {
+		err := CheckRuntimeConfig(tc.kv)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.kv, err)
+		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want %q", tc.kv, err, tc.want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -175,6 +176,9 @@ func parseRuntimeConfig(r *http.Request) (map[string]string, error) {
 		if err := checkSetting(k, v); err != nil {
 			return nil, err
 		}
+	}
+	if err := topology.CheckRuntimeConfig(kv); err != nil {
+		return nil, err
 	}
 	return kv, nil
 }

@@ -170,12 +170,18 @@ func TestRuntimeConfig(t *testing.T) {
 		{"space in key", "application/json", `{"a b": "1"}`},
 		{"repeated key", "application/x-www-form-urlencoded", `a=1&a=2`},
 		{"oversized body", "application/x-www-form-urlencoded", "a=" + strings.Repeat("x", maxBodyBytes+10)},
+		{"bad topology setting", "application/x-www-form-urlencoded", "count.rate=5&topology.max.spout.pending=abc"},
+		{"bad topology setting in json", "application/json", `{"topology.message.timeout": 30}`},
+		{"setting fixed at submission", "application/json", `{"topology.containers": 3}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if code, body := m.do(t, "POST", "/runtime-config", tc.ct, tc.body); code != 400 || body["error"] == "" {
 				t.Fatalf("%d %v, want 400 with an error", code, body)
 			}
 		})
+	}
+	if _, body := m.do(t, "POST", "/runtime-config", "application/x-www-form-urlencoded", "topology.max.spout.pending=abc"); body["error"] != `runtime setting topology.max.spout.pending: "abc" is not an integer` {
+		t.Errorf("error %q", body["error"])
 	}
 	ss[0].noPlanPending(1)
 	if h := m.health(t); h.Version != 3 {
