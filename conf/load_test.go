@@ -339,12 +339,12 @@ func TestNestedYAML(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := map[string]string{
-		"egret.statemgr.root.path":           "/home/u/nested-state/local",
+		"egret.statemgr.root.path":             "/home/u/nested-state/local",
 		"egret.statemgr.localfs.poll.interval": "500ms",
-		"egret.plugin.directory":             "${NOT_EXPANDED}/plugins", // $$ escape
-		"egret.package.core.uri":             "file:///opt/egret/egret", // ${X:-fallback}
-		"egret.packing":                      "ffd",
-		"egret.packing.default.instance.ram": "536870912",
+		"egret.plugin.directory":               "${NOT_EXPANDED}/plugins", // $$ escape
+		"egret.package.core.uri":               "file:///opt/egret/egret", // ${X:-fallback}
+		"egret.packing":                        "ffd",
+		"egret.packing.default.instance.ram":   "536870912",
 	}
 	for k, want := range checks {
 		if v := c.String(k); v != want {
