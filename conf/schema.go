@@ -302,7 +302,7 @@ var schema = []Key{
 	{Name: "egret.metrics.export.interval", Type: TypeDuration, Default: "10s", File: "internals", check: checkPositive,
 		Description: "Interval at which processes send their metrics to the metrics manager."},
 	{Name: "egret.logging.max.size", Type: TypeBytes, Default: "100MiB", File: "internals", check: checkPositive,
-		Description: "Size at which the executor rotates the log file of a container process (logs/<process>.log becomes <process>.log.1, and older ones shift up); the scheduler's executor.log of the local scheduler too. A file exceeds it only by a single write larger than it."},
+		Description: "Size at which the executor rotates the log of each process it runs (logs/<process>.log becomes <process>.log.1, older ones shift up). A file exceeds it only by a single write larger than it (a process's output reaches the file in pieces of at most 32KiB)."},
 	{Name: "egret.logging.max.files", Type: TypeInt, Default: "5", File: "internals", check: checkPositive,
 		Description: "Rotated files kept per log besides the current one (<process>.log.1 ... .N); the oldest is deleted."},
 

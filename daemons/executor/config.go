@@ -6,11 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/logfile"
 )
 
 // Settings keys the executor reads (from Config.Settings, which overrides the
@@ -20,6 +22,8 @@ const (
 	KeyBackoffMax     = "egret.executor.restart.backoff.max"
 	KeyResetAfter     = "egret.executor.restart.reset.after"
 	KeyStopGrace      = "egret.executor.stop.grace"
+	KeyLogMaxSize     = "egret.logging.max.size"
+	KeyLogMaxFiles    = "egret.logging.max.files"
 )
 
 // Defaults of the settings.
@@ -28,6 +32,8 @@ const (
 	DefaultBackoffMax     = 30 * time.Second
 	DefaultResetAfter     = 60 * time.Second
 	DefaultStopGrace      = 10 * time.Second
+	DefaultLogMaxSize     = 100 << 20
+	DefaultLogMaxFiles    = 5
 )
 
 // ExitLayoutChanged is the exit code with which an instance says that the
@@ -89,12 +95,13 @@ type Hooks struct {
 	OnEvent func(Event)
 }
 
-// settings are the parsed timing settings.
+// settings are the parsed settings.
 type settings struct {
 	backoffInitial time.Duration
 	backoffMax     time.Duration
 	resetAfter     time.Duration
 	stopGrace      time.Duration
+	logs           logfile.Limits // of every child's log
 }
 
 func parseSettings(c spi.Config) (settings, error) {
@@ -121,6 +128,18 @@ func parseSettings(c spi.Config) (settings, error) {
 	if s.backoffMax < s.backoffInitial {
 		return s, fmt.Errorf("config key %s (%s) is below %s (%s); the cap must be at least the initial backoff",
 			KeyBackoffMax, s.backoffMax, KeyBackoffInitial, s.backoffInitial)
+	}
+	size, err := c.Size(KeyLogMaxSize, DefaultLogMaxSize, math.MaxInt)
+	if err != nil {
+		return s, err
+	}
+	files, err := c.Int(KeyLogMaxFiles, DefaultLogMaxFiles)
+	if err != nil {
+		return s, err
+	}
+	s.logs = logfile.Limits{MaxSize: int64(size), MaxFiles: files}
+	if err := s.logs.Validate(); err != nil {
+		return s, fmt.Errorf("config keys %s, %s: %w", KeyLogMaxSize, KeyLogMaxFiles, err)
 	}
 	return s, nil
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/statemgr/memory"
 	"github.com/egret-stream/egret/uploaders/fetch"
 )
@@ -92,13 +94,22 @@ func TestComputePaths(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	s, err := parseSettings(spi.Config{})
-	if err != nil || s.backoffInitial != time.Second || s.backoffMax != 30*time.Second || s.resetAfter != time.Minute || s.stopGrace != 10*time.Second {
+	if err != nil || s.backoffInitial != time.Second || s.backoffMax != 30*time.Second || s.resetAfter != time.Minute || s.stopGrace != 10*time.Second ||
+		s.logs != (logfile.Limits{MaxSize: 100 << 20, MaxFiles: 5}) {
 		t.Fatalf("defaults: %+v %v", s, err)
+	}
+	s, err = parseSettings(spi.Config{KeyLogMaxSize: "64KiB", KeyLogMaxFiles: "2"})
+	if err != nil || s.logs != (logfile.Limits{MaxSize: 64 << 10, MaxFiles: 2}) {
+		t.Fatalf("log limits: %+v %v", s.logs, err)
 	}
 	for _, bad := range []spi.Config{
 		{KeyBackoffInitial: "-1s"},
 		{KeyStopGrace: "soon"},
 		{KeyBackoffInitial: "10s", KeyBackoffMax: "1s"},
+		{KeyLogMaxSize: "0"},
+		{KeyLogMaxSize: "big"},
+		{KeyLogMaxFiles: "-1"},
+		{KeyLogMaxFiles: "two"},
 	} {
 		if _, err := parseSettings(bad); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -136,10 +147,11 @@ func TestContainerZero(t *testing.T) {
 	if pf.Executor != os.Getpid() || pf.Processes["tmanager"] != tm || pf.Processes["metricsmgr"] != mm || len(pf.Processes) != 2 {
 		t.Errorf("pids.json = %+v, want tmanager %d metricsmgr %d", pf, tm, mm)
 	}
-	logb, err := os.ReadFile(filepath.Join(w, "logs", "tmanager.log"))
-	if err != nil || !strings.Contains(string(logb), "starting tmanager") || !strings.Contains(string(logb), "fake tmanager: running") {
-		t.Errorf("tmanager.log: %v\n%s", err, logb)
-	}
+	// The executor copies the child's output into its log.
+	waitFor(t, "the tmanager's output in tmanager.log", func() bool {
+		logb, _ := os.ReadFile(filepath.Join(w, "logs", "tmanager.log"))
+		return strings.Contains(string(logb), "starting tmanager") && strings.Contains(string(logb), "fake tmanager: running")
+	})
 
 	// Killing the topology deletes the plan: the executor stops everything.
 	if err := state.New(v.sm).Kill(context.Background(), testTopology); err != nil {
@@ -152,6 +164,47 @@ func TestContainerZero(t *testing.T) {
 		if alive(pid) {
 			t.Errorf("pid %d survived", pid)
 		}
+	}
+}
+
+// TestLogsRotate: a chatty process's log is rotated at
+// egret.logging.max.size and at most egret.logging.max.files rotated files
+// stay, so its logs hold a bounded amount whatever it writes.
+func TestLogsRotate(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	v.setPlan(testPlan(map[int][]string{1: {"word:1"}}))
+	const lines = 8000 // 512000 bytes
+	v.control("chatter-tmanager", strconv.Itoa(lines))
+	cfg := v.config(0)
+	cfg.Settings[KeyLogMaxSize] = "1KiB"
+	cfg.Settings[KeyLogMaxFiles] = "2"
+	e, _, _ := v.run(cfg)
+	v.waitReady(e, "tmanager", "tmanager")
+	log := filepath.Join(e.Paths().LogsDir, "tmanager.log")
+	// The executor copies the output in pieces of at most 32 KiB; the last
+	// line follows every chatter line.
+	waitFor(t, "the tmanager's last line in its log", func() bool {
+		b, _ := os.ReadFile(log)
+		return strings.HasSuffix(string(b), "fake tmanager: running\n")
+	})
+	names, _ := filepath.Glob(log + "*")
+	if want := []string{log, log + ".1", log + ".2"}; !slices.Equal(names, want) {
+		t.Fatalf("log files %v, want %v", names, want)
+	}
+	var total int64
+	for _, n := range names {
+		st, err := os.Stat(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 32<<10 {
+			t.Errorf("%s is %d bytes: above both the limit and one piece of output", n, st.Size())
+		}
+		total += st.Size()
+	}
+	if total >= lines*64/4 {
+		t.Errorf("the logs hold %d of the %d bytes written", total, lines*64)
 	}
 }
 

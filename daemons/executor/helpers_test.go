@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -59,7 +60,7 @@ func fakeName(args []string) string {
 }
 
 // fakeMain is a fake daemon. It records its arguments in dir/argv/<name>.<pid>,
-// then:
+// writes as many 64-byte lines to stderr as dir/chatter-<name> says, then:
 //   - exits with the code in dir/exit-<name> if that file exists;
 //   - exits with the code in dir/exitonce-<name> if it can remove that file;
 //   - otherwise writes dir/ready/<name>.<pid> and waits for SIGTERM (exit 0),
@@ -71,6 +72,14 @@ func fakeMain(dir string, args []string) int {
 	if err := writeTestFile(filepath.Join(dir, "argv", id), b); err != nil {
 		fmt.Fprintln(os.Stderr, "fake:", err)
 		return 99
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "chatter-"+name)); err == nil {
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		w := bufio.NewWriter(os.Stderr)
+		for i := range n {
+			fmt.Fprintf(w, "fake %s: chatter line %08d %s\n", name, i, strings.Repeat("x", 64-len(name)-32))
+		}
+		_ = w.Flush()
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "exit-"+name)); err == nil {
 		code, _ := strconv.Atoi(strings.TrimSpace(string(b)))

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/internal/safepath"
 )
 
@@ -161,14 +162,12 @@ func (p *process) run() {
 		default:
 		}
 		var ex exitInfo
-		cmd, started, err := p.start()
+		cmd, started, waitCh, err := p.start()
 		if err != nil {
 			log.Error("cannot start process", zap.Strings("args", p.args), zap.Error(err))
 			p.emit(Event{Kind: EventStartFailed, Process: p.name, Err: err, ExitCode: -1})
 			ex = exitInfo{code: -1, reason: "start failed: " + err.Error()}
 		} else {
-			waitCh := make(chan error, 1)
-			go func() { waitCh <- cmd.Wait() }()
 			select {
 			case werr := <-waitCh:
 				ex = p.exited(cmd, started, werr)
@@ -241,30 +240,47 @@ func (r *restartPolicy) next(kind Kind, code int, uptime time.Duration) (time.Du
 // reset forgets the history (after a requested restart).
 func (r *restartPolicy) reset() { *r = restartPolicy{set: r.set} }
 
-// start starts one run of the child with its output appended to its log.
-func (p *process) start() (*exec.Cmd, time.Time, error) {
+// pipeDrain bounds how long the executor reads a child's output after the
+// child exited: a process the child left behind (outside its process
+// group) may hold the pipe open.
+const pipeDrain = 5 * time.Second
+
+// start starts one run of the child with its output appended to its log,
+// rotated by size (egret.logging.max.size, egret.logging.max.files). The
+// returned channel receives the result of cmd.Wait once the child exited
+// and its output is written; the log is closed then.
+func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	e := p.ex
 	logPath, err := safepath.Join(e.paths.LogsDir, p.name+".log")
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("log file: %w", err)
+		return nil, time.Time{}, nil, fmt.Errorf("log file: %w", err)
 	}
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	lf, err := logfile.Open(logPath, e.set.logs, e.log)
 	if err != nil {
-		return nil, time.Time{}, fmt.Errorf("open log file: %w", err)
+		return nil, time.Time{}, nil, err
 	}
-	defer f.Close()
-	fmt.Fprintf(f, "==== %s egret executor: starting %s: %s\n", time.Now().Format(time.RFC3339Nano), p.name, quoteArgs(p.args))
+	fmt.Fprintf(lf, "==== %s egret executor: starting %s: %s\n", time.Now().Format(time.RFC3339Nano), p.name, quoteArgs(p.args))
 	cmd := exec.Command(p.args[0], p.args[1:]...)
 	cmd.Dir = e.paths.WorkDir
 	cmd.Env = append(os.Environ(), e.cfg.ExtraEnv...)
 	cmd.Stdin = nil
-	cmd.Stdout = f
-	cmd.Stderr = f
+	// One writer for both: the executor copies the child's output into
+	// the log through one pipe.
+	cmd.Stdout = lf
+	cmd.Stderr = lf
+	cmd.WaitDelay = pipeDrain
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(f, "==== egret executor: start failed: %v\n", err)
-		return nil, time.Time{}, err
+		fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
+		lf.Close()
+		return nil, time.Time{}, nil, err
 	}
+	waitCh := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		lf.Close()
+		waitCh <- err
+	}()
 	now := time.Now()
 	e.mu.Lock()
 	p.pid = cmd.Process.Pid
@@ -274,7 +290,7 @@ func (p *process) start() (*exec.Cmd, time.Time, error) {
 	e.mu.Unlock()
 	e.log.Info("process started", zap.String("process", p.name), zap.Int("pid", cmd.Process.Pid))
 	p.emit(Event{Kind: EventStarted, Process: p.name, PID: cmd.Process.Pid})
-	return cmd, now, nil
+	return cmd, now, waitCh, nil
 }
 
 // exited records a run that ended on its own.
