@@ -13,12 +13,17 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
-// egret runs the command in-process with a private EGRET_HOME and config
-// path, and returns its exit code, stdout and stderr.
+// egret runs the command in-process and returns its exit code, stdout and
+// stderr.
 func egret(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
+	return egretCtx(context.Background(), args...)
+}
+
+// egretCtx is egret with a context that ends the command.
+func egretCtx(ctx context.Context, args ...string) (int, string, string) {
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), args, &stdout, &stderr)
+	code := run(ctx, args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -130,16 +131,24 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 			if topology == "" || socket == "" {
 				return usagef("metricsmgr needs --topology and --socket")
 			}
-			sm, err := d.stateManager(ctx)
+			sinks, err := metricsmgr.SinksFromConfig(d.cfg)
 			if err != nil {
-				return err
+				return usageError{err}
 			}
-			defer sm.Close()
-			if file == "" {
+			cfg := metricsmgr.Config{TopologyName: topology, Container: container, Socket: socket, Sinks: sinks, FilePath: file}
+			if slices.Contains(sinks, metricsmgr.SinkTManager) {
+				sm, err := d.stateManager(ctx)
+				if err != nil {
+					return err
+				}
+				defer sm.Close()
+				cfg.StateManager = sm
+			}
+			if cfg.FilePath == "" {
 				wd, _ := os.Getwd()
-				file = filepath.Join(wd, "metrics.jsonl")
+				cfg.FilePath = filepath.Join(wd, "metrics.jsonl")
 			}
-			return metricsmgr.Run(ctx, metricsmgr.Config{TopologyName: topology, Container: container, Socket: socket, FilePath: file, StateManager: sm}, d.log)
+			return metricsmgr.Run(ctx, cfg, d.log)
 		})
 }
 

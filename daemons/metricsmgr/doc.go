@@ -1,12 +1,14 @@
 // Package metricsmgr is the metrics manager daemon: one per container. The
 // container's processes (instances, stream manager, topology manager)
 // publish MetricsPublish frames to its Unix socket; it hands every report to
-// its sinks:
+// the sinks the cluster config enables (egret.metrics.sinks, see
+// SinksFromConfig; by default both):
 //
 //   - file: one JSON object per line in a size-capped file (rotated once);
 //   - tmanager: forwarded to the topology manager (found through the state
-//     manager), which aggregates them for `egret` and the tracker.
+//     manager), which aggregates them for `egret metrics` and the tracker.
 //
-// A slow or absent sink never blocks publishers: each sink has a bounded
-// queue and counts what it had to drop.
+// With neither, reports are read and dropped. A slow or absent sink never
+// blocks publishers: each sink has a bounded queue and counts what it had
+// to drop.
 package metricsmgr

@@ -25,13 +25,16 @@ type Config struct {
 	Container    int
 	// Socket is the Unix socket path local processes publish to.
 	Socket string
-	// FilePath is the file sink's path ("" disables the file sink).
+	// Sinks are the sinks fed (SinkFile, SinkTManager; see
+	// SinksFromConfig); none: reports are received and counted only.
+	Sinks []string
+	// FilePath is the file sink's path (required by the file sink).
 	FilePath string
 	// FileMaxBytes caps the file sink (default 64 MiB); the file is rotated
 	// once to FilePath+".1".
 	FileMaxBytes int64
-	// StateManager locates the topology manager for the tmanager sink (nil
-	// disables the sink).
+	// StateManager locates the topology manager for the tmanager sink
+	// (required by it).
 	StateManager spi.StateManager
 	// MaxFrame bounds an accepted frame (default wire.DefaultMaxFrame).
 	MaxFrame int
@@ -48,6 +51,7 @@ type Stats struct {
 
 // sink consumes reports.
 type sink interface {
+	name() string
 	// offer hands a report to the sink without blocking; false if dropped.
 	offer(m *egretpb.MetricsPublish) bool
 	run(ctx context.Context)
@@ -66,6 +70,10 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 	if cfg.MaxFrame <= 0 {
 		cfg.MaxFrame = wire.DefaultMaxFrame
 	}
+	sinks, err := newSinks(cfg, log)
+	if err != nil {
+		return nil, err
+	}
 	_ = os.Remove(cfg.Socket)
 	ln, err := net.Listen("unix", cfg.Socket)
 	if err != nil {
@@ -73,13 +81,6 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 	}
 	defer os.Remove(cfg.Socket)
 	stats := &Stats{}
-	var sinks []sink
-	if cfg.FilePath != "" {
-		sinks = append(sinks, newFileSink(cfg.FilePath, cfg.FileMaxBytes, log))
-	}
-	if cfg.StateManager != nil {
-		sinks = append(sinks, newTManagerSink(cfg.TopologyName, cfg.StateManager, log))
-	}
 	var wg sync.WaitGroup
 	for _, s := range sinks {
 		wg.Add(1)
@@ -90,7 +91,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 	if cfg.Ready != nil {
 		cfg.Ready()
 	}
-	log.Info("metrics manager listening", zap.String("socket", cfg.Socket), zap.Int("container", cfg.Container))
+	log.Info("metrics manager listening", zap.String("socket", cfg.Socket), zap.Int("container", cfg.Container), zap.Strings("sinks", cfg.Sinks))
 	for {
 		conn, err := ln.Accept()
 		if err != nil {

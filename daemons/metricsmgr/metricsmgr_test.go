@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
@@ -96,7 +98,7 @@ func lines(path string) []string {
 func TestFileSinkWritesEveryReport(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "metrics.jsonl")
-	h := start(t, Config{Container: 2, Socket: filepath.Join(dir, "m.sock"), FilePath: file})
+	h := start(t, Config{Container: 2, Socket: filepath.Join(dir, "m.sock"), Sinks: []string{SinkFile}, FilePath: file})
 	conn := publish(t, h.cfg.Socket, report(1, 10), report(2, 20), report(3, 30))
 	defer conn.Close()
 	waitFor(t, "three lines in the file sink", func() bool { return len(lines(file)) == 3 })
@@ -109,7 +111,7 @@ func TestFileSinkWritesEveryReport(t *testing.T) {
 func TestFileSinkRotatesAtCap(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "metrics.jsonl")
-	h := start(t, Config{Container: 1, Socket: filepath.Join(dir, "m.sock"), FilePath: file, FileMaxBytes: 400})
+	h := start(t, Config{Container: 1, Socket: filepath.Join(dir, "m.sock"), Sinks: []string{SinkFile}, FilePath: file, FileMaxBytes: 400})
 	var reports []*egretpb.MetricsPublish
 	for i := 0; i < 20; i++ {
 		reports = append(reports, report(int32(i), float64(i)))
@@ -129,7 +131,7 @@ func TestFileSinkRotatesAtCap(t *testing.T) {
 func TestGarbageClosesOnlyThatConnection(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "metrics.jsonl")
-	h := start(t, Config{Container: 1, Socket: filepath.Join(dir, "m.sock"), FilePath: file, MaxFrame: 1 << 10})
+	h := start(t, Config{Container: 1, Socket: filepath.Join(dir, "m.sock"), Sinks: []string{SinkFile}, FilePath: file, MaxFrame: 1 << 10})
 	for _, garbage := range [][]byte{
 		[]byte("GET / HTTP/1.1\r\n\r\n"),                         // unknown frame type / huge length
 		{0, 0, 0, 0},                                             // empty frame
@@ -217,7 +219,7 @@ func TestTManagerSinkForwardsAndReconnects(t *testing.T) {
 
 	ln := listen()
 	register(ln)
-	h := start(t, Config{TopologyName: "wc", Container: 1, Socket: filepath.Join(dir, "m.sock"), StateManager: store.NewSession()})
+	h := start(t, Config{TopologyName: "wc", Container: 1, Socket: filepath.Join(dir, "m.sock"), Sinks: []string{SinkTManager}, StateManager: store.NewSession()})
 	conn := publish(t, h.cfg.Socket, report(1, 1), report(2, 2))
 	defer conn.Close()
 	waitFor(t, "two reports at the topology manager", func() bool { return count() == 2 })
@@ -251,4 +253,72 @@ func mustFrame(t *testing.T, m *egretpb.MetricsPublish) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestSinksFromConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  spi.Config
+		want []string
+		err  string
+	}{
+		{cfg: spi.Config{}, want: []string{"file", "tmanager"}},
+		{cfg: spi.Config{KeySinks: "tmanager"}, want: []string{"tmanager"}},
+		{cfg: spi.Config{KeySinks: " file , file,"}, want: []string{"file"}},
+		{cfg: spi.Config{KeySinks: ""}, want: nil},
+		{cfg: spi.Config{KeySinks: "file,prometheus"}, err: `config key egret.metrics.sinks: there is no metrics sink "prometheus": use file, tmanager`},
+	} {
+		got, err := SinksFromConfig(tc.cfg)
+		if tc.err != "" {
+			if err == nil || err.Error() != tc.err {
+				t.Errorf("%v: %v, want error %q", tc.cfg, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%v = %v, %v; want %v", tc.cfg, got, err, tc.want)
+		}
+	}
+}
+
+// TestOnlySelectedSinksRun: a metrics manager feeds exactly the sinks it is
+// given, and refuses one it cannot run.
+func TestOnlySelectedSinksRun(t *testing.T) {
+	log := zaptest.NewLogger(t)
+	sm := memory.NewStore().NewSession()
+	defer sm.Close()
+	all := Config{FilePath: filepath.Join(t.TempDir(), "metrics.jsonl"), StateManager: sm}
+	for _, tc := range []struct {
+		sinks []string
+		want  []string
+		err   string
+	}{
+		{sinks: []string{SinkFile, SinkTManager}, want: []string{"file", "tmanager"}},
+		{sinks: []string{SinkTManager}, want: []string{"tmanager"}},
+		{sinks: []string{SinkFile}, want: []string{"file"}},
+		{sinks: nil, want: nil},
+		{sinks: []string{"graphite"}, err: `there is no metrics sink "graphite"`},
+	} {
+		cfg := all
+		cfg.Sinks = tc.sinks
+		sinks, err := newSinks(cfg, log)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%v: %v, want an error %q", tc.sinks, err, tc.err)
+			}
+			continue
+		}
+		var got []string
+		for _, s := range sinks {
+			got = append(got, s.name())
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%v: sinks %v, %v; want %v", tc.sinks, got, err, tc.want)
+		}
+	}
+	if _, err := newSinks(Config{Sinks: []string{SinkFile}}, log); err == nil || !strings.Contains(err.Error(), "needs a file path") {
+		t.Errorf("file sink without a path: %v", err)
+	}
+	if _, err := newSinks(Config{Sinks: []string{SinkTManager}}, log); err == nil || !strings.Contains(err.Error(), "needs a state manager") {
+		t.Errorf("tmanager sink without a state manager: %v", err)
+	}
 }

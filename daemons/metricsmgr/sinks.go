@@ -6,8 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -16,12 +17,70 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
 const sinkQueue = 1024
 
-// fileSink appends reports as JSON lines.
+// The sinks a metrics manager can feed (egret.metrics.sinks).
+const (
+	SinkFile     = "file"
+	SinkTManager = "tmanager"
+)
+
+// KeySinks is the cluster config key listing the enabled sinks.
+const KeySinks = "egret.metrics.sinks"
+
+// DefaultSinks are the sinks of a config that does not set KeySinks.
+var DefaultSinks = []string{SinkFile, SinkTManager}
+
+// SinksFromConfig returns the sinks cfg enables: the comma-separated
+// KeySinks (empty: none), DefaultSinks when the key is absent.
+func SinksFromConfig(cfg spi.Config) ([]string, error) {
+	v, ok := cfg[KeySinks]
+	if !ok {
+		return slices.Clone(DefaultSinks), nil
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if s != SinkFile && s != SinkTManager {
+			return nil, fmt.Errorf("config key %s: there is no metrics sink %q: use %s, %s", KeySinks, s, SinkFile, SinkTManager)
+		}
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// newSinks creates the sinks cfg.Sinks names.
+func newSinks(cfg Config, log *zap.Logger) ([]sink, error) {
+	var sinks []sink
+	for _, name := range cfg.Sinks {
+		switch name {
+		case SinkFile:
+			if cfg.FilePath == "" {
+				return nil, errors.New("metricsmgr: the file sink needs a file path (--metrics-file)")
+			}
+			sinks = append(sinks, newFileSink(cfg.FilePath, cfg.FileMaxBytes, log))
+		case SinkTManager:
+			if cfg.StateManager == nil {
+				return nil, errors.New("metricsmgr: the tmanager sink needs a state manager to find the topology manager")
+			}
+			sinks = append(sinks, newTManagerSink(cfg.TopologyName, cfg.StateManager, log))
+		default:
+			return nil, fmt.Errorf("metricsmgr: there is no metrics sink %q: use %s, %s", name, SinkFile, SinkTManager)
+		}
+	}
+	return sinks, nil
+}
+
+// fileSink appends reports as JSON lines to a file rotated once at its
+// size cap.
 type fileSink struct {
 	path string
 	max  int64
@@ -36,6 +95,8 @@ func newFileSink(path string, max int64, log *zap.Logger) *fileSink {
 	return &fileSink{path: path, max: max, log: log, ch: make(chan *egretpb.MetricsPublish, sinkQueue)}
 }
 
+func (s *fileSink) name() string { return SinkFile }
+
 func (s *fileSink) offer(m *egretpb.MetricsPublish) bool {
 	select {
 	case s.ch <- m:
@@ -46,37 +107,24 @@ func (s *fileSink) offer(m *egretpb.MetricsPublish) bool {
 }
 
 func (s *fileSink) run(ctx context.Context) {
-	var f *os.File
-	var w *bufio.Writer
-	var size int64
-	open := func() error {
-		var err error
-		f, err = os.OpenFile(s.path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return err
-		}
-		st, err := f.Stat()
-		if err != nil {
-			return err
-		}
-		size, w = st.Size(), bufio.NewWriter(f)
-		return nil
-	}
-	closeFile := func() {
+	var f *logfile.File
+	defer func() {
 		if f != nil {
-			_ = w.Flush()
 			_ = f.Close()
-			f = nil
 		}
-	}
-	defer closeFile()
+	}()
+	// Lines are written in batches of whole lines, at most one file's
+	// worth, so rotation never splits a line.
+	maxBatch := int(min(s.max, 64<<10))
+	var batch []byte
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case m := <-s.ch:
 			if f == nil {
-				if err := open(); err != nil {
+				var err error
+				if f, err = logfile.Open(s.path, logfile.Limits{MaxSize: s.max, MaxFiles: 1}, s.log); err != nil {
 					s.log.Error("file sink cannot open its file; dropping reports", zap.String("path", s.path), zap.Error(err))
 					continue
 				}
@@ -85,21 +133,22 @@ func (s *fileSink) run(ctx context.Context) {
 			if err != nil {
 				continue
 			}
-			if size+int64(len(line))+1 > s.max {
-				closeFile()
-				_ = os.Rename(s.path, s.path+".1")
-				if err := open(); err != nil {
-					s.log.Error("file sink cannot reopen its file", zap.Error(err))
-					continue
-				}
+			if len(batch) > 0 && len(batch)+len(line)+1 > maxBatch {
+				s.write(f, batch)
+				batch = batch[:0]
 			}
-			_, _ = w.Write(line)
-			_ = w.WriteByte('\n')
-			size += int64(len(line)) + 1
+			batch = append(append(batch, line...), '\n')
 			if len(s.ch) == 0 {
-				_ = w.Flush()
+				s.write(f, batch)
+				batch = batch[:0]
 			}
 		}
+	}
+}
+
+func (s *fileSink) write(f *logfile.File, b []byte) {
+	if _, err := f.Write(b); err != nil {
+		s.log.Error("file sink cannot write its file", zap.String("path", s.path), zap.Error(err))
 	}
 }
 
@@ -114,6 +163,8 @@ type tmanagerSink struct {
 func newTManagerSink(topology string, sm spi.StateManager, log *zap.Logger) *tmanagerSink {
 	return &tmanagerSink{topology: topology, store: state.New(sm), log: log, ch: make(chan *egretpb.MetricsPublish, sinkQueue)}
 }
+
+func (s *tmanagerSink) name() string { return SinkTManager }
 
 func (s *tmanagerSink) offer(m *egretpb.MetricsPublish) bool {
 	select {

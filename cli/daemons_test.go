@@ -1,0 +1,90 @@
+package cli
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// TestMetricsMgrFeedsTheConfiguredSinks: egret.metrics.sinks decides which
+// sinks the metrics manager command runs; the file sink alone needs no
+// state manager.
+func TestMetricsMgrFeedsTheConfiguredSinks(t *testing.T) {
+	dir := t.TempDir()
+	writeConfig := func(name, json string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	args := func(cfg string) []string {
+		return []string{"metricsmgr", "--topology", "wc", "--container", "1", "--socket", filepath.Join(dir, "m.sock"),
+			"--metrics-file", filepath.Join(dir, "metrics.jsonl"), "--config", cfg}
+	}
+	// No state manager is configured: the tmanager sink cannot run...
+	code, _, stderr := egret(t, args(writeConfig("tm.json", `{"egret.metrics.sinks": "tmanager"}`))...)
+	if code != ExitFailure || !strings.Contains(stderr, "egret.statemgr is not set") {
+		t.Errorf("tmanager sink without a state manager: exit %d, %q", code, stderr)
+	}
+	code, _, stderr = egret(t, args(writeConfig("bad.json", `{"egret.metrics.sinks": "file,graphite"}`))...)
+	if code != ExitUsage || !strings.Contains(stderr, `there is no metrics sink "graphite"`) {
+		t.Errorf("unknown sink: exit %d, %q", code, stderr)
+	}
+
+	// ...the file sink alone runs and writes what is published.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	exited := make(chan int, 1)
+	go func() {
+		code, _, _ := egretCtx(ctx, args(writeConfig("file.json", `{"egret.metrics.sinks": "file"}`))...)
+		exited <- code
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	var conn net.Conn
+	for {
+		var err error
+		if conn, err = net.Dial("unix", filepath.Join(dir, "m.sock")); err == nil {
+			break
+		}
+		select {
+		case code := <-exited:
+			t.Fatalf("metricsmgr with the file sink exited with %d", code)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metricsmgr does not listen: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer conn.Close()
+	frame, err := wire.AppendMessage(nil, &egretpb.MetricsPublish{Source: "instance", Component: "split", TaskId: 7,
+		Metrics: []*egretpb.Metric{{Name: "executed", Value: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(frame); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
+		if strings.Contains(string(b), `"taskId":7`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the file sink wrote %q", b)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if code := <-exited; code != ExitOK {
+		t.Errorf("metricsmgr exited with %d after cancel", code)
+	}
+}
