@@ -2,7 +2,9 @@ package conf
 
 import (
 	"flag"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -126,4 +128,52 @@ func TestReferenceUpToDate(t *testing.T) {
 	if string(want) != got {
 		t.Fatal("REFERENCE.md is out of date: run go test ./conf -run TestReferenceUpToDate -update")
 	}
+}
+
+// TestEverySchemaKeyIsRead: a documented key that no code reads is a lie
+// to the operator. Each key must appear as a string literal in a Go file
+// outside conf/ and outside tests, except the keys conf itself acts on.
+func TestEverySchemaKeyIsRead(t *testing.T) {
+	readByConf := []string{"egret.config.role.required", "egret.config.env.required"}
+	var src strings.Builder
+	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if name := d.Name(); p != ".." && (strings.HasPrefix(name, ".") || name == "testdata" || p == filepath.Join("..", "conf")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		src.Write(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code := src.String()
+	for _, k := range schema {
+		if !strings.Contains(code, `"`+k.Name+`"`) && !slices.Contains(readByConf, k.Name) {
+			t.Errorf("%s is documented but no code outside conf reads it: implement it or remove it from the schema", k.Name)
+		}
+	}
+	for _, k := range readByConf {
+		if !strings.Contains(mustRead(t, "load.go"), `"`+k+`"`) {
+			t.Errorf("%s is not read by conf", k)
+		}
+	}
+}
+
+func mustRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }
