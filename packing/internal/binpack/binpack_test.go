@@ -36,11 +36,11 @@ func TestParseSettings(t *testing.T) {
 	if s != want {
 		t.Fatalf("defaults %+v, want %+v", s, want)
 	}
-	s, err = ParseSettings(spi.Config{KeyDefaultRAM: "2GiB", KeyPaddingCPU: "0", KeyPaddingDisk: "100MB", KeyPaddingPercentage: "12.5"})
+	s, err = ParseSettings(spi.Config{KeyDefaultRAM: "2GiB", KeyDefaultDisk: "3GiB", KeyPaddingCPU: "0", KeyPaddingDisk: "100MB", KeyPaddingPercentage: "12.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Instance.RAM != 2*GiB || s.Padding.CPU != 0 || s.Padding.Disk != 100e6 || s.PaddingPercentage != 12.5 {
+	if s.Instance.RAM != 2*GiB || s.Instance.Disk != 3*GiB || s.Padding.CPU != 0 || s.Padding.Disk != 100e6 || s.PaddingPercentage != 12.5 {
 		t.Fatalf("parsed %+v", s)
 	}
 	// Every bad key is reported at once.
