@@ -39,7 +39,10 @@
 //	W/package.tar.gz      the download, removed once extracted
 //	W/logs/<name>.log     stdout+stderr of each child, appended across restarts;
 //	                      <name> is tmanager, metricsmgr, stmgr or
-//	                      instance-<component>-<task>
+//	                      instance-<component>-<task>. The executor copies the
+//	                      output through a pipe and rotates the file at
+//	                      egret.logging.max.size (100MiB) to <name>.log.1 ...
+//	                      .N, N = egret.logging.max.files (5)
 //	W/pids.json           {"executor": pid, "processes": {name: pid}}, rewritten
 //	                      atomically whenever a child starts or ends
 //	W/metrics.jsonl       the metrics manager's file sink
