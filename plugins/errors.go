@@ -35,6 +35,7 @@ var sentinels = []sentinel{
 	{"closed", spi.ErrClosed, codes.FailedPrecondition},
 	{"unsupported", spi.ErrUnsupported, codes.Unimplemented},
 	{"cannot_fit", spi.ErrCannotFit, codes.ResourceExhausted},
+	{"corrupt", spi.ErrCorrupt, codes.DataLoss},
 	{"unknown_backend", spi.ErrUnknownBackend, codes.NotFound},
 	{"fs_not_exist", fs.ErrNotExist, codes.NotFound},
 	{"fs_exist", fs.ErrExist, codes.AlreadyExists},

@@ -21,6 +21,10 @@ var (
 	ErrUnsupported = errors.New("operation not supported by this backend")
 	// ErrCannotFit: a topology does not fit the packing constraints.
 	ErrCannotFit = errors.New("topology does not fit")
+	// ErrCorrupt: a node exists but its stored bytes cannot be read or
+	// are not what the node must hold (truncated, garbage, another type).
+	// An unconditional delete still removes it.
+	ErrCorrupt = errors.New("corrupt")
 	// ErrUnknownBackend: no built-in implementation has the requested name.
 	ErrUnknownBackend = errors.New("unknown backend")
 )

@@ -81,7 +81,10 @@ type Event struct {
 // (after SessionTimeout without contact with the backend). Implementations
 // are safe for concurrent use.
 type StateManager interface {
-	// Get returns the node at path, or ErrNotFound.
+	// Get returns the node at path, or ErrNotFound. A backend that stores
+	// nodes in its own format returns an error wrapping ErrCorrupt for a
+	// node whose storage is damaged; Children still lists such a node and
+	// an unconditional Delete (and Multi's OpDelete) removes it.
 	Get(ctx context.Context, path string) (Node, error)
 	// Children returns the names (not paths) of path's children, sorted,
 	// or ErrNotFound when path does not exist.

@@ -148,7 +148,13 @@ func Open(o Options) (*StateManager, error) {
 	err = m.run(ctx, func(t *tx) error {
 		m.cleanTrash()
 		tree := filepath.Join(root, treeDir)
-		if n, err := readNode(tree); err != nil {
+		n, err := readNode(tree)
+		if errors.Is(err, spi.ErrCorrupt) {
+			// The root holds no data: rewrite it rather than refuse to open.
+			m.log.Warn("rewriting the corrupt root node", zap.Error(err))
+			n, err = nil, nil
+		}
+		if err != nil {
 			return err
 		} else if n == nil {
 			if err := writeNode(tree, &fnode{header: header{ID: 1}}); err != nil {
@@ -232,6 +238,9 @@ func (m *StateManager) Children(ctx context.Context, path string) ([]string, err
 	found := false
 	err := m.run(ctx, func(t *tx) error {
 		n, err := t.get(path)
+		if errors.Is(err, spi.ErrCorrupt) {
+			n, err = &fnode{}, nil // its children are still there
+		}
 		if err != nil || n == nil {
 			return err
 		}

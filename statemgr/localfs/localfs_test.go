@@ -519,3 +519,89 @@ func TestFactoryConfig(t *testing.T) {
 		t.Fatalf("node file: %q, %v", b, err)
 	}
 }
+
+// TestCorruptNodeFile damages a node file in the ways a crash, a full disk
+// or a careless operator do, and checks that the node is reported as
+// corrupt (naming the file), still listed, and removed by an
+// unconditional delete, while its siblings stay readable.
+func TestCorruptNodeFile(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		damage func(b []byte) []byte
+		want   string
+	}{
+		{"empty", func([]byte) []byte { return nil }, "no header line"},
+		{"truncated header", func(b []byte) []byte { return b[:5] }, "no header line"},
+		{"truncated data", func(b []byte) []byte { return b[:len(b)-3] }, "truncated"},
+		{"garbage header", func(b []byte) []byte { return append([]byte("\x00\xffgarbage\n"), b...) }, "unreadable header"},
+		{"data overwritten", func(b []byte) []byte { b[len(b)-1] ^= 0xff; return b }, "checksum"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			sm := open(t, root, 5*time.Second)
+			ctx := ctxFor(t)
+			for _, p := range []string{"/plans/bad", "/plans/good"} {
+				if err := sm.Create(ctx, p, []byte("node data"), false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			file := filepath.Join(root, treeDir, "plans", "bad", nodeFile)
+			b, err := os.ReadFile(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(file, tc.damage(b), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err = sm.Get(ctx, "/plans/bad")
+			if !errors.Is(err, spi.ErrCorrupt) || !strings.Contains(err.Error(), file) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Get of the damaged node: %v, want spi.ErrCorrupt naming %s and saying %q", err, file, tc.want)
+			}
+			if n, err := sm.Get(ctx, "/plans/good"); err != nil || string(n.Data) != "node data" {
+				t.Errorf("Get of its sibling: %q, %v", n.Data, err)
+			}
+			if kids, err := sm.Children(ctx, "/plans"); err != nil || strings.Join(kids, ",") != "bad,good" {
+				t.Errorf("Children = %v, %v; want bad and good", kids, err)
+			}
+			if err := sm.Delete(ctx, "/plans/bad", 3); !errors.Is(err, spi.ErrCorrupt) {
+				t.Errorf("conditional Delete of the damaged node: %v, want spi.ErrCorrupt", err)
+			}
+			if err := sm.Multi(ctx, spi.Op{Kind: spi.OpDelete, Path: "/plans/bad", Version: spi.AnyVersion}); err != nil {
+				t.Fatalf("unconditional delete of the damaged node: %v", err)
+			}
+			if _, err := sm.Get(ctx, "/plans/bad"); !errors.Is(err, spi.ErrNotFound) {
+				t.Errorf("Get after the delete: %v, want spi.ErrNotFound", err)
+			}
+			if err := sm.Create(ctx, "/plans/bad", []byte("again"), false); err != nil {
+				t.Errorf("Create after the delete: %v", err)
+			}
+		})
+	}
+}
+
+// TestCorruptParentNode: a directory node (no data of its own) with a
+// damaged file keeps its children listable and creatable, and a damaged
+// root node is rewritten at open.
+func TestCorruptParentNode(t *testing.T) {
+	root := t.TempDir()
+	sm := open(t, root, 5*time.Second)
+	ctx := ctxFor(t)
+	if err := sm.Create(ctx, "/topologies/a", []byte("a"), false); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(root, treeDir, "topologies", nodeFile), filepath.Join(root, treeDir, nodeFile)} {
+		if err := os.WriteFile(f, []byte("garbage"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kids, err := sm.Children(ctx, "/topologies"); err != nil || strings.Join(kids, ",") != "a" {
+		t.Errorf("Children below a damaged parent = %v, %v; want [a]", kids, err)
+	}
+	if err := sm.Create(ctx, "/topologies/b", []byte("b"), false); err != nil {
+		t.Errorf("Create below a damaged parent: %v", err)
+	}
+	again := open(t, root, 5*time.Second)
+	if n, err := again.Get(ctx, "/topologies/a"); err != nil || string(n.Data) != "a" {
+		t.Errorf("a session opened on a damaged root: Get = %q, %v", n.Data, err)
+	}
+}

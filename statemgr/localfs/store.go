@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"hash/fnv"
 	"io/fs"
 	"os"
@@ -47,11 +48,16 @@ const (
 	journalLog  = "log"
 )
 
-// header is the first line of a node file; the data follows it.
+// header is the first line of a node file; the data follows it. Size and
+// CRC describe the data, so that a truncated or overwritten node file is
+// reported as corrupt instead of returning damaged bytes (node files
+// written before they existed have neither and are not checked).
 type header struct {
-	Version int64  `json:"v"`
-	ID      int64  `json:"id"`
-	Owner   string `json:"eph,omitempty"` // session id of an ephemeral node
+	Version int64   `json:"v"`
+	ID      int64   `json:"id"`
+	Owner   string  `json:"eph,omitempty"` // session id of an ephemeral node
+	Size    *int    `json:"n,omitempty"`
+	CRC     *uint32 `json:"crc,omitempty"`
 }
 
 type fnode struct {
@@ -169,28 +175,41 @@ func (m *StateManager) dir(p string) (string, error) {
 	return d, nil
 }
 
+// readNode reads the node file in dir: nil when there is none, an error
+// wrapping spi.ErrCorrupt when it cannot be trusted (no or a garbage
+// header line, data of another size or checksum than the header says).
 func readNode(dir string) (*fnode, error) {
-	b, err := os.ReadFile(filepath.Join(dir, nodeFile))
+	file := filepath.Join(dir, nodeFile)
+	b, err := os.ReadFile(file)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	corrupt := func(why string) error { return fmt.Errorf("node file %s: %s: %w", file, why, spi.ErrCorrupt) }
 	i := bytes.IndexByte(b, '\n')
 	if i < 0 {
-		return nil, fmt.Errorf("corrupt node file %s: no header line", filepath.Join(dir, nodeFile))
+		return nil, corrupt("no header line")
 	}
 	n := &fnode{}
 	if err := json.Unmarshal(b[:i], &n.header); err != nil {
-		return nil, fmt.Errorf("corrupt node file %s: %w", filepath.Join(dir, nodeFile), err)
+		return nil, corrupt("unreadable header (" + err.Error() + ")")
 	}
 	n.data = b[i+1:]
+	if n.Size != nil && *n.Size != len(n.data) {
+		return nil, corrupt(fmt.Sprintf("%d bytes of data, the header says %d (truncated?)", len(n.data), *n.Size))
+	}
+	if n.CRC != nil && *n.CRC != crc32.ChecksumIEEE(n.data) {
+		return nil, corrupt("the data does not match the header's checksum")
+	}
 	return n, nil
 }
 
 // writeNode atomically replaces dir/@node (write a temporary file, rename).
 func writeNode(dir string, n *fnode) error {
+	size, sum := len(n.data), crc32.ChecksumIEEE(n.data)
+	n.Size, n.CRC = &size, &sum
 	h, err := json.Marshal(n.header)
 	if err != nil {
 		return err
@@ -249,6 +268,11 @@ func (t *tx) children(p string) ([]string, []*fnode, error) {
 			continue
 		}
 		c, err := t.get(nodepath.Join(p, e.Name()))
+		if errors.Is(err, spi.ErrCorrupt) {
+			// A corrupt node exists: list it, so that it can be found
+			// and deleted.
+			c, err = &fnode{}, nil
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -295,6 +319,9 @@ func (t *tx) create(p string, data []byte, ephemeral bool) error {
 			continue
 		}
 		an, err := t.get(a)
+		if errors.Is(err, spi.ErrCorrupt) {
+			an, err = &fnode{}, nil // it exists; its own data does not matter here
+		}
 		if err != nil {
 			return err
 		}
@@ -377,6 +404,11 @@ func (t *tx) set(p string, data []byte, version int64) (int64, error) {
 
 func (t *tx) delete(p string, version int64) error {
 	n, err := t.get(p)
+	if errors.Is(err, spi.ErrCorrupt) && version == spi.AnyVersion {
+		// An unconditional delete removes a corrupt node too: it is the
+		// way out of a damaged node file.
+		return t.removeDir(p)
+	}
 	if err != nil || n == nil {
 		return err
 	}
