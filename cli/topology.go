@@ -183,6 +183,14 @@ func updateCmd(g *globals) *cobra.Command {
 	return cmd
 }
 
+// dash shows an unknown value as "-".
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
 // checkOutput validates an --output value.
 func checkOutput(output string) error {
 	if output != "table" && output != "json" {
@@ -224,9 +232,13 @@ func listCmd(g *globals) *cobra.Command {
 				return writeJSON(out, infos)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tROLE\tENV\tSUBMITTED\tID")
+			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tROLE\tENV\tSUBMITTED\tID\tPROBLEM")
 			for _, i := range infos {
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", i.Name, i.State, i.Containers, i.Instances, i.Role, i.Environ, i.Submitted.Format(time.RFC3339), i.ID)
+				submitted := "-"
+				if !i.Submitted.IsZero() && i.ID != "" {
+					submitted = i.Submitted.Format(time.RFC3339)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", i.Name, i.State, i.Containers, i.Instances, dash(i.Role), dash(i.Environ), submitted, dash(i.ID), i.Problem)
 			}
 			return tw.Flush()
 		},

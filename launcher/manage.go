@@ -11,9 +11,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
@@ -40,8 +42,45 @@ func (l *Launcher) session(ctx context.Context, name string) (spi.Config, *state
 // submitted.
 var ErrNotRunning = errors.New("topology is not running")
 
+// DefaultLockTimeout is how long a command waits for another command that
+// changes the same topology (Launcher.LockTimeout).
+const DefaultLockTimeout = 3 * time.Minute
+
+// lock takes the topology's lock in the state manager, which serializes
+// submit, kill and update of one topology across processes and hosts.
+// The lock of a command that died goes with its state manager session.
+func (l *Launcher) lock(ctx context.Context, store *state.Store, name string) (func(), error) {
+	wait := l.LockTimeout
+	if wait <= 0 {
+		wait = DefaultLockTimeout
+	}
+	lctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	unlock, err := store.Lock(lctx, name)
+	if err != nil {
+		if errors.Is(err, spi.ErrLockHeld) && ctx.Err() == nil {
+			return nil, fmt.Errorf("another egret command has been changing topology %q for %s; try again when it is done: %w", name, wait, err)
+		}
+		return nil, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := unlock(); err != nil {
+				l.Log.Warn("could not release the topology lock; it goes with the session", zap.String("topology", name), zap.Error(err))
+			}
+		})
+	}, nil
+}
+
 // Kill stops a topology and removes its state and package. It succeeds for
-// a topology that is not (or only partly) there.
+// a topology that is not there, only partly there, or whose state nodes
+// are corrupt: kill is the way out of a damaged topology.
+//
+// It holds the topology's lock throughout, and removes the package before
+// the state, so that a submit of the same name waiting for the lock never
+// sees its freshly uploaded package (content-addressed, so possibly at the
+// same URI) deleted by this kill.
 func (l *Launcher) Kill(ctx context.Context, name string) error {
 	if err := checkTopology(name); err != nil {
 		return err
@@ -51,6 +90,11 @@ func (l *Launcher) Kill(ctx context.Context, name string) error {
 		return err
 	}
 	defer closeSM()
+	unlock, err := l.lock(ctx, store, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	es, esErr := store.ExecutionState(ctx, name)
 	l.progress("stopping the containers of %q", name)
 	sched, err := l.Backends.Scheduler(ctx, cfg)
@@ -61,19 +105,26 @@ func (l *Launcher) Kill(ctx context.Context, name string) error {
 	if err := sched.Kill(ctx, name); err != nil {
 		return fmt.Errorf("kill the containers of %q: %w", name, err)
 	}
+	switch {
+	case esErr == nil && es.GetPackageUri() != "":
+		l.removePackage(ctx, cfg, es.GetPackageUri())
+	case errors.Is(esErr, spi.ErrCorrupt):
+		l.Log.Warn("the execution state is corrupt, so the topology package stays in the uploader's store", zap.Error(esErr))
+	}
 	l.progress("removing the state of %q", name)
-	if err := store.Kill(ctx, name); err != nil {
-		return err
+	return store.Kill(ctx, name)
+}
+
+func (l *Launcher) removePackage(ctx context.Context, cfg spi.Config, uri string) {
+	up, err := l.Backends.Uploader(ctx, cfg)
+	if err != nil {
+		l.Log.Warn("could not remove the topology package", zap.String("uri", uri), zap.Error(err))
+		return
 	}
-	if esErr == nil && es.GetPackageUri() != "" {
-		if up, err := l.Backends.Uploader(ctx, cfg); err == nil {
-			if err := up.Undo(ctx, es.GetPackageUri()); err != nil {
-				l.Log.Warn("could not remove the topology package", zap.String("uri", es.GetPackageUri()), zap.Error(err))
-			}
-			_ = up.Close()
-		}
+	defer up.Close()
+	if err := up.Undo(context.WithoutCancel(ctx), uri); err != nil {
+		l.Log.Warn("could not remove the topology package", zap.String("uri", uri), zap.Error(err))
 	}
-	return nil
 }
 
 // SetActive activates or deactivates a topology through its topology
@@ -107,12 +158,9 @@ func (l *Launcher) tmanagerPost(ctx context.Context, name, path string, form url
 		return err
 	}
 	defer closeSM()
-	if err := requireRunning(ctx, store, name); err != nil {
-		return err
-	}
-	loc, err := store.TManagerLocation(ctx, name)
+	loc, err := l.tmanager(ctx, store, name)
 	if err != nil {
-		return fmt.Errorf("topology %q has no topology manager yet (it may be starting): %w", name, err)
+		return err
 	}
 	u := fmt.Sprintf("http://%s:%d%s", loc.GetHost(), loc.GetHttpPort(), path)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
@@ -144,7 +192,55 @@ func requireRunning(ctx context.Context, store *state.Store, name string) error 
 		if errors.Is(err, spi.ErrNotFound) {
 			return fmt.Errorf("topology %q: %w", name, ErrNotRunning)
 		}
+		return killHint(name, err)
+	}
+	return nil
+}
+
+// killHint adds the way out to the error of a corrupt state node.
+func killHint(name string, err error) error {
+	if errors.Is(err, spi.ErrCorrupt) {
+		return fmt.Errorf("%w; `egret kill` removes topology %q", err, name)
+	}
+	return err
+}
+
+// tmanager returns the location of a submitted topology's topology
+// manager, or an error that says truthfully why there is none.
+func (l *Launcher) tmanager(ctx context.Context, store *state.Store, name string) (*egretpb.TManagerLocation, error) {
+	if err := requireRunning(ctx, store, name); err != nil {
+		return nil, err
+	}
+	loc, err := store.TManagerLocation(ctx, name)
+	if err == nil {
+		return loc, nil
+	}
+	if !errors.Is(err, spi.ErrNotFound) {
+		return nil, killHint(name, err)
+	}
+	if perr := l.probe(ctx, name); perr != nil {
+		return nil, fmt.Errorf("topology %q is down: %w", name, perr)
+	}
+	if _, perr := store.PhysicalPlan(ctx, name); perr == nil {
+		return nil, fmt.Errorf("topology %q is down: its topology manager (container 0) is not running; its executor restarts it, or `egret restart` restarts the containers", name)
+	}
+	return nil, fmt.Errorf("topology %q has no topology manager yet: its containers are starting (`egret list` shows when it runs)", name)
+}
+
+// probe asks the topology's scheduler, when it can tell, whether its side
+// of the topology is healthy.
+func (l *Launcher) probe(ctx context.Context, name string) error {
+	cluster, err := l.Cluster.WithTopology(name)
+	if err != nil {
 		return err
+	}
+	sched, err := l.Backends.Scheduler(ctx, cluster.Config())
+	if err != nil {
+		return fmt.Errorf("scheduler: %w", err)
+	}
+	defer sched.Close()
+	if p, ok := sched.(spi.Prober); ok {
+		return p.Probe(ctx, name)
 	}
 	return nil
 }
@@ -201,6 +297,18 @@ type UpdateOptions struct {
 // plan is in place, so that no spout emits while instances restart (with
 // at-most-once delivery, tuples in flight at the moment of the switch
 // could otherwise be lost).
+//
+// A rescale is all or nothing. Everything is checked before anything
+// changes: the components and counts, the repacked plan, and the
+// scheduler's health (spi.Prober). Then, holding the topology's lock, it
+// deactivates, writes the new packing plan (the executors and the topology
+// manager follow the packing plan in the state manager, so the plan comes
+// before the scheduler starts containers for it), asks the scheduler to
+// apply it, waits for the new physical plan and activates. On any failure
+// it restores the previous packing plan, hands the previous plan to the
+// scheduler again (which undoes a half-applied update) and reactivates a
+// topology that was running; the error says what failed and whether the
+// rollback was complete.
 func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) error {
 	if err := checkTopology(name); err != nil {
 		return err
@@ -220,32 +328,197 @@ func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) err
 	return nil
 }
 
+// rescaling is one rescale in progress: what it read, what it plans, and
+// the steps to undo.
+type rescaling struct {
+	name            string
+	store           *state.Store
+	sched           spi.Scheduler
+	t, nextT        *topology.Topology
+	current, next   *plan.PackingPlan
+	es              *egretpb.ExecutionState
+	cfg             spi.Config
+	wasRunning      bool
+	physicalVersion uint64
+	undo            []undoStep
+}
+
+type undoStep struct {
+	what string
+	do   func(ctx context.Context) error
+}
+
+func (r *rescaling) job(p *plan.PackingPlan) spi.Job {
+	return spi.Job{Topology: r.name, TopologyID: r.t.ID, Cluster: r.es.GetCluster(), Role: r.es.GetRole(), Environ: r.es.GetEnviron(),
+		PackageURI: r.es.GetPackageUri(), PackageSHA256: r.es.GetPackageSha256(), Plan: p, Config: r.cfg}
+}
+
 func (l *Launcher) rescale(ctx context.Context, name string, o UpdateOptions) error {
-	_, store, closeSM, err := l.session(ctx, name)
+	cfg, store, closeSM, err := l.session(ctx, name)
 	if err != nil {
 		return err
 	}
 	defer closeSM()
-	before, err := store.PhysicalPlan(ctx, name)
-	running := err == nil && before.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING
-	if running {
-		l.progress("deactivating %q while it is rescaled", name)
-		if err := l.SetActive(ctx, name, false); err != nil {
-			return err
-		}
-	}
-	if err := l.repack(ctx, name, o); err != nil {
+	unlock, err := l.lock(ctx, store, name)
+	if err != nil {
 		return err
 	}
-	if !running {
+	defer unlock()
+	r, err := l.planRescale(ctx, cfg, store, name, o)
+	if err != nil || r == nil {
+		return err
+	}
+	defer r.sched.Close()
+	if err := l.applyRescale(ctx, r); err != nil {
+		return l.rollback(ctx, r, err)
+	}
+	return nil
+}
+
+// planRescale reads the topology and checks everything a rescale needs
+// without changing anything. It returns nil when the plan does not change.
+func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state.Store, name string, o UpdateOptions) (*rescaling, error) {
+	if err := requireRunning(ctx, store, name); err != nil {
+		return nil, err
+	}
+	r := &rescaling{name: name, store: store, cfg: cfg}
+	var err error
+	if r.t, err = store.Topology(ctx, name); err != nil {
+		return nil, killHint(name, err)
+	}
+	// The lock keeps the plan from changing under us: the restore and the
+	// new plan are written unconditionally.
+	if r.current, _, err = store.PackingPlan(ctx, name); err != nil {
+		return nil, killHint(name, err)
+	}
+	if r.es, err = store.ExecutionState(ctx, name); err != nil {
+		return nil, killHint(name, err)
+	}
+	r.nextT = r.t.Clone()
+	for _, comp := range sortedKeys(o.Parallelism) {
+		n := o.Parallelism[comp]
+		c, ok := r.nextT.Component(comp)
+		if !ok {
+			return nil, badInput(fmt.Errorf("topology %q has no component %q (components: %s)", name, comp, strings.Join(componentNames(r.t.Components), ", ")))
+		}
+		if n < 1 {
+			return nil, badInput(fmt.Errorf("component %q: parallelism %d must be at least 1", comp, n))
+		}
+		c.Parallelism = n
+	}
+	packer, err := l.Backends.Packing(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("packing: %w", err)
+	}
+	repacker, ok := packer.(spi.Repacking)
+	if !ok {
+		return nil, fmt.Errorf("packing algorithm %s cannot repack a running topology: %w", cfg.String("egret.packing", ""), spi.ErrUnsupported)
+	}
+	l.progress("repacking %q", name)
+	if r.next, err = repacker.Repack(r.nextT, r.current, o.Parallelism, o.Containers); err != nil {
+		return nil, fmt.Errorf("repack topology %q: %w", name, err)
+	}
+	r.next.TopologyID = r.current.TopologyID
+	if err := r.next.Validate(r.nextT); err != nil {
+		return nil, fmt.Errorf("the repacked plan of %q is invalid: %w", name, err)
+	}
+	if proto.Equal(r.next.ToProto(), r.current.ToProto()) {
+		l.progress("the packing plan of %q does not change", name)
+		return nil, nil
+	}
+	if r.sched, err = l.Backends.Scheduler(ctx, cfg); err != nil {
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if p, ok := r.sched.(spi.Prober); ok {
+		if err := p.Probe(ctx, name); err != nil {
+			r.sched.Close()
+			return nil, fmt.Errorf("cannot update topology %q: %w", name, err)
+		}
+	}
+	if pp, err := store.PhysicalPlan(ctx, name); err == nil && pp.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
+		r.wasRunning, r.physicalVersion = true, pp.GetVersion()
+	}
+	return r, nil
+}
+
+// applyRescale changes the topology step by step, recording how to undo
+// each step before it is taken.
+func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
+	if r.wasRunning {
+		l.progress("deactivating %q while it is rescaled", r.name)
+		r.undo = append(r.undo, undoStep{"reactivate the topology", func(ctx context.Context) error {
+			// The topology manager accepts activation once the stream
+			// managers of the restored plan have registered.
+			if err := waitPlan(ctx, r.store, r.name, 0, time.Minute); err != nil {
+				return err
+			}
+			return retryConflict(ctx, func() error { return l.SetActive(ctx, r.name, true) })
+		}})
+		if err := l.SetActive(ctx, r.name, false); err != nil {
+			return fmt.Errorf("deactivate: %w", err)
+		}
+	}
+	l.progress("writing the new packing plan (%d containers)", len(r.next.Containers))
+	if err := r.store.UpdatePackingPlan(ctx, r.nextT, r.next, spi.AnyVersion); err != nil {
+		return fmt.Errorf("write the new packing plan: %w", err)
+	}
+	r.undo = append(r.undo, undoStep{fmt.Sprintf("restore the previous packing plan (%d containers)", len(r.current.Containers)), func(ctx context.Context) error {
+		return r.store.UpdatePackingPlan(ctx, r.t, r.current, spi.AnyVersion)
+	}})
+	l.progress("asking the scheduler to apply it")
+	// A failed update may be half applied: the previous plan undoes it.
+	r.undo = append(r.undo, undoStep{"hand the previous plan to the scheduler", func(ctx context.Context) error {
+		return r.sched.Update(ctx, r.job(r.current))
+	}})
+	if err := r.sched.Update(ctx, r.job(r.next)); err != nil {
+		return fmt.Errorf("the scheduler did not apply the new plan: %w", err)
+	}
+	if !r.wasRunning {
 		return nil
 	}
 	l.progress("waiting for the new physical plan")
-	if err := waitPlan(ctx, store, name, before.GetVersion(), time.Minute); err != nil {
+	if err := waitPlan(ctx, r.store, r.name, r.physicalVersion, time.Minute); err != nil {
 		return err
 	}
-	l.progress("activating %q", name)
-	return retryConflict(ctx, func() error { return l.SetActive(ctx, name, true) })
+	l.progress("activating %q", r.name)
+	if err := retryConflict(ctx, func() error { return l.SetActive(ctx, r.name, true) }); err != nil {
+		return fmt.Errorf("activate: %w", err)
+	}
+	return nil
+}
+
+// rollback undoes the steps of a failed rescale, newest first, and returns
+// one error that says what failed and what the rollback did.
+func (l *Launcher) rollback(ctx context.Context, r *rescaling, cause error) error {
+	// Undo even when the user interrupted the update, within a bound.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Minute)
+	defer cancel()
+	var done, failed []string
+	for i := len(r.undo) - 1; i >= 0; i-- {
+		u := r.undo[i]
+		l.progress("rolling back: %s", u.what)
+		if err := u.do(rctx); err != nil {
+			failed = append(failed, fmt.Sprintf("could not %s: %v", u.what, err))
+			continue
+		}
+		done = append(done, u.what)
+	}
+	switch {
+	case len(r.undo) == 0:
+		return fmt.Errorf("update of topology %q failed before anything changed: %w", r.name, cause)
+	case len(failed) == 0:
+		return fmt.Errorf("update of topology %q failed and was rolled back (%s): %w", r.name, strings.Join(done, ", "), cause)
+	}
+	return fmt.Errorf("update of topology %q failed and the rollback is incomplete (%s); check it with egret list and fix it with egret update or egret kill: %w", r.name, strings.Join(failed, "; "), cause)
+}
+
+func sortedKeys(m map[string]int) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // waitPlan waits until the topology manager has written a physical plan
@@ -295,89 +568,28 @@ func retryConflict(ctx context.Context, op func() error) error {
 	}
 }
 
-func (l *Launcher) repack(ctx context.Context, name string, o UpdateOptions) error {
-	cfg, store, closeSM, err := l.session(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer closeSM()
-	unlock, err := store.Lock(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = unlock() }()
-	if err := requireRunning(ctx, store, name); err != nil {
-		return err
-	}
-	t, err := store.Topology(ctx, name)
-	if err != nil {
-		return err
-	}
-	current, version, err := store.PackingPlan(ctx, name)
-	if err != nil {
-		return err
-	}
-	es, err := store.ExecutionState(ctx, name)
-	if err != nil {
-		return err
-	}
-	for comp, n := range o.Parallelism {
-		c, ok := t.Component(comp)
-		if !ok {
-			return fmt.Errorf("topology %q has no component %q (components: %s)", name, comp, strings.Join(componentNames(t.Components), ", "))
-		}
-		if n < 1 {
-			return fmt.Errorf("component %q: parallelism %d must be at least 1", comp, n)
-		}
-		c.Parallelism = n
-	}
-	packer, err := l.Backends.Packing(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	repacker, ok := packer.(spi.Repacking)
-	if !ok {
-		return fmt.Errorf("packing algorithm %s cannot repack a running topology: %w", cfg.String("egret.packing", ""), spi.ErrUnsupported)
-	}
-	l.progress("repacking %q", name)
-	next, err := repacker.Repack(t, current, o.Parallelism, o.Containers)
-	if err != nil {
-		return fmt.Errorf("repack topology %q: %w", name, err)
-	}
-	next.TopologyID = current.TopologyID
-	if err := next.Validate(t); err != nil {
-		return err
-	}
-	l.progress("writing the new packing plan (%d containers)", len(next.Containers))
-	if err := store.UpdatePackingPlan(ctx, t, next, version); err != nil {
-		return fmt.Errorf("write the new packing plan of %q: %w", name, err)
-	}
-	sched, err := l.Backends.Scheduler(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer sched.Close()
-	l.progress("asking the scheduler to apply it")
-	job := spi.Job{Topology: name, TopologyID: t.ID, Cluster: es.GetCluster(), Role: es.GetRole(), Environ: es.GetEnviron(),
-		PackageURI: es.GetPackageUri(), PackageSHA256: es.GetPackageSha256(), Plan: next, Config: cfg}
-	return sched.Update(ctx, job)
-}
-
 // TopologyInfo is one row of List.
 type TopologyInfo struct {
-	Name       string    `json:"name"`
-	ID         string    `json:"id"`
-	Cluster    string    `json:"cluster"`
-	Role       string    `json:"role"`
-	Environ    string    `json:"environ"`
+	Name    string `json:"name"`
+	ID      string `json:"id"`
+	Cluster string `json:"cluster"`
+	Role    string `json:"role"`
+	Environ string `json:"environ"`
+	// State is running, deactivated, starting, down (it ran and its
+	// topology manager is gone, or its scheduler is dead), corrupt (a
+	// state node cannot be read) or partial (a state node is missing).
 	State      string    `json:"state"`
 	Containers int       `json:"containers"`
 	Instances  int       `json:"instances"`
 	Submitted  time.Time `json:"submitted"`
 	User       string    `json:"user"`
+	// Problem says what is wrong, in one line, when something is.
+	Problem string `json:"problem,omitempty"`
 }
 
-// List returns the topologies of the cluster.
+// List returns the topologies of the cluster: every name with state in
+// the state manager, including those whose state is corrupt or partial,
+// which are marked as such rather than failing the list.
 func (l *Launcher) List(ctx context.Context) ([]TopologyInfo, error) {
 	cfg := l.Cluster.Config()
 	sm, err := l.Backends.StateManager(ctx, cfg)
@@ -386,35 +598,104 @@ func (l *Launcher) List(ctx context.Context) ([]TopologyInfo, error) {
 	}
 	defer sm.Close()
 	store := state.New(sm)
-	names, err := store.Topologies(ctx)
+	names, err := store.Names(ctx)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(names)
-	var out []TopologyInfo
+	out := make([]TopologyInfo, 0, len(names))
 	for _, n := range names {
-		info := TopologyInfo{Name: n, State: "starting"}
-		if es, err := store.ExecutionState(ctx, n); err == nil {
-			info.ID, info.Cluster, info.Role, info.Environ = es.GetTopologyId(), es.GetCluster(), es.GetRole(), es.GetEnviron()
-			info.Submitted, info.User = time.Unix(es.GetSubmitTimeUnix(), 0), es.GetSubmitUser()
-		}
-		if pp, _, err := store.PackingPlan(ctx, n); err == nil {
-			info.Containers = len(pp.Containers)
-			for _, c := range pp.Containers {
-				info.Instances += len(c.Instances)
-			}
-		}
-		if pplan, err := store.PhysicalPlan(ctx, n); err == nil {
-			switch pplan.GetState() {
-			case egretpb.TopologyState_TOPOLOGY_STATE_RUNNING:
-				info.State = "running"
-			case egretpb.TopologyState_TOPOLOGY_STATE_PAUSED:
-				info.State = "deactivated"
-			}
+		info, err := l.inspect(ctx, store, n)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, info)
 	}
 	return out, nil
+}
+
+// inspect reads one topology's state and says truthfully how it is.
+func (l *Launcher) inspect(ctx context.Context, store *state.Store, name string) (TopologyInfo, error) {
+	info := TopologyInfo{Name: name}
+	var broken, missing []string
+	// note records a failed read: a missing or corrupt node is the
+	// topology's problem; any other error (the state manager is
+	// unreachable) fails the list.
+	note := func(dir string, err error) error {
+		switch {
+		case err == nil:
+		case errors.Is(err, spi.ErrNotFound):
+			missing = append(missing, state.Path(dir, name))
+		case errors.Is(err, spi.ErrCorrupt):
+			broken = append(broken, err.Error())
+		default:
+			return err
+		}
+		return nil
+	}
+	_, err := store.Topology(ctx, name)
+	if err := note(state.TopologiesDir, err); err != nil {
+		return info, err
+	}
+	es, err := store.ExecutionState(ctx, name)
+	if err == nil {
+		info.ID, info.Cluster, info.Role, info.Environ = es.GetTopologyId(), es.GetCluster(), es.GetRole(), es.GetEnviron()
+		info.Submitted, info.User = time.Unix(es.GetSubmitTimeUnix(), 0), es.GetSubmitUser()
+	}
+	if err := note(state.ExecutionStateDir, err); err != nil {
+		return info, err
+	}
+	pp, _, err := store.PackingPlan(ctx, name)
+	if err == nil {
+		info.Containers = len(pp.Containers)
+		for _, c := range pp.Containers {
+			info.Instances += len(c.Instances)
+		}
+	}
+	if err := note(state.PackingPlansDir, err); err != nil {
+		return info, err
+	}
+	pplan, err := store.PhysicalPlan(ctx, name)
+	if errors.Is(err, spi.ErrNotFound) {
+		pplan, err = nil, nil
+	}
+	if err := note(state.PhysicalPlansDir, err); err != nil {
+		return info, err
+	}
+	switch {
+	case len(broken) > 0:
+		info.State, info.Problem = "corrupt", fmt.Sprintf("%s; egret kill removes the topology", strings.Join(broken, "; "))
+		return info, nil
+	case len(missing) > 0:
+		info.State, info.Problem = "partial", fmt.Sprintf("no %s (an interrupted submit or kill); egret kill removes the rest", strings.Join(missing, ", "))
+		return info, nil
+	}
+	_, tmErr := store.TManagerLocation(ctx, name)
+	switch {
+	case errors.Is(tmErr, spi.ErrCorrupt):
+		// Ephemeral: it goes with the topology manager's session.
+		info.State, info.Problem = "down", tmErr.Error()
+		return info, nil
+	case tmErr != nil && !errors.Is(tmErr, spi.ErrNotFound):
+		return info, tmErr
+	}
+	tmanager := tmErr == nil
+	switch {
+	case pplan == nil:
+		info.State = "starting"
+	case !tmanager:
+		info.State, info.Problem = "down", "its topology manager (container 0) is not running"
+	case pplan.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_PAUSED:
+		info.State = "deactivated"
+	default:
+		info.State = "running"
+	}
+	if err := l.probe(ctx, name); err != nil {
+		info.Problem = err.Error()
+		if !tmanager {
+			info.State = "down"
+		}
+	}
+	return info, nil
 }
 
 func componentNames(cs []topology.Component) []string {
@@ -470,12 +751,9 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 		return nil, err
 	}
 	defer closeSM()
-	if err := requireRunning(ctx, store, name); err != nil {
-		return nil, err
-	}
-	loc, err := store.TManagerLocation(ctx, name)
+	loc, err := l.tmanager(ctx, store, name)
 	if err != nil {
-		return nil, fmt.Errorf("topology %q has no topology manager yet (it may be starting): %w", name, err)
+		return nil, err
 	}
 	u := fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)

@@ -63,6 +63,9 @@ type Launcher struct {
 	Log      *zap.Logger
 	// Progress receives one line per step of long operations (may be nil).
 	Progress io.Writer
+	// LockTimeout bounds how long submit, kill and update wait for another
+	// command changing the same topology (DefaultLockTimeout when 0).
+	LockTimeout time.Duration
 }
 
 func (l *Launcher) progress(format string, args ...any) {
@@ -150,6 +153,7 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 
 	var store *state.Store
+	unlock := func() {}
 	if !nativeDryRun {
 		sm, err := l.Backends.StateManager(ctx, cfg)
 		if err != nil {
@@ -157,8 +161,15 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		}
 		defer sm.Close()
 		store = state.New(sm)
-		if names, err := store.Topologies(ctx); err == nil && contains(names, t.Name) {
-			return nil, fmt.Errorf("topology %q is already running on cluster %s (kill it first, or choose another name): %w", t.Name, cluster.Name, spi.ErrExists)
+		// The lock decides between concurrent submits (and kills and
+		// updates) of the name before anything shared is written: a
+		// loser finds the winner's state and uploads nothing.
+		if unlock, err = l.lock(ctx, store, t.Name); err != nil {
+			return nil, err
+		}
+		defer func() { unlock() }()
+		if err := requireAbsent(ctx, store, t.Name, cluster.Name); err != nil {
+			return nil, err
 		}
 	}
 
@@ -201,7 +212,11 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		EgretVersion: Version, Scheduler: cfg.String("egret.scheduler", ""), DeployDeactivated: o.DeployDeactivated,
 	}
 	if err := store.Submit(ctx, state.Submission{Topology: t, Plan: pp, ExecutionState: es}); err != nil {
-		undoUpload()
+		// Create-if-absent is the last word should the lock have been
+		// lost (an expired session): the package may be the winner's.
+		if other, oerr := store.ExecutionState(context.WithoutCancel(ctx), t.Name); oerr != nil || other.GetPackageUri() != uri {
+			undoUpload()
+		}
 		return nil, err
 	}
 
@@ -215,12 +230,30 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 	res := &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp, PackageURI: uri}
 	if o.WaitRunning > 0 {
+		unlock() // waiting changes nothing: let kill and update in
 		if err := waitPlan(ctx, store, t.Name, 0, o.WaitRunning); err != nil {
 			return res, err
 		}
 		l.progress("topology %q is running (id %s)", t.Name, t.ID)
 	}
 	return res, nil
+}
+
+// requireAbsent fails when the name has any state: a running topology, or
+// what a failed submit or kill left (which kill removes).
+func requireAbsent(ctx context.Context, store *state.Store, name, cluster string) error {
+	present, err := store.Present(ctx, name)
+	if err != nil {
+		return err
+	}
+	if len(present) == 0 {
+		return nil
+	}
+	if _, err := store.Topology(ctx, name); err == nil {
+		return fmt.Errorf("topology %q is already running on cluster %s (kill it first, or choose another name): %w", name, cluster, spi.ErrExists)
+	}
+	return fmt.Errorf("topology %q has damaged or partial state on cluster %s (%s); egret kill %s %s removes it: %w",
+		name, cluster, strings.Join(present, ", "), cluster, name, spi.ErrExists)
 }
 
 func (o SubmitOptions) dryRunOut() io.Writer {

@@ -71,6 +71,18 @@ type Launcher interface {
 	Launch(ctx context.Context, job Job) error
 }
 
+// Prober is implemented by schedulers that can tell whether their side of
+// a topology is healthy, such as the local scheduler, whose service process
+// may have died. The launcher probes before an update, so that a change
+// the scheduler cannot apply is refused before anything changes, and to
+// report the truth in list, metrics, activate and deactivate.
+type Prober interface {
+	// Probe returns nil when the scheduler runs the topology's job and can
+	// act on it, and otherwise an error that says what is wrong and how to
+	// fix it (wrapping ErrNotFound when it runs no job for the topology).
+	Probe(ctx context.Context, topology string) error
+}
+
 // JobRenderer is implemented by schedulers that can show the exact job
 // they would submit to their resource manager, for
 // `egret submit --dry-run --dry-run-format <scheduler>-json`.

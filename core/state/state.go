@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 
 	"google.golang.org/protobuf/proto"
 
@@ -80,13 +81,16 @@ func (s *Store) Submit(ctx context.Context, sub Submission) error {
 	return nil
 }
 
-// Kill deletes every node of the topology in one atomic operation. Nodes
-// that do not exist are skipped, so Kill is idempotent and also cleans a
-// half-written topology.
+// Kill deletes every node of the topology in one atomic operation, except
+// its lock, which the killer holds and releases. Nodes that do not exist
+// are skipped and corrupt ones deleted, so Kill is idempotent and also
+// cleans a half-written or damaged topology.
 func (s *Store) Kill(ctx context.Context, name string) error {
 	var ops []spi.Op
 	for _, dir := range allDirs {
-		ops = append(ops, spi.Op{Kind: spi.OpDelete, Path: Path(dir, name), Version: spi.AnyVersion})
+		if dir != LocksDir {
+			ops = append(ops, spi.Op{Kind: spi.OpDelete, Path: Path(dir, name), Version: spi.AnyVersion})
+		}
 	}
 	if err := s.sm.Multi(ctx, ops...); err != nil {
 		return fmt.Errorf("delete state of topology %q: %w", name, err)
@@ -103,13 +107,66 @@ func (s *Store) Topologies(ctx context.Context) ([]string, error) {
 	return names, err
 }
 
+// persistentDirs hold the nodes that outlive every process of a
+// topology; a name with a node in any of them is taken.
+var persistentDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, CheckpointsDir}
+
+// Names lists every topology with a persistent node: the submitted ones and
+// what a failed or interrupted submit or kill left behind (see Present).
+func (s *Store) Names(ctx context.Context) ([]string, error) {
+	seen := map[string]bool{}
+	var out []string
+	for _, dir := range persistentDirs {
+		names, err := s.sm.Children(ctx, dir)
+		if errors.Is(err, spi.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list %s: %w", dir, err)
+		}
+		for _, n := range names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Present returns the persistent nodes a topology has (readable or not).
+func (s *Store) Present(ctx context.Context, name string) ([]string, error) {
+	var out []string
+	for _, dir := range persistentDirs {
+		_, err := s.sm.Get(ctx, Path(dir, name))
+		switch {
+		case err == nil, errors.Is(err, spi.ErrCorrupt):
+			out = append(out, Path(dir, name))
+		case !errors.Is(err, spi.ErrNotFound):
+			return nil, fmt.Errorf("read %s: %w", Path(dir, name), err)
+		}
+	}
+	return out, nil
+}
+
 // Topology reads a topology definition.
 func (s *Store) Topology(ctx context.Context, name string) (*topology.Topology, error) {
 	n, err := s.get(ctx, TopologiesDir, name)
 	if err != nil {
 		return nil, err
 	}
-	return topology.Unmarshal(n.Data)
+	t, err := topology.Unmarshal(n.Data)
+	if err == nil && t.Name != name {
+		err = fmt.Errorf("it holds the definition of topology %q", t.Name)
+	}
+	if err == nil && len(t.Components) == 0 {
+		err = errors.New("it holds a definition without components")
+	}
+	if err != nil {
+		return nil, corrupt(TopologiesDir, name, err)
+	}
+	return t, nil
 }
 
 // PackingPlan reads a packing plan and its node version.
@@ -119,7 +176,35 @@ func (s *Store) PackingPlan(ctx context.Context, name string) (*plan.PackingPlan
 		return nil, 0, err
 	}
 	p, err := plan.Unmarshal(n.Data)
-	return p, n.Version, err
+	if err == nil {
+		err = checkPlan(p)
+	}
+	if err != nil {
+		return nil, 0, corrupt(PackingPlansDir, name, err)
+	}
+	return p, n.Version, nil
+}
+
+// checkPlan is what every packing plan satisfies, whatever its topology:
+// it names its topology and has containers with distinct ids >= 1, each
+// with instances of named components.
+func checkPlan(p *plan.PackingPlan) error {
+	if p.TopologyID == "" || len(p.Containers) == 0 {
+		return errors.New("it holds no packing plan (no topology id or no containers)")
+	}
+	seen := map[int]bool{}
+	for _, c := range p.Containers {
+		if c.ID < 1 || seen[c.ID] || len(c.Instances) == 0 {
+			return fmt.Errorf("container %d is invalid (ids start at 1, are distinct and have instances)", c.ID)
+		}
+		seen[c.ID] = true
+		for _, in := range c.Instances {
+			if in.Component == "" {
+				return fmt.Errorf("container %d has an instance without a component", c.ID)
+			}
+		}
+	}
+	return nil
 }
 
 // UpdatePackingPlan replaces the packing plan if its version is still
@@ -143,13 +228,18 @@ func (s *Store) UpdatePackingPlan(ctx context.Context, t *topology.Topology, p *
 // ExecutionState reads a topology's execution state.
 func (s *Store) ExecutionState(ctx context.Context, name string) (*egretpb.ExecutionState, error) {
 	var es egretpb.ExecutionState
-	return &es, s.getProto(ctx, ExecutionStateDir, name, &es)
+	return &es, s.getProto(ctx, ExecutionStateDir, name, &es, func() string {
+		if es.GetTopologyId() == "" {
+			return "" // every submit records the id
+		}
+		return es.GetTopologyName()
+	})
 }
 
 // PhysicalPlan reads a topology's physical plan.
 func (s *Store) PhysicalPlan(ctx context.Context, name string) (*egretpb.PhysicalPlan, error) {
 	var pp egretpb.PhysicalPlan
-	return &pp, s.getProto(ctx, PhysicalPlansDir, name, &pp)
+	return &pp, s.getProto(ctx, PhysicalPlansDir, name, &pp, func() string { return pp.GetTopology().GetName() })
 }
 
 // SetPhysicalPlan creates or overwrites a topology's physical plan.
@@ -160,7 +250,7 @@ func (s *Store) SetPhysicalPlan(ctx context.Context, name string, pp *egretpb.Ph
 // TManagerLocation reads where a topology's topology manager listens.
 func (s *Store) TManagerLocation(ctx context.Context, name string) (*egretpb.TManagerLocation, error) {
 	var loc egretpb.TManagerLocation
-	return &loc, s.getProto(ctx, TManagersDir, name, &loc)
+	return &loc, s.getProto(ctx, TManagersDir, name, &loc, loc.GetTopologyName)
 }
 
 // RegisterTManager creates the topology manager's ephemeral node. It fails
@@ -180,7 +270,7 @@ func (s *Store) RegisterTManager(ctx context.Context, loc *egretpb.TManagerLocat
 // SchedulerLocation reads a topology's scheduler location.
 func (s *Store) SchedulerLocation(ctx context.Context, name string) (*egretpb.SchedulerLocation, error) {
 	var loc egretpb.SchedulerLocation
-	return &loc, s.getProto(ctx, SchedulersDir, name, &loc)
+	return &loc, s.getProto(ctx, SchedulersDir, name, &loc, loc.GetTopologyName)
 }
 
 // SetSchedulerLocation writes a topology's scheduler location; ephemeral
@@ -205,21 +295,49 @@ func (s *Store) Watch(ctx context.Context, dir, name string) (<-chan spi.Event, 
 
 func (s *Store) get(ctx context.Context, dir, name string) (spi.Node, error) {
 	n, err := s.sm.Get(ctx, Path(dir, name))
+	if errors.Is(err, spi.ErrCorrupt) {
+		return n, corrupt(dir, name, err)
+	}
 	if err != nil {
 		return n, fmt.Errorf("read %s: %w", Path(dir, name), err)
 	}
 	return n, nil
 }
 
-func (s *Store) getProto(ctx context.Context, dir, name string, m proto.Message) error {
+// getProto reads a node into m and checks that owner(), the topology name
+// m carries, is name: bytes of another message type usually decode
+// without error, but not into a message that names the topology.
+func (s *Store) getProto(ctx context.Context, dir, name string, m proto.Message, owner func() string) error {
 	n, err := s.get(ctx, dir, name)
 	if err != nil {
 		return err
 	}
 	if err := proto.Unmarshal(n.Data, m); err != nil {
-		return fmt.Errorf("decode %s: %w", Path(dir, name), err)
+		return corrupt(dir, name, err)
+	}
+	if got := owner(); got != name {
+		return corrupt(dir, name, fmt.Errorf("it holds no %s of topology %q (found %q)", proto.MessageName(m).Name(), name, got))
 	}
 	return nil
+}
+
+// CorruptError is the error of a node that exists but does not hold what
+// it must: the state manager cannot read it, or its bytes do not decode
+// into the node's type for the topology. It wraps spi.ErrCorrupt.
+type CorruptError struct {
+	Path  string
+	Cause error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("state node %s is corrupt: %v", e.Path, e.Cause)
+}
+
+// Unwrap returns spi.ErrCorrupt and the cause.
+func (e *CorruptError) Unwrap() []error { return []error{spi.ErrCorrupt, e.Cause} }
+
+func corrupt(dir, name string, cause error) error {
+	return &CorruptError{Path: Path(dir, name), Cause: cause}
 }
 
 func (s *Store) put(ctx context.Context, dir, name string, m proto.Message, ephemeral bool) error {
