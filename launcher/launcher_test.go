@@ -88,7 +88,7 @@ func (f *fakeScheduler) Probe(context.Context, string) error {
 }
 
 func (f *fakeScheduler) JobLinks(context.Context, string) ([]string, error) { return nil, nil }
-func (f *fakeScheduler) Close() error                                        { return nil }
+func (f *fakeScheduler) Close() error                                       { return nil }
 
 var (
 	_ spi.Scheduler = (*fakeScheduler)(nil)
