@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/procinfo"
 	"github.com/egret-stream/egret/statemgr/internal/nodepath"
 	"github.com/egret-stream/egret/statemgr/internal/smops"
 	"github.com/egret-stream/egret/statemgr/internal/watchstate"
@@ -142,7 +143,7 @@ func Open(o Options) (*StateManager, error) {
 		ephemerals: map[string]struct{}{},
 		local:      make(chan struct{}),
 	}
-	m.pstart, _ = procStart(m.pid)
+	m.pstart, _ = procinfo.Start(m.pid)
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	err = m.run(ctx, func(t *tx) error {

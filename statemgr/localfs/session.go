@@ -8,12 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/internal/procinfo"
 )
 
 // sessionInfo is the content of a session's lease file. The file's mtime
@@ -79,7 +78,7 @@ func (m *StateManager) checkSession(sid string, now time.Time) bool {
 		reason = "corrupt lease file"
 	case now.Sub(st.ModTime()) > time.Duration(info.TimeoutMS)*time.Millisecond:
 		reason = fmt.Sprintf("no heartbeat for %v (timeout %v)", now.Sub(st.ModTime()).Round(time.Millisecond), time.Duration(info.TimeoutMS)*time.Millisecond)
-	case info.Host == m.host && !processAlive(info.PID, info.Start):
+	case info.Host == m.host && !procinfo.Alive(info.PID, info.Start):
 		reason = fmt.Sprintf("process %d is gone", info.PID)
 	default:
 		return true
@@ -89,51 +88,6 @@ func (m *StateManager) checkSession(sid string, now time.Time) bool {
 	}
 	m.log.Info("session expired", zap.String("session", sid), zap.Int("pid", info.PID), zap.String("host", info.Host), zap.String("reason", reason))
 	return false
-}
-
-// processAlive reports whether pid (started at start, when known) still
-// runs on this host. A zombie (killed, not yet reaped) counts as dead.
-func processAlive(pid int, start string) bool {
-	if pid <= 0 {
-		return false
-	}
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	st, state, ok := procStat(pid)
-	if !ok {
-		return true // no /proc: trust kill(2)
-	}
-	if state == "Z" || state == "X" {
-		return false
-	}
-	return start == "" || st == start // a different start time: the pid was reused
-}
-
-// procStart returns a process's start time, or false where /proc is not
-// available.
-func procStart(pid int) (string, bool) {
-	st, _, ok := procStat(pid)
-	return st, ok
-}
-
-// procStat returns a process's start time (field 22 of /proc/<pid>/stat)
-// and state (field 3).
-func procStat(pid int) (start, state string, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", "", false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", "", false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return "", "", false
-	}
-	return f[19], f[0], true
 }
 
 // writeSessionLocked creates the lease file of session sid.

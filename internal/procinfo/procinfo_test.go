@@ -1,0 +1,38 @@
+package procinfo
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+)
+
+func TestAlive(t *testing.T) {
+	start, ok := Start(os.Getpid())
+	if !ok {
+		t.Skip("no /proc")
+	}
+	if !Alive(os.Getpid(), start) || !Alive(os.Getpid(), "") {
+		t.Error("this process is not alive")
+	}
+	if Alive(os.Getpid(), start+"1") {
+		t.Error("a process with another start time counts as this one (a reused pid)")
+	}
+	cmd := exec.Command("true")
+	if err := cmd.Start(); err != nil {
+		t.Skip("no true(1)")
+	}
+	pid := cmd.Process.Pid
+	// Until it is reaped, the exited child is a zombie, which is gone.
+	deadline := time.Now().Add(time.Minute)
+	for Alive(pid, "") {
+		if time.Now().After(deadline) {
+			t.Fatal("an exited, unreaped child still counts as alive")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	_ = cmd.Wait()
+	if Alive(pid, "") || Alive(0, "") || Alive(-1, "") {
+		t.Error("a dead or invalid pid counts as alive")
+	}
+}
