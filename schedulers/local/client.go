@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/procinfo"
 )
 
 func init() { spi.RegisterScheduler("local", New) }
@@ -36,6 +37,7 @@ type Scheduler struct {
 var (
 	_ spi.Scheduler = (*Scheduler)(nil)
 	_ spi.Launcher  = (*Scheduler)(nil)
+	_ spi.Prober    = (*Scheduler)(nil)
 )
 
 // Config key naming the egret binary the service and executors run
@@ -68,7 +70,7 @@ func (s *Scheduler) Launch(ctx context.Context, job spi.Job) error {
 	if err != nil {
 		return err
 	}
-	if ep, err := s.endpoint(); err == nil && processAlive(ep.PID) {
+	if ep, err := s.endpoint(); err == nil && ep.alive() {
 		return fmt.Errorf("local scheduler: topology %q already has a scheduler (pid %d) in %s: %w", job.Topology, ep.PID, dir, spi.ErrExists)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -80,6 +82,14 @@ func (s *Scheduler) Launch(ctx context.Context, job spi.Job) error {
 	if err := writeJSON(filepath.Join(dir, jobFile), job); err != nil {
 		return fmt.Errorf("local scheduler: write job: %w", err)
 	}
+	return s.startService(ctx, dir)
+}
+
+// startService starts the service of the job in the working directory dir
+// (checked by topologyDir), detached from the caller, and waits until it
+// answers. A new service adopts the executors of a previous one that
+// still run.
+func (s *Scheduler) startService(ctx context.Context, dir string) error {
 	_ = os.Remove(filepath.Join(dir, endpointFile))
 	out, err := os.OpenFile(filepath.Join(dir, logFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -130,15 +140,19 @@ func (s *Scheduler) Kill(ctx context.Context, topology string) error {
 		return err
 	}
 	ep, err := s.endpoint()
-	if err == nil {
-		if _, err := s.post(ctx, ep, "/kill", nil); err != nil && ctx.Err() == nil && processAlive(ep.PID) {
+	if err == nil && ep.alive() {
+		if _, err := s.post(ctx, ep, "/kill", nil); err != nil && ctx.Err() == nil && ep.alive() {
 			s.log.Warn("the scheduler service did not answer kill; killing it", zap.Int("pid", ep.PID), zap.Error(err))
 			_ = syscall.Kill(ep.PID, syscall.SIGKILL)
 		}
-		s.waitGone(ctx, ep.PID)
+		s.waitGone(ctx, ep.PID, ep.Start)
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("local scheduler: kill %s: %w", topology, err)
 		}
+	}
+	// Executors whose service died (or was killed just now) still run.
+	if err := s.killOrphans(ctx, dir); err != nil {
+		return fmt.Errorf("local scheduler: kill %s: %w", topology, err)
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("local scheduler: remove %s: %w", dir, err)
@@ -146,14 +160,17 @@ func (s *Scheduler) Kill(ctx context.Context, topology string) error {
 	return nil
 }
 
-func (s *Scheduler) waitGone(ctx context.Context, pid int) {
+// waitGone waits until the process is gone, killing its process group
+// with SIGKILL after 30 seconds.
+func (s *Scheduler) waitGone(ctx context.Context, pid int, start string) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(30 * time.Second)
-	for processAlive(pid) {
+	for procinfo.Alive(pid, start) {
 		select {
 		case <-tick.C:
 		case <-deadline:
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			return
 		case <-ctx.Done():
@@ -162,12 +179,76 @@ func (s *Scheduler) waitGone(ctx context.Context, pid int) {
 	}
 }
 
-// Restart restarts one container, or all with spi.AllContainers.
+// killOrphans stops the executors recorded in the container directories
+// that still run without a service: SIGTERM, then SIGKILL of the process
+// group when they do not stop in time.
+func (s *Scheduler) killOrphans(ctx context.Context, dir string) error {
+	dirs, err := filepath.Glob(filepath.Join(dir, "container-*"))
+	if err != nil {
+		return err
+	}
+	var live []executorRecord
+	for _, d := range dirs {
+		var rec executorRecord
+		if readJSON(filepath.Join(d, executorFile), &rec) == nil && procinfo.Alive(rec.PID, rec.Start) {
+			s.log.Info("stopping an executor without a scheduler service", zap.String("container", filepath.Base(d)), zap.Int("pid", rec.PID))
+			_ = syscall.Kill(rec.PID, syscall.SIGTERM)
+			live = append(live, rec)
+		}
+	}
+	for _, rec := range live {
+		s.waitGone(ctx, rec.PID, rec.Start)
+	}
+	return ctx.Err()
+}
+
+// Probe reports whether the topology's scheduler service runs and
+// answers. Without it the containers keep running, but nothing restarts
+// one that dies, and update and restart of one container cannot act.
+func (s *Scheduler) Probe(ctx context.Context, topology string) error {
+	dir, err := topologyDir(s.workDir, topology)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join(dir, jobFile)); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("local scheduler: topology %q has no job in %s: %w", topology, dir, spi.ErrNotFound)
+	}
+	ep, err := s.endpoint()
+	if err == nil && !ep.alive() {
+		err = fmt.Errorf("pid %d is gone", ep.PID)
+	}
+	if err == nil {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if _, err = s.status(pctx); err != nil {
+			err = fmt.Errorf("pid %d does not answer: %w", ep.PID, err)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("the local scheduler service of %q is not running (%v): containers that die are not restarted; egret restart starts it again", topology, err)
+	}
+	return nil
+}
+
+// Restart restarts one container, or all with spi.AllContainers. A
+// service that died is started again first; it adopts the executors that
+// still run.
 func (s *Scheduler) Restart(ctx context.Context, topology string, container int) error {
-	if _, err := topologyDir(s.workDir, topology); err != nil {
+	dir, err := topologyDir(s.workDir, topology)
+	if err != nil {
 		return err
 	}
 	ep, err := s.endpoint()
+	if err == nil && !ep.alive() || errors.Is(err, spi.ErrNotFound) {
+		if _, serr := os.Stat(filepath.Join(dir, jobFile)); serr != nil {
+			return fmt.Errorf("local scheduler: topology %q has no job in %s: %w", topology, dir, spi.ErrNotFound)
+		}
+		s.log.Info("the scheduler service is not running; starting it again", zap.String("topology", topology))
+		if err := s.startService(ctx, dir); err != nil {
+			return err
+		}
+		ep, err = s.endpoint()
+	}
 	if err != nil {
 		return err
 	}
@@ -253,20 +334,4 @@ func (s *Scheduler) post(ctx context.Context, ep endpoint, path string, body []b
 		return nil, fmt.Errorf("local scheduler %s: %s: %s", path, resp.Status, bytes.TrimSpace(b))
 	}
 	return b, nil
-}
-
-// processAlive reports whether pid runs. A zombie does not: a service
-// orphaned by the CLI that launched it stays one after it exits wherever
-// init does not reap (containers without an init process).
-func processAlive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true // no procfs: trust kill(pid, 0)
-	}
-	// "pid (comm) state ...": comm may contain spaces and parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }

@@ -14,10 +14,17 @@
 //	POST /update                body: the new job (JSON); start and stop containers
 //	GET  /status                containers, pids and restart counts (JSON)
 //
-// The service publishes its address in W/scheduler.json. Executors are
-// started with a parent-death signal, so a service that dies takes its
-// containers with it, and kill of a topology whose service is gone only has
-// to clean up.
+// The service publishes its address (and pid) in W/scheduler.json and
+// records each executor (pid and start time) in W/container-<i>/executor.json.
+//
+// Executors are not tied to the service's life: when the service dies
+// (kill -9, a crash), the containers keep running and the topology keeps
+// processing data, but nothing restarts a container that dies. Probe
+// (spi.Prober) reports the dead service, so `egret list` shows it and
+// `egret update` refuses to start. Restart starts a new service first; it
+// adopts the executors that still run (following them by pid and start
+// time) and starts the others. Kill stops executors whose service is gone.
+// A service stopped gracefully (SIGTERM, /kill) stops its executors.
 //
 // Kill removes the working directory, so every operation first checks the
 // topology name it is given (core/names) and that the working directory has

@@ -10,6 +10,7 @@ import (
 
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/procinfo"
 	"github.com/egret-stream/egret/internal/safepath"
 )
 
@@ -18,12 +19,25 @@ const (
 	jobFile      = "job.json"
 	endpointFile = "scheduler.json"
 	logFile      = "scheduler.log"
+	// executorFile, in each container's directory, records its executor.
+	executorFile = "executor.json"
 )
 
 // endpoint is what the service publishes in scheduler.json.
 type endpoint struct {
-	URL string `json:"url"`
-	PID int    `json:"pid"`
+	URL   string `json:"url"`
+	PID   int    `json:"pid"`
+	Start string `json:"start,omitempty"` // process start time: tells a reused pid apart
+}
+
+// alive reports whether the service that published ep still runs.
+func (ep endpoint) alive() bool { return procinfo.Alive(ep.PID, ep.Start) }
+
+// executorRecord identifies the executor a service started for a
+// container, so that the next service adopts it and kill finds it.
+type executorRecord struct {
+	PID   int    `json:"pid"`
+	Start string `json:"start,omitempty"`
 }
 
 // keyWorkDir names the working directory of a topology.

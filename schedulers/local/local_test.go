@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -483,29 +484,91 @@ func TestDeadExecutorRestartedWithBackoff(t *testing.T) {
 	}
 }
 
-func TestServiceKilledTakesExecutors(t *testing.T) {
-	e := newEnv(t)
-	e.launch(t, "orphan", 2)
-	_, pid := e.endpoint(t, "orphan")
+// killService SIGKILLs a topology's scheduler service and waits until it
+// is gone.
+func (e *env) killService(t *testing.T, topology string) int {
+	t.Helper()
+	_, pid := e.endpoint(t, topology)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the executors to die with their service", func() (bool, error) {
-		got, err := e.containers(context.Background(), "orphan")
-		return err == nil && len(got) == 0, err
-	})
+	waitUntil(t, "the service to die", func() (bool, error) { return !alive(pid), nil })
+	return pid
+}
+
+// TestServiceKilledContainersSurvive: the containers outlive a service
+// that is SIGKILLed; Probe says so; Restart starts a new service, which
+// adopts the running executors (and supervises them: one that dies is
+// restarted) and restarts the container asked for.
+func TestServiceKilledContainersSurvive(t *testing.T) {
+	e := newEnv(t)
+	_, before := e.launch(t, "orphan", 2)
 	s := e.scheduler(t, "orphan")
-	if err := s.Restart(context.Background(), "orphan", 1); err == nil {
-		t.Error("Restart of a topology whose service is dead succeeded")
+	if err := s.(spi.Prober).Probe(context.Background(), "orphan"); err != nil {
+		t.Fatalf("Probe of a running service: %v", err)
 	}
-	if err := s.Kill(context.Background(), "orphan"); err != nil {
+	old := e.killService(t, "orphan")
+	got, err := e.containers(context.Background(), "orphan")
+	if err != nil || !maps.Equal(got, before) {
+		t.Fatalf("after the service died the containers are %v (%v), want the same executors %v", got, err, before)
+	}
+	err = s.(spi.Prober).Probe(context.Background(), "orphan")
+	if err == nil || !strings.Contains(err.Error(), "service of \"orphan\" is not running") || !strings.Contains(err.Error(), "egret restart") {
+		t.Fatalf("Probe of a dead service: %v, want it to say so and how to fix it", err)
+	}
+	if err := s.Update(context.Background(), schedulertest.NewJob("orphan", 2)); err == nil {
+		t.Error("Update without a service succeeded")
+	}
+
+	if err := s.Restart(context.Background(), "orphan", 1); err != nil {
+		t.Fatalf("Restart of container 1 without a service: %v", err)
+	}
+	_, pid := e.endpoint(t, "orphan")
+	if pid == old || !alive(pid) {
+		t.Fatalf("no new service after Restart (pid %d, old %d)", pid, old)
+	}
+	if err := s.(spi.Prober).Probe(context.Background(), "orphan"); err != nil {
+		t.Errorf("Probe after Restart: %v", err)
+	}
+	var after map[int]string
+	waitUntil(t, "a new executor of container 1", func() (bool, error) {
+		after, err = e.containers(context.Background(), "orphan")
+		return err == nil && len(after) == 3 && after[1] != before[1], err
+	})
+	if after[0] != before[0] || after[2] != before[2] {
+		t.Errorf("containers 0 and 2 changed from %v to %v: the new service did not adopt them", before, after)
+	}
+	// The new service supervises the executor it adopted.
+	pid2, _ := strconv.Atoi(after[2])
+	if err := syscall.Kill(pid2, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the adopted container 2 to be restarted", func() (bool, error) {
+		got, err := e.containers(context.Background(), "orphan")
+		return err == nil && got[2] != "" && got[2] != after[2], err
+	})
+}
+
+// TestKillWithoutService: Kill stops the executors of a service that
+// died, and removes the working directory.
+func TestKillWithoutService(t *testing.T) {
+	e := newEnv(t)
+	e.launch(t, "orphan", 2)
+	e.killService(t, "orphan")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.scheduler(t, "orphan").Kill(ctx, "orphan"); err != nil {
 		t.Fatalf("Kill after the service died: %v", err)
+	}
+	if got, err := e.containers(context.Background(), "orphan"); err != nil || len(got) != 0 {
+		t.Errorf("after Kill the containers are %v (%v), want none", got, err)
 	}
 	if _, err := os.Stat(e.workDir("orphan")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("Kill left the working directory: %v", err)
 	}
-	if alive(pid) {
-		t.Errorf("the service (pid %d) still runs", pid)
+	err := e.scheduler(t, "orphan").(spi.Prober).Probe(context.Background(), "orphan")
+	if !errors.Is(err, spi.ErrNotFound) {
+		t.Errorf("Probe of a killed topology: %v, want spi.ErrNotFound", err)
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/httpguard"
+	"github.com/egret-stream/egret/internal/procinfo"
 	"github.com/egret-stream/egret/schedulers/internal/executorcmd"
 )
 
@@ -107,6 +108,7 @@ func Serve(ctx context.Context, cfg ServeConfig, log *zap.Logger) error {
 	}
 	s.mu.Unlock()
 	ep := endpoint{URL: "http://" + ln.Addr().String(), PID: os.Getpid()}
+	ep.Start, _ = procinfo.Start(ep.PID)
 	if err := writeJSON(filepath.Join(cfg.WorkDir, endpointFile), ep); err != nil {
 		s.stopAll()
 		return fmt.Errorf("local scheduler: publish endpoint: %w", err)
@@ -139,20 +141,59 @@ func containerIDs(job spi.Job) []int {
 func (s *service) startLocked(id int) {
 	c := &container{id: id, stop: make(chan struct{}), restart: make(chan struct{}, 1), exited: make(chan struct{})}
 	s.ctrs[id] = c
-	go s.supervise(c)
+	go s.supervise(c, s.adopt(id))
+}
+
+func (s *service) containerDir(id int) string {
+	return filepath.Join(s.cfg.WorkDir, fmt.Sprintf("container-%d", id))
+}
+
+// adopt returns the executor a previous service of the topology started
+// for container id and that still runs (the service died, its executors
+// did not), or nil.
+func (s *service) adopt(id int) *proc {
+	var rec executorRecord
+	if err := readJSON(filepath.Join(s.containerDir(id), executorFile), &rec); err != nil || !procinfo.Alive(rec.PID, rec.Start) {
+		return nil
+	}
+	s.log.Info("adopting the running executor of a previous scheduler service", zap.Int("container", id), zap.Int("pid", rec.PID))
+	exited := make(chan error, 1)
+	go func() {
+		// Not our child: poll until it is gone.
+		tick := time.NewTicker(adoptPoll)
+		defer tick.Stop()
+		for range tick.C {
+			if !procinfo.Alive(rec.PID, rec.Start) {
+				exited <- fmt.Errorf("adopted executor %d exited", rec.PID)
+				return
+			}
+		}
+	}()
+	return &proc{pid: rec.PID, exited: exited}
+}
+
+// adoptPoll is how often the service checks an adopted executor.
+const adoptPoll = 100 * time.Millisecond
+
+// proc is a running executor: started by this service, or adopted.
+type proc struct {
+	pid    int
+	exited <-chan error
 }
 
 // supervise runs one container's executor, restarting it when it dies.
-func (s *service) supervise(c *container) {
+// It starts with the adopted executor when there is one.
+func (s *service) supervise(c *container, adopted *proc) {
 	defer close(c.exited)
-	dir := filepath.Join(s.cfg.WorkDir, fmt.Sprintf("container-%d", c.id))
+	dir := s.containerDir(c.id)
 	delay := s.cfg.BackoffInitial
 	for {
 		s.mu.Lock()
 		job := s.job
 		s.mu.Unlock()
 		started := time.Now()
-		err := s.runExecutor(c, job, dir)
+		err := s.runExecutor(c, job, dir, adopted)
+		adopted = nil
 		select {
 		case <-c.stop:
 			return
@@ -181,30 +222,51 @@ func (s *service) supervise(c *container) {
 	}
 }
 
-// runExecutor runs the executor once and returns when it exits, or after
-// stopping it when the container is stopped or restarted.
-func (s *service) runExecutor(c *container, job spi.Job, dir string) error {
+// startExecutor starts a container's executor in its own process group.
+// It is deliberately not tied to this process's life (no parent-death
+// signal): executors outlive a service that crashes, and the next service
+// adopts them through the record written here.
+func (s *service) startExecutor(c *container, job spi.Job, dir string) (*proc, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	out, err := os.OpenFile(filepath.Join(dir, "executor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer out.Close()
 	cmd := exec.Command(s.cfg.EgretBinary, executorcmd.Args(job, c.id, dir, filepath.Join(s.cfg.WorkDir, ConfigFile))...)
 	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start executor: %w", err)
+		return nil, fmt.Errorf("start executor: %w", err)
 	}
-	c.mu.Lock()
-	c.pid = cmd.Process.Pid
-	c.mu.Unlock()
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
+	rec := executorRecord{PID: cmd.Process.Pid}
+	rec.Start, _ = procinfo.Start(rec.PID)
+	if err := writeJSON(filepath.Join(dir, executorFile), rec); err != nil {
+		s.log.Warn("could not record the executor; a later service cannot adopt it", zap.Int("container", c.id), zap.Error(err))
+	}
+	return &proc{pid: cmd.Process.Pid, exited: exited}, nil
+}
+
+// runExecutor runs the executor once (or follows the adopted one) and
+// returns when it exits, or after stopping it when the container is
+// stopped or restarted.
+func (s *service) runExecutor(c *container, job spi.Job, dir string, adopted *proc) error {
+	p := adopted
+	if p == nil {
+		var err error
+		if p, err = s.startExecutor(c, job, dir); err != nil {
+			return err
+		}
+	}
+	c.mu.Lock()
+	c.pid = p.pid
+	c.mu.Unlock()
 	select {
-	case err := <-exited:
+	case err := <-p.exited:
 		return err
 	case <-c.stop:
 	case <-c.restart:
@@ -215,13 +277,13 @@ func (s *service) runExecutor(c *container, job spi.Job, dir string) error {
 		default:
 		}
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = syscall.Kill(p.pid, syscall.SIGTERM)
 	select {
-	case err := <-exited:
+	case err := <-p.exited:
 		return err
 	case <-time.After(s.cfg.StopGrace):
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		return <-exited
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL) // its process group
+		return <-p.exited
 	}
 }
 
