@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -129,10 +130,14 @@ func TestSchedulerServiceKilled(t *testing.T) {
 		t.Errorf("metrics of the running topology:\n%s", out)
 	}
 
+	planBefore, versionBefore, err := c.store().PackingPlan(context.Background(), "wordcount")
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, stderr, code := c.egret("update", c.name, "wordcount", "--component-parallelism", "count:3")
 	oneLineError(t, "update without a scheduler service", stderr, code, 1, "cannot update", "not running", "egret restart")
-	if pp, _, err := c.store().PackingPlan(context.Background(), "wordcount"); err != nil || len(pp.Containers[0].Instances) != 3 {
-		t.Errorf("the refused update changed the packing plan: %v (%v)", pp, err)
+	if pp, version, err := c.store().PackingPlan(context.Background(), "wordcount"); err != nil || version != versionBefore || !reflect.DeepEqual(pp, planBefore) {
+		t.Errorf("the refused update changed the packing plan: %v (version %d, was %d; %v)", pp, version, versionBefore, err)
 	}
 
 	c.mustEgret("restart", c.name, "wordcount")
