@@ -442,7 +442,7 @@ func TestUpdateRollsBackWhenTheSchedulerFails(t *testing.T) {
 			if err == nil {
 				t.Fatal("Update succeeded although the scheduler failed")
 			}
-			for _, want := range []string{"resource manager refused the job", "rolled back", "restore the previous packing plan (2 containers)", "reactivate"} {
+			for _, want := range []string{"resource manager refused the job", "rolled back", "restore the previous packing plan (containers 1..2)", "reactivate"} {
 				if !strings.Contains(err.Error(), want) {
 					t.Errorf("error %q does not say %q", err, want)
 				}

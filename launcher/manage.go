@@ -462,7 +462,7 @@ func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
 	if err := r.store.UpdatePackingPlan(ctx, r.nextT, r.next, spi.AnyVersion); err != nil {
 		return fmt.Errorf("write the new packing plan: %w", err)
 	}
-	r.undo = append(r.undo, undoStep{fmt.Sprintf("restore the previous packing plan (%d containers)", len(r.current.Containers)), func(ctx context.Context) error {
+	r.undo = append(r.undo, undoStep{fmt.Sprintf("restore the previous packing plan (containers 1..%d)", len(r.current.Containers)), func(ctx context.Context) error {
 		return r.store.UpdatePackingPlan(ctx, r.t, r.current, spi.AnyVersion)
 	}})
 	l.progress("asking the scheduler to apply it")

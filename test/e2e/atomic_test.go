@@ -197,3 +197,37 @@ func TestCorruptPackingPlanKill(t *testing.T) {
 	c.mustEgret("kill", c.name, "wordcount")
 	c.waitGone(t)
 }
+
+// TestUpdateRollbackLocal: an update whose new container cannot start
+// (its directory is blocked by a file) fails after the scheduler applied
+// it: the previous packing plan is restored, the scheduler stops the new
+// container again, the topology is active again and processes data.
+func TestUpdateRollbackLocal(t *testing.T) {
+	c := newCluster(t, "local")
+	c.mustEgret(append([]string{"submit", c.name, binary(t, "wordcount"), "--"}, longWordcount...)...)
+	waitFor(t, "the topology to process data", 60*time.Second, func() bool {
+		return c.metric("wordcount", "count", "instance.executed") > 0
+	})
+	planBefore, _, err := c.store().PackingPlan(context.Background(), "wordcount")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(c.workDir("wordcount"), "container-2"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code := c.egret("update", c.name, "wordcount", "--container-number", "2")
+	oneLineError(t, "update whose new container cannot start", stderr, code, 1,
+		"rolled back", "restore the previous packing plan (containers 1..1)", "reactivate the topology")
+	if pp, _, err := c.store().PackingPlan(context.Background(), "wordcount"); err != nil || !reflect.DeepEqual(pp, planBefore) {
+		t.Errorf("packing plan after the rollback: %v (%v), want %v", pp, err, planBefore)
+	}
+	if out := c.mustEgret("list", c.name); !strings.Contains(out, "running") {
+		t.Errorf("list after the rollback:\n%s", out)
+	}
+	before := c.metric("wordcount", "count", "instance.executed")
+	waitFor(t, "data to flow after the rollback", 60*time.Second, func() bool {
+		return c.metric("wordcount", "count", "instance.executed") > before
+	})
+	c.mustEgret("kill", c.name, "wordcount")
+	c.waitGone(t)
+}
