@@ -6,8 +6,11 @@
 // egret.statemgr.localfs.poll.interval (default 200ms).
 //
 // Each node is a directory below <root>/tree holding an @node file (a JSON
-// header with version, identity and ephemeral owner, then the data);
-// children are subdirectories. Any number of sessions, in any number of
+// header with version, identity, ephemeral owner, and the size and CRC-32
+// of the data, then the data); children are subdirectories. A node file
+// that is damaged (no or a garbage header, data of another size or
+// checksum) is reported as spi.ErrCorrupt naming the file; it is still
+// listed by Children, and an unconditional delete removes it. Any number of sessions, in any number of
 // processes on the host, may share a root: every operation holds an
 // exclusive flock(2) on <root>/lock.
 //
