@@ -394,12 +394,3 @@ func currentUser() string {
 	}
 	return os.Getenv("USER")
 }
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
