@@ -98,7 +98,7 @@ func TestSubmitErrors(t *testing.T) {
 	_, stderr, code = c.egret("update", c.name, "wordcount", "--component-parallelism", "count")
 	oneLineError(t, "malformed --component-parallelism", stderr, code, 2, "component:count")
 	_, stderr, code = c.egret("update", c.name, "wordcount", "--component-parallelism", "nosuch:3")
-	oneLineError(t, "update unknown component", stderr, code, 1, "nosuch")
+	oneLineError(t, "update unknown component", stderr, code, 2, "nosuch") // bad input, refused before any change
 
 	c.mustEgret("kill", c.name, "wordcount")
 	c.waitGone(t)
