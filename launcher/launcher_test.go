@@ -528,6 +528,14 @@ func TestLockSerializesCommands(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `another egret command has been changing topology "wc"`) {
 		t.Fatalf("Kill while another command holds the lock: %v", err)
 	}
+	err = f.l.Restart(ctxFor(t), "wc", spi.AllContainers)
+	if err == nil || !strings.Contains(err.Error(), `another egret command has been changing topology "wc"`) {
+		t.Fatalf("Restart while another command holds the lock: %v", err)
+	}
+	err = f.l.Update(ctxFor(t), "wc", launcher.UpdateOptions{Parallelism: map[string]int{"count": 3}})
+	if err == nil || !strings.Contains(err.Error(), `another egret command has been changing topology "wc"`) {
+		t.Fatalf("Update while another command holds the lock: %v", err)
+	}
 	if calls := f.sched.Calls(); len(calls) > 0 {
 		t.Errorf("Kill without the lock called the scheduler: %v", calls)
 	}

@@ -259,13 +259,20 @@ func (l *Launcher) Restart(ctx context.Context, name string, container int) erro
 		return err
 	}
 	defer closeSM()
+	// A restart may start the scheduler's service again: not while a
+	// kill or an update of the topology runs.
+	unlock, err := l.lock(ctx, store, name)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	if err := requireRunning(ctx, store, name); err != nil {
 		return err
 	}
 	if container != spi.AllContainers {
 		pp, _, err := store.PackingPlan(ctx, name)
 		if err != nil {
-			return err
+			return killHint(name, err)
 		}
 		if _, ok := pp.Container(container); !ok && container != 0 {
 			return fmt.Errorf("topology %q has no container %d (containers 0..%d)", name, container, len(pp.Containers))
