@@ -186,16 +186,16 @@ func (s *Store) PackingPlan(ctx context.Context, name string) (*plan.PackingPlan
 }
 
 // checkPlan is what every packing plan satisfies, whatever its topology:
-// it names its topology and has containers with distinct ids >= 1, each
-// with instances of named components.
+// it has containers with distinct ids >= 1, holding instances of named
+// components.
 func checkPlan(p *plan.PackingPlan) error {
-	if p.TopologyID == "" || len(p.Containers) == 0 {
-		return errors.New("it holds no packing plan (no topology id or no containers)")
+	if len(p.Containers) == 0 {
+		return errors.New("it holds no packing plan (no containers)")
 	}
 	seen := map[int]bool{}
 	for _, c := range p.Containers {
-		if c.ID < 1 || seen[c.ID] || len(c.Instances) == 0 {
-			return fmt.Errorf("container %d is invalid (ids start at 1, are distinct and have instances)", c.ID)
+		if c.ID < 1 || seen[c.ID] {
+			return fmt.Errorf("container id %d is invalid (ids start at 1 and are distinct)", c.ID)
 		}
 		seen[c.ID] = true
 		for _, in := range c.Instances {
