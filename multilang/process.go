@@ -60,10 +60,11 @@ type Config struct {
 	// StartTimeout bounds the handshake.
 	StartTimeout time.Duration
 	// HeartbeatTimeout is how long the subprocess may stay silent while
-	// an answer (a sync) is awaited before it is killed as hung.
+	// an answer (a sync) is awaited, or at all with Heartbeats, before it
+	// is killed as hung.
 	HeartbeatTimeout time.Duration
 	// Heartbeats makes the process send Storm's heartbeat tuple every
-	// second (bolts); each is awaited like a command.
+	// second (bolts), which a subprocess answers with a sync.
 	Heartbeats bool
 	// Wake, when set, gets a value (without blocking) whenever a message
 	// was queued for In and when the process has ended.
@@ -412,11 +413,18 @@ func (p *Process) watch() {
 			return
 		}
 		now := time.Now()
-		if p.await.Load() > 0 {
-			last := max(p.heard.Load(), p.since.Load())
+		// With heartbeats a healthy subprocess answers every second, busy
+		// or idle (a heartbeat that cannot even be queued behind the
+		// tuples counts as unanswered); without, only while a command
+		// waits for its answer.
+		last := p.heard.Load()
+		if !p.cfg.Heartbeats {
+			last = max(last, p.since.Load())
+		}
+		if p.cfg.Heartbeats || p.await.Load() > 0 {
 			if silent := now.Sub(time.Unix(0, last)); silent > timeout {
 				p.log.Error("killing a hung subprocess", zap.Duration("silent_for", silent.Round(time.Millisecond)), zap.Duration("timeout", timeout))
-				p.Kill(fmt.Errorf("%w: silent for %s while an answer was awaited", ErrHung, silent.Round(time.Millisecond)))
+				p.Kill(fmt.Errorf("%w: silent for %s", ErrHung, silent.Round(time.Millisecond)))
 				return
 			}
 		}

@@ -18,6 +18,9 @@
 //	--copies N           tuples the fanout bolt emits per message (default 3)
 //	--spouts N, --bolts N  parallelisms (default 2)
 //	--no-sink-log        the sink acks without recording (benchmarks)
+//	--shell-source CMD   run the source as a multilang subprocess ("python3 source.py")
+//	--shell-relay CMD    run the relay as a multilang subprocess ("python3 relay.py")
+//	--set KEY=VALUE      a topology setting (repeatable)
 package main
 
 import (
@@ -44,6 +47,23 @@ func main() {
 	fs.IntVar(&o.Spouts, "spouts", 2, "spout parallelism")
 	fs.IntVar(&o.Bolts, "bolts", 2, "parallelism of each bolt")
 	fs.BoolVar(&o.NoSinkLog, "no-sink-log", false, "the sink acks without recording")
+	fs.Func("shell-source", "run the source as a multilang subprocess: command and arguments separated by spaces", func(v string) error {
+		o.ShellSource = strings.Fields(v)
+		return nil
+	})
+	fs.Func("shell-relay", "run the relay as a multilang subprocess: command and arguments separated by spaces", func(v string) error {
+		o.ShellRelay = strings.Fields(v)
+		return nil
+	})
+	o.Settings = map[string]string{}
+	fs.Func("set", "a topology setting KEY=VALUE (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE, got %q", v)
+		}
+		o.Settings[k] = val
+		return nil
+	})
 	own, rest := egret.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
