@@ -40,12 +40,12 @@ type shellRunner struct {
 	proc   *multilang.Process
 	// gen counts the processes started; ids given to a process are only
 	// valid for its generation.
-	gen        uint64
-	startedAt  time.Time
-	restartAt  time.Time
-	backoff    time.Duration
-	backlog    []*multilang.Message // read while a send waited for room
-	warned     int                  // warnings of warnOnce given
+	gen       uint64
+	startedAt time.Time
+	restartAt time.Time
+	backoff   time.Duration
+	backlog   []*multilang.Message // read while a send waited for room
+	warned    int                  // warnings of warnOnce given
 }
 
 // open starts the first subprocess: a component that cannot start fails

@@ -68,7 +68,7 @@ type Config struct {
 	Heartbeats bool
 	// Wake, when set, gets a value (without blocking) whenever a message
 	// was queued for In and when the process has ended.
-	Wake chan<- struct{}
+	Wake   chan<- struct{}
 	Logger *zap.Logger
 }
 
