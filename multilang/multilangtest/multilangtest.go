@@ -66,8 +66,34 @@ func Main() {
 }
 
 type conn struct {
-	rd *multilang.Reader
-	w  *bufio.Writer
+	rd      *multilang.Reader
+	w       *bufio.Writer
+	pending []any // tuples read while waiting for task ids
+}
+
+// next returns the next tuple or command, pending ones first.
+func (c *conn) next() any {
+	if len(c.pending) > 0 {
+		v := c.pending[0]
+		c.pending = c.pending[1:]
+		return v
+	}
+	return c.read()
+}
+
+// taskIDs reads the task ids of an emit; tuples that come first (they
+// were queued before) wait in pending, as pystorm does.
+func (c *conn) taskIDs() bool {
+	for {
+		switch v := c.read().(type) {
+		case []any:
+			return true
+		case map[string]any:
+			c.pending = append(c.pending, v)
+		default:
+			return false
+		}
+	}
 }
 
 func (c *conn) read() any {
@@ -119,7 +145,7 @@ func run(mode string) int {
 	c.send(map[string]any{"command": "log", "msg": mode + " ready", "level": int64(2)})
 	n := 0
 	for {
-		t := c.read().(map[string]any)
+		t := c.next().(map[string]any)
 		if t["stream"] == multilang.HeartbeatStream {
 			c.send(map[string]any{"command": "sync"})
 			continue
@@ -134,7 +160,7 @@ func run(mode string) int {
 			need := n%2 == 0
 			c.send(map[string]any{"command": "emit", "anchors": []any{t["id"]}, "tuple": t["tuple"], "need_task_ids": need})
 			if need {
-				if _, ok := c.read().([]any); !ok {
+				if !c.taskIDs() {
 					fmt.Fprintln(os.Stderr, "fake: want task ids")
 					return 1
 				}
@@ -148,7 +174,7 @@ func countSpout(c *conn, conf map[string]any) int {
 	n, _ := conf["fake.n"].(int64)
 	next := int64(0)
 	for {
-		cmd := c.read().(map[string]any)
+		cmd := c.next().(map[string]any)
 		switch cmd["command"] {
 		case "next":
 			if next < n {
