@@ -40,8 +40,8 @@ func (s *numbers) NextTuple() {
 		s.next++
 	}
 }
-func (s *numbers) Ack(any)                                { s.acked.Add(1) }
-func (s *numbers) Fail(any)                               { s.fails.Add(1) }
+func (s *numbers) Ack(any)                                  { s.acked.Add(1) }
+func (s *numbers) Fail(any)                                 { s.fails.Add(1) }
 func (s *numbers) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("n", "s") }
 
 // sink records the first value of every tuple and acks it.

@@ -37,18 +37,18 @@ func TestDecode(t *testing.T) {
 
 func TestDecodeErrors(t *testing.T) {
 	cases := map[string]string{
-		`[1]`:                                      "want a JSON object",
-		`{"command":1}`:                            `"command" is a number`,
-		`{"command":"dance"}`:                      `unknown command "dance"`,
-		`{}`:                                       "without \"command\"",
-		`{"pid":"x"}`:                              "positive integer",
-		`{"command":"emit"}`:                       "without a \"tuple\"",
-		`{"command":"emit","tuple":[],"task":-1}`:  "want a task id",
+		`[1]`:                 "want a JSON object",
+		`{"command":1}`:       `"command" is a number`,
+		`{"command":"dance"}`: `unknown command "dance"`,
+		`{}`:                  "without \"command\"",
+		`{"pid":"x"}`:         "positive integer",
+		`{"command":"emit"}`:  "without a \"tuple\"",
+		`{"command":"emit","tuple":[],"task":-1}`:   "want a task id",
 		`{"command":"emit","tuple":[],"anchors":1}`: "array of tuple ids",
-		`{"command":"ack"}`:                        "without an \"id\"",
-		`{"command":"log","level":9}`:              "0 (trace) to 4",
-		`{"command":"metrics"}`:                    "\"name\"",
-		`{"command":`:                              "invalid JSON",
+		`{"command":"ack"}`:                         "without an \"id\"",
+		`{"command":"log","level":9}`:               "0 (trace) to 4",
+		`{"command":"metrics"}`:                     "\"name\"",
+		`{"command":`:                               "invalid JSON",
 	}
 	for in, want := range cases {
 		_, err := Decode([]byte(in))

@@ -67,6 +67,8 @@ type Options struct {
 	// arguments of a multilang subprocess that replaces the source spout
 	// or the relay bolt (docs/multilang.md); it must behave like the Go
 	// component (test/e2e/testdata/multilang/resources has Python ones).
+	// A binary's instances build the topology without its arguments, so
+	// these are fixed in a binary's main (see testdata/multilang/ackcheckpy).
 	ShellSource, ShellRelay []string
 	// Settings are extra topology settings.
 	Settings map[string]string
