@@ -20,7 +20,7 @@ build: ## build every package and the egret binary into bin/
 test: test-deps ## run every test (installs what the tests need when missing)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-test-deps: ## install the test dependencies (ZooKeeper) when missing
+test-deps: ## install the test dependencies (ZooKeeper, the Python virtualenv of the multilang tests) when missing
 	@scripts/test-deps.sh
 
 lint: ## gofmt, go vet and staticcheck

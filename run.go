@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strings"
@@ -67,6 +68,7 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 	define := fs.String("define", "", "write the topology definition to this file and exit")
 	deactivated := fs.Bool("deactivated", false, "with --local: start with the spouts deactivated")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error (instance mode: info unless set)")
+	resources := fs.String("resources", "", "with --local: the directory of the files shell components run in (default ./resources if it exists, else the current directory)")
 	var inst instanceFlags
 	inst.register(fs)
 	fs.Usage = func() {
@@ -116,7 +118,12 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 	case *local:
 		log := newLogger(stderr, level)
 		defer func() { _ = log.Sync() }()
-		return runLocal(t, *duration, *deactivated, log, stdout, stderr)
+		dir, err := localResources(*resources)
+		if err != nil {
+			fmt.Fprintf(stderr, "--resources: %v\n", err)
+			return ExitUsage
+		}
+		return runLocal(t, *duration, *deactivated, dir, log, stdout, stderr)
 	default:
 		fs.Usage()
 		return ExitUsage
@@ -144,8 +151,47 @@ func writeDefinition(t *api.Topology, path string, stderr io.Writer) int {
 	return ExitOK
 }
 
-func runLocal(t *api.Topology, duration time.Duration, deactivated bool, log *zap.Logger, stdout, stderr io.Writer) int {
-	r, err := inproc.New(t, inproc.Options{Logger: log, Deactivated: deactivated})
+// ResourcesDirName is the directory of a topology package that holds the
+// files shipped with egret submit --resources.
+const ResourcesDirName = "resources"
+
+// localResources resolves --resources of local mode.
+func localResources(flagValue string) (string, error) {
+	dir := flagValue
+	if dir == "" {
+		dir = "."
+		if fi, err := os.Stat(ResourcesDirName); err == nil && fi.IsDir() {
+			dir = ResourcesDirName
+		}
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", err
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("%s is not a directory", dir)
+	}
+	return filepath.Abs(dir)
+}
+
+// packageResources is the resources directory of an instance: the
+// package's resources/ beside the topology binary, or the package
+// directory itself when the topology ships none.
+func packageResources() string {
+	exe, err := os.Executable()
+	if err != nil {
+		dir, _ := os.Getwd()
+		return dir
+	}
+	pkg := filepath.Dir(exe)
+	if fi, err := os.Stat(filepath.Join(pkg, ResourcesDirName)); err == nil && fi.IsDir() {
+		return filepath.Join(pkg, ResourcesDirName)
+	}
+	return pkg
+}
+
+func runLocal(t *api.Topology, duration time.Duration, deactivated bool, resources string, log *zap.Logger, stdout, stderr io.Writer) int {
+	r, err := inproc.New(t, inproc.Options{Logger: log, Deactivated: deactivated, ResourcesDir: resources})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitFailure
@@ -339,6 +385,7 @@ func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.W
 		MetricsSocket: f.metricsSocket,
 		Settings:      settings,
 		Logger:        log.With(zap.String("topology", t.Logical.Name)),
+		ResourcesDir:  packageResources(),
 	})
 	switch {
 	case err == nil:

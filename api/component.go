@@ -2,6 +2,8 @@ package api
 
 import (
 	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/core/topology"
 )
 
 // Values is an ordered list of tuple values. Supported value types are
@@ -118,6 +120,36 @@ type Context interface {
 	// Counter returns the user counter with the given name; it is
 	// reported with the instance's metrics.
 	Counter(name string) *Counter
+	// Topology is the running topology's logical plan (read only).
+	Topology() *topology.Topology
+	// ResourcesDir is the directory of the files shipped with the
+	// topology (egret submit --resources): the package's resources/
+	// directory in a container, --resources with --local.
+	ResourcesDir() string
+}
+
+// Pumper is implemented by a bolt that gets work outside the calls the
+// runtime makes, such as a shell bolt whose subprocess emits and acks on
+// its own schedule. Whenever Wake has a value, the runtime calls Pump on
+// the task's goroutine, where the bolt may use its collector.
+type Pumper interface {
+	Wake() <-chan struct{}
+	Pump()
+}
+
+// SpoutTaskEmitter is implemented by the runtime's spout collector:
+// EmitTasks emits like EmitStream and returns the ids of the tasks the
+// tuple was sent to (Storm's emit return value; none when it was
+// dropped).
+type SpoutTaskEmitter interface {
+	EmitTasks(stream string, values Values, msgID any) []int
+}
+
+// BoltTaskEmitter is implemented by the runtime's bolt collector:
+// EmitTasks emits like EmitStream and returns the ids of the tasks the
+// tuple was sent to.
+type BoltTaskEmitter interface {
+	EmitTasks(stream string, values Values, anchors ...Tuple) []int
 }
 
 // Factories build a fresh component in every process that runs one of its

@@ -66,6 +66,7 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 	f.BoolVar(&o.DryRun, "dry-run", false, "pack and print the plan without touching the cluster")
 	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "--dry-run output: the packing plan as table or json, or the scheduler's own job (nomad-json: uploads the package, prints the job for nomad job run -json)")
 	f.DurationVar(&wait, "wait", 60*time.Second, "wait this long for the topology to run (0: return after launch)")
+	f.StringVar(&o.Resources, "resources", "", "ship this directory in the package as resources/, where shell (multilang) components run (docs/multilang.md)")
 	return cmd
 }
 

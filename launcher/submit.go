@@ -92,6 +92,9 @@ type SubmitOptions struct {
 	// WaitRunning bounds how long submit waits for the physical plan
 	// (0: do not wait).
 	WaitRunning time.Duration
+	// Resources is a directory shipped in the package as resources/, the
+	// working directory of shell components (optional).
+	Resources string
 }
 
 // SubmitResult describes a submitted topology.
@@ -105,6 +108,13 @@ type SubmitResult struct {
 // Submit defines, packs, uploads, records and launches a topology. A
 // failure after the upload undoes what was done.
 func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, error) {
+	var resources map[string]string
+	if o.Resources != "" {
+		var err error
+		if resources, err = resourceFiles(o.Resources); err != nil {
+			return nil, err
+		}
+	}
 	tmp, err := os.MkdirTemp("", "egret-submit-")
 	if err != nil {
 		return nil, err
@@ -179,7 +189,11 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	if err := writeConfig(cfgFile, cfg); err != nil {
 		return nil, err
 	}
-	sha, err := fetch.CreateTarGz(pkg, map[string]string{PackageBinary: binary, PackageDefinition: defn, PackageConfig: cfgFile})
+	files := map[string]string{PackageBinary: binary, PackageDefinition: defn, PackageConfig: cfgFile}
+	for name, src := range resources {
+		files[name] = src
+	}
+	sha, err := fetch.CreateTarGz(pkg, files)
 	if err != nil {
 		return nil, fmt.Errorf("build the topology package: %w", err)
 	}

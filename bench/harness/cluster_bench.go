@@ -53,6 +53,8 @@ type Workload struct {
 	// Latency over the window (the first is the last bolt's).
 	LatencyFlag string   `json:"-"`
 	Latency     []string `json:"latency,omitempty"`
+	// SubmitArgs are flags of egret submit (--resources DIR).
+	SubmitArgs []string `json:"submit_args,omitempty"`
 }
 
 // ConstNull is T1, ConstSpoutNullBolt (bench/topologies/constnull);
@@ -112,6 +114,19 @@ func SentenceWordCount(binary string, containers int, rate float64) Workload {
 		Description: fmt.Sprintf("sentence → split (local-or-shuffle) → count (fields on the word), TVL's 5 sentences, acking on, max pending 5000, %d container(s)", containers),
 	}
 	return w.WithRate(rate)
+}
+
+// SentenceWordCountPython is T3 with the split bolt in Python (pystorm,
+// bench/topologies/sentencewcpy): python is the bin directory of a
+// virtualenv with pystorm (scripts/pyvenv.sh), resources the topology's
+// resources directory shipped with egret submit --resources.
+func SentenceWordCountPython(binary string, containers int, rate float64, python, resources string) Workload {
+	w := SentenceWordCount(binary, containers, rate)
+	w.Topology = "sentencewcpy"
+	w.Args = append(w.Args, "--python-path", python)
+	w.SubmitArgs = []string{"--resources", resources}
+	w.Description = fmt.Sprintf("sentence → split in Python (pystorm multilang subprocess, local-or-shuffle) → count (fields on the word), TVL's 5 sentences, acking on, max pending 5000, %d container(s)", containers)
+	return w
 }
 
 // WithRate returns the workload offering rate Unit per second (0:
@@ -476,7 +491,7 @@ func runOnce(ctx context.Context, o *ClusterOptions, run int) (res *RunResult, p
 			err = errors.Join(err, rerr)
 		}
 	}()
-	args := append([]string{"submit", ClusterName, w.Binary, "--"}, w.Args...)
+	args := append(append(append([]string{"submit"}, w.SubmitArgs...), ClusterName, w.Binary, "--"), w.Args...)
 	latencyDir := ""
 	if w.LatencyFlag != "" && len(w.Latency) > 0 && w.OfferedRate > 0 {
 		latencyDir = filepath.Join(c.home, "latency")

@@ -57,6 +57,28 @@ const (
 	// keep running at full speed and what they emit beyond what the
 	// topology can take is lost (counted). Boolean, default false.
 	KeyDropTuplesUponBackPressure = "topology.droptuples.upon.backpressure"
+
+	// Settings of shell (multilang) components; see docs/multilang.md.
+	// All are component settings.
+
+	// KeyMultilangPath lists directories, separated by ':', searched
+	// first for a shell component's command and put first on its PATH
+	// (a virtualenv's bin directory, for example); relative entries are
+	// relative to the topology's resources directory.
+	KeyMultilangPath = "topology.multilang.path"
+	// KeyMultilangHeartbeatTimeout is how long a subprocess may stay
+	// silent while an answer is awaited before it is killed and
+	// restarted (Go duration; default 30s).
+	KeyMultilangHeartbeatTimeout = "topology.multilang.heartbeat.timeout"
+	// KeyMultilangStartTimeout bounds a subprocess's start and handshake
+	// (Go duration; default 60s).
+	KeyMultilangStartTimeout = "topology.multilang.start.timeout"
+	// KeyMultilangQueueSize bounds, in messages, the queue toward a
+	// subprocess and the queue of messages read from it (default 1024).
+	KeyMultilangQueueSize = "topology.multilang.queue.size"
+	// KeyMultilangMaxMessageBytes bounds one message from a subprocess
+	// (bytes; default 4MiB).
+	KeyMultilangMaxMessageBytes = "topology.multilang.max.message.bytes"
 )
 
 // Defaults of the typed settings.
@@ -74,6 +96,7 @@ const (
 	typeBytes
 	typeBool
 	typeDelivery
+	typeString
 )
 
 type keySpec struct {
@@ -100,6 +123,12 @@ var keySpecs = map[string]keySpec{
 	KeyDebug:           {typ: typeBool},
 
 	KeyDropTuplesUponBackPressure: {typ: typeBool},
+
+	KeyMultilangPath:             {typ: typeString, component: true},
+	KeyMultilangHeartbeatTimeout: {typ: typeDuration, component: true, min: 1},
+	KeyMultilangStartTimeout:     {typ: typeDuration, component: true, min: 1},
+	KeyMultilangQueueSize:        {typ: typeInt, component: true, min: 1},
+	KeyMultilangMaxMessageBytes:  {typ: typeBytes, component: true, min: 1},
 }
 
 // checkValue validates one config value; the returned message names the

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/core/tuple"
 	"github.com/egret-stream/egret/daemons/wire"
 )
@@ -66,6 +67,16 @@ func (e *emitter) emit(stream string, values []any, direct int, msgID any, ancho
 		e.in.metrics.Dropped.Add(1)
 		e.reportError(err)
 	}
+}
+
+// emitTasks is emit returning a copy of the destination task ids.
+func (e *emitter) emitTasks(stream string, values []any, msgID any, anchors []api.Tuple) []int {
+	if err := e.route(stream, values, noDirect, msgID, anchors); err != nil {
+		e.in.metrics.Dropped.Add(1)
+		e.reportError(err)
+		return []int{}
+	}
+	return append([]int{}, e.dests...)
 }
 
 func (e *emitter) route(stream string, values []any, direct int, msgID any, anchors []api.Tuple) error {
@@ -246,6 +257,10 @@ func (c *spoutCollector) EmitDirect(task int, stream string, values api.Values, 
 	c.em.emit(stream, values, task, msgID, nil)
 }
 
+func (c *spoutCollector) EmitTasks(stream string, values api.Values, msgID any) []int {
+	return c.em.emitTasks(stream, values, msgID, nil)
+}
+
 func (c *spoutCollector) ReportError(err error) { c.em.reportError(err) }
 
 type boltCollector struct{ em *emitter }
@@ -260,6 +275,10 @@ func (c *boltCollector) EmitStream(stream string, values api.Values, anchors ...
 
 func (c *boltCollector) EmitDirect(task int, stream string, values api.Values, anchors ...api.Tuple) {
 	c.em.emit(stream, values, task, nil, anchors)
+}
+
+func (c *boltCollector) EmitTasks(stream string, values api.Values, anchors ...api.Tuple) []int {
+	return c.em.emitTasks(stream, values, nil, anchors)
 }
 
 // Ack acks t's trees (at-least-once mode; a no-op otherwise).
@@ -295,3 +314,10 @@ func (c *userContext) Config(key string) string {
 }
 func (c *userContext) Logger() *zap.Logger              { return c.in.log }
 func (c *userContext) Counter(name string) *api.Counter { return c.in.metrics.Counter(name) }
+func (c *userContext) Topology() *topology.Topology     { return c.in.cfg.Topology.Logical }
+func (c *userContext) ResourcesDir() string             { return c.in.cfg.ResourcesDir }
+
+var (
+	_ api.SpoutTaskEmitter = (*spoutCollector)(nil)
+	_ api.BoltTaskEmitter  = (*boltCollector)(nil)
+)

@@ -53,6 +53,9 @@ type Config struct {
 	// Now is the clock of at-least-once timeouts and complete latency
 	// (time.Now when nil); tests inject a fake one.
 	Now func() time.Time
+	// ResourcesDir is what Context.ResourcesDir returns: the directory
+	// of the files shipped with the topology.
+	ResourcesDir string
 }
 
 // Instance runs one task.
@@ -339,8 +342,18 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 		tick = t.C
 	}
 	exec := in.boltExecutor(b)
+	// A bolt with work of its own (a shell bolt) is pumped when it asks.
+	var wake <-chan struct{}
+	pump := func() error { return nil }
+	if p, ok := b.(api.Pumper); ok {
+		wake = p.Wake()
+		pump = func() error { p.Pump(); return nil }
+	}
 	for {
 		select {
+		case <-wake:
+			_ = in.call("Pump", pump)
+			in.em.flushAll()
 		case m := <-inbox:
 			if m.Kind == MsgData {
 				in.executeBatch(m.Batch.Buf, exec)

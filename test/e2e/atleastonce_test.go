@@ -51,9 +51,17 @@ type ackRun struct {
 // the physical plan.
 func startAckCheck(t *testing.T, c *cluster, name string, n int64, flags ...string) *ackRun {
 	t.Helper()
+	return startAckCheckWith(t, c, name, "ackcheck", n, nil, flags...)
+}
+
+// startAckCheckWith is startAckCheck with another binary of the ackcheck
+// topology (see packages) and flags of egret submit.
+func startAckCheckWith(t *testing.T, c *cluster, name, bin string, n int64, submitFlags []string, flags ...string) *ackRun {
+	t.Helper()
 	state := filepath.Join(c.home, "state-"+name) // kept with EGRET_HOME when a test fails
-	args := append([]string{"submit", c.name, binary(t, "ackcheck"), "--",
-		"--name", name, "--messages", strconv.FormatInt(n, 10), "--state", state, "--containers", "2"}, flags...)
+	args := append(append([]string{"submit"}, submitFlags...), c.name, binary(t, bin), "--",
+		"--name", name, "--messages", strconv.FormatInt(n, 10), "--state", state, "--containers", "2")
+	args = append(args, flags...)
 	c.mustEgret(args...)
 	w := &wordCount{t: t, c: c, name: name, containers: 2, store: c.store()}
 	pp, _, err := w.store.PackingPlan(context.Background(), name)

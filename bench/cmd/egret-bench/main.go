@@ -20,7 +20,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
@@ -41,9 +43,10 @@ var (
 
 // topologies are the benchmark topologies' packages.
 var topologies = map[string]string{
-	"constnull":  "./bench/topologies/constnull",
-	"heronwc":    "./bench/topologies/heronwc",
-	"sentencewc": "./bench/topologies/sentencewc",
+	"constnull":    "./bench/topologies/constnull",
+	"heronwc":      "./bench/topologies/heronwc",
+	"sentencewc":   "./bench/topologies/sentencewc",
+	"sentencewcpy": "./bench/topologies/sentencewcpy",
 }
 
 // reserved are the groups built elsewhere that the report keeps a place
@@ -61,8 +64,10 @@ var quickSet = map[string]bool{
 	"t3-sentencewc-50pct":     true,
 }
 
-// suite returns every cluster benchmark with its windows.
-func suite(warmup, window time.Duration, runs int) []harness.Bench {
+// suite returns every cluster benchmark with its windows; python is the
+// bin directory of the virtualenv with pystorm ("": no Python benchmark)
+// and resources the Python split bolt's directory.
+func suite(warmup, window time.Duration, runs int, python, resources string) []harness.Bench {
 	var out []harness.Bench
 	add := func(name, group string, w harness.Workload, profile bool) {
 		out = append(out, harness.Bench{Name: name, Group: group, Workload: w, Warmup: warmup, Window: window, Runs: runs, Profile: profile})
@@ -82,7 +87,33 @@ func suite(warmup, window time.Duration, runs int) []harness.Bench {
 			Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewc-max", RateFraction: float64(pct) / 100}
 		out = append(out, b)
 	}
+	if python != "" {
+		// T3 with the split bolt in Python (multilang): its maximum, and
+		// its latency at half of it.
+		py := harness.SentenceWordCountPython("", 1, 0, python, resources)
+		add("t3-sentencewcpy-max", "T3", py, false)
+		out = append(out, harness.Bench{Name: "t3-sentencewcpy-50pct", Group: "T3", Workload: py,
+			Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewcpy-max", RateFraction: 0.5})
+	}
 	return out
+}
+
+// pythonResources are the files of the Python split bolt (relative to
+// the module root).
+const pythonResources = "bench/topologies/sentencewcpy/resources"
+
+// pythonVenv returns the bin directory of the virtualenv with pystorm
+// (scripts/pyvenv.sh creates it from PyPI on first use), or "" with a
+// warning when Python is not available.
+func pythonVenv(root string) string {
+	cmd := exec.Command(filepath.Join(root, "scripts", "pyvenv.sh"))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "egret-bench: no Python virtualenv (%v): the T3 benchmarks with a Python split bolt are skipped\n", err)
+		return ""
+	}
+	return strings.TrimSpace(string(out))
 }
 
 type props []string
@@ -166,7 +197,19 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	for _, b := range suite(warmup, window, runs) {
+	wd, err := os.Getwd()
+	if err == nil {
+		o.Root, err = harness.ModuleRoot(context.Background(), wd)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "egret-bench: %v\n", err)
+		os.Exit(1)
+	}
+	python := ""
+	if !noCluster && !list {
+		python = pythonVenv(o.Root)
+	}
+	for _, b := range suite(warmup, window, runs, python, filepath.Join(o.Root, pythonResources)) {
 		if (quick && re == nil && !quickSet[b.Name]) || (re != nil && !re.MatchString(b.Name)) {
 			continue
 		}

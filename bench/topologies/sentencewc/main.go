@@ -19,7 +19,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
 
@@ -28,18 +27,8 @@ import (
 )
 
 func main() {
-	var o sentencewc.Options
-	fs := flag.NewFlagSet("sentencewc", flag.ContinueOnError)
-	fs.IntVar(&o.Spouts, "spouts", 1, "spout parallelism")
-	fs.IntVar(&o.Splits, "splits", 1, "split bolt parallelism")
-	fs.IntVar(&o.Counts, "counts", 1, "count bolt parallelism")
-	fs.IntVar(&o.Containers, "containers", 1, "containers")
-	fs.BoolVar(&o.Acking, "acking", false, "at-least-once")
-	fs.IntVar(&o.MaxPending, "max-pending", 0, "topology.max.spout.pending with --acking (0: the runtime's default)")
-	fs.Float64Var(&o.Rate, "rate", 0, "offered sentences per second of all spout tasks (0: unthrottled)")
-	fs.StringVar(&o.LatencyDir, "latency-dir", "", "directory of the latency recorders' files (with --rate)")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
-	if err := fs.Parse(own); err != nil {
+	o, rest, err := sentencewc.ParseArgs(os.Args[1:])
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(egret.ExitUsage)
 	}

@@ -77,6 +77,9 @@ type Config struct {
 	// DrainTimeout bounds how long shutdown waits for queued batches to be
 	// written (default 5s).
 	DrainTimeout time.Duration
+	// ResourcesDir is the directory of the files shipped with the
+	// topology (the package's resources/ directory).
+	ResourcesDir string
 }
 
 // Stats are the gateway's counters, readable while it runs.

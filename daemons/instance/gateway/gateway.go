@@ -108,13 +108,14 @@ func (g *gateway) run(ctx context.Context) error {
 	g.active = isActive(pp)
 	g.atLeastOnce = topo.Logical.DeliveryMode() == topology.AtLeastOnce
 	in, err := instance.New(instance.Config{
-		Topology:    topo,
-		Layout:      layout,
-		TaskID:      g.cfg.TaskID,
-		Transport:   g,
-		Logger:      g.cfg.Logger,
-		Metrics:     g.cfg.Metrics,
-		StartActive: g.active,
+		Topology:     topo,
+		Layout:       layout,
+		TaskID:       g.cfg.TaskID,
+		Transport:    g,
+		Logger:       g.cfg.Logger,
+		Metrics:      g.cfg.Metrics,
+		StartActive:  g.active,
+		ResourcesDir: g.cfg.ResourcesDir,
 	})
 	if err != nil {
 		_ = conn.Close()

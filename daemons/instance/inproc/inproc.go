@@ -39,6 +39,10 @@ type Options struct {
 	// LedgerCapacity bounds the roots each spout task's ledger holds
 	// (default 1<<20); a root registered beyond it fails at once.
 	LedgerCapacity int
+	// ResourcesDir is what Context.ResourcesDir returns: the directory
+	// of the files shipped with the topology (shell components run
+	// there).
+	ResourcesDir string
 }
 
 // Runner runs a topology in this process.
@@ -91,15 +95,16 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 	}
 	for _, id := range tasks {
 		in, err := instance.New(instance.Config{
-			Topology:    t,
-			Layout:      r.layout,
-			Streams:     streams,
-			TaskID:      id,
-			Transport:   &transport{r: r, task: id},
-			Logger:      opts.Logger,
-			StartActive: !opts.Deactivated,
-			BatchBytes:  opts.BatchBytes,
-			Now:         opts.Now,
+			Topology:     t,
+			Layout:       r.layout,
+			Streams:      streams,
+			TaskID:       id,
+			Transport:    &transport{r: r, task: id},
+			Logger:       opts.Logger,
+			StartActive:  !opts.Deactivated,
+			BatchBytes:   opts.BatchBytes,
+			Now:          opts.Now,
+			ResourcesDir: opts.ResourcesDir,
 		})
 		if err != nil {
 			return nil, err

@@ -75,6 +75,16 @@ type Options struct {
 	Rate float64
 	// LatencyDir, when set, receives the latency recorders' files.
 	LatencyDir string
+	// Name is the topology's name (default Name).
+	Name string
+	// ShellSplit, when set, is the command and arguments of a multilang
+	// subprocess that replaces the Go split bolt (it must emit (word,
+	// scheduled) per word, anchored, and ack its input), with PythonPath
+	// as topology.multilang.path. A binary's instances build the topology
+	// without its arguments, so ShellSplit is fixed in a binary's main
+	// (bench/topologies/sentencewcpy).
+	ShellSplit []string
+	PythonPath string
 }
 
 // Builder returns the topology.
@@ -93,7 +103,13 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 	if o.MaxPending < 0 || o.Rate < 0 {
 		return nil, fmt.Errorf("--max-pending and --rate cannot be negative (got %d, %v)", o.MaxPending, o.Rate)
 	}
-	b := api.NewTopologyBuilder(Name)
+	if o.Name == "" {
+		o.Name = Name
+	}
+	b := api.NewTopologyBuilder(o.Name)
+	if o.PythonPath != "" {
+		b.SetConfig(topology.KeyMultilangPath, o.PythonPath)
+	}
 	b.SetContainers(o.Containers)
 	if o.Acking {
 		b.SetDeliveryMode(topology.AtLeastOnce)
@@ -108,7 +124,12 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 		b.SetConfig(latency.KeyDir, o.LatencyDir)
 	}
 	b.SetSpout(SpoutName, func() api.Spout { return &SentenceSpout{} }, o.Spouts)
-	b.SetBolt(SplitName, func() api.Bolt { return &SplitBolt{} }, o.Splits).LocalOrShuffleGrouping(SpoutName)
+	if len(o.ShellSplit) > 0 {
+		b.SetShellBolt(SplitName, api.ShellBolt(o.ShellSplit[0], o.ShellSplit[1:]...).Declare("word", "scheduled"), o.Splits).
+			LocalOrShuffleGrouping(SpoutName)
+	} else {
+		b.SetBolt(SplitName, func() api.Bolt { return &SplitBolt{} }, o.Splits).LocalOrShuffleGrouping(SpoutName)
+	}
 	b.SetBolt(CountName, func() api.Bolt { return &CountBolt{} }, o.Counts).
 		FieldsGrouping(SplitName, "word").
 		SetTickFrequency(flushEvery)

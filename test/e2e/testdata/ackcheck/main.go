@@ -18,39 +18,21 @@
 //	--copies N           tuples the fanout bolt emits per message (default 3)
 //	--spouts N, --bolts N  parallelisms (default 2)
 //	--no-sink-log        the sink acks without recording (benchmarks)
+//	--set KEY=VALUE      a topology setting (repeatable)
 package main
 
 import (
-	"flag"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
 )
 
 func main() {
-	var o ackcheck.Options
-	fs := flag.NewFlagSet("ackcheck", flag.ContinueOnError)
-	fs.StringVar(&o.Name, "name", "ackcheck", "topology name")
-	fs.Int64Var(&o.Messages, "messages", 20000, "message ids 0..N-1 (0: unbounded)")
-	fs.StringVar(&o.StateDir, "state", "", "directory of the spouts' logs and the sinks' records (required)")
-	fs.IntVar(&o.Rate, "rate", 0, "emits per second over all spout tasks (0: unlimited)")
-	fs.IntVar(&o.MaxSpoutPending, "max-pending", 1000, "max.spout.pending per spout task")
-	fs.DurationVar(&o.MessageTimeout, "timeout", 0, "message timeout (default 10s)")
-	fs.IntVar(&o.Containers, "containers", 2, "containers in a cluster")
-	fs.IntVar(&o.Copies, "copies", 3, "tuples the fanout bolt emits per message")
-	fs.IntVar(&o.Spouts, "spouts", 2, "spout parallelism")
-	fs.IntVar(&o.Bolts, "bolts", 2, "parallelism of each bolt")
-	fs.BoolVar(&o.NoSinkLog, "no-sink-log", false, "the sink acks without recording")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
-	if err := fs.Parse(own); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitUsage)
-	}
-	if o.StateDir == "" && !instanceMode(rest) {
-		fmt.Fprintln(os.Stderr, "ackcheck: --state DIR is required")
+	o, rest, err := ackcheck.ParseArgs("ackcheck", os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "ackcheck: %v\n", err)
 		os.Exit(egret.ExitUsage)
 	}
 	b, err := ackcheck.Builder(o)
@@ -59,15 +41,4 @@ func main() {
 		os.Exit(egret.ExitUsage)
 	}
 	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
-}
-
-// instanceMode reports whether the executor runs this binary as an
-// instance, which reads the options from the submitted definition.
-func instanceMode(args []string) bool {
-	for _, a := range args {
-		if a == "--instance" || a == "-instance" || strings.HasPrefix(a, "--instance=") {
-			return true
-		}
-	}
-	return false
 }

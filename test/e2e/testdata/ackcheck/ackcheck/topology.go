@@ -63,6 +63,15 @@ type Options struct {
 	// NoSinkLog makes the sink ack without writing its records (for
 	// benchmarks that only need throughput).
 	NoSinkLog bool
+	// ShellSource and ShellRelay, when set, are the command and
+	// arguments of a multilang subprocess that replaces the source spout
+	// or the relay bolt (docs/multilang.md); it must behave like the Go
+	// component (test/e2e/testdata/multilang/resources has Python ones).
+	// A binary's instances build the topology without its arguments, so
+	// these are fixed in a binary's main (see testdata/multilang/ackcheckpy).
+	ShellSource, ShellRelay []string
+	// Settings are extra topology settings.
+	Settings map[string]string
 }
 
 func (o *Options) defaults() error {
@@ -134,9 +143,20 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 	b.SetConfig(KeyRate, strconv.Itoa(o.Rate))
 	b.SetConfig(KeyCopies, strconv.Itoa(o.Copies))
 	b.SetConfig(KeySinkLog, strconv.FormatBool(!o.NoSinkLog))
-	b.SetSpout(Source, func() api.Spout { return &SourceSpout{} }, o.Spouts)
+	for k, v := range o.Settings {
+		b.SetConfig(k, v)
+	}
+	if len(o.ShellSource) > 0 {
+		b.SetShellSpout(Source, api.ShellSpout(o.ShellSource[0], o.ShellSource[1:]...).Declare("id"), o.Spouts)
+	} else {
+		b.SetSpout(Source, func() api.Spout { return &SourceSpout{} }, o.Spouts)
+	}
 	b.SetBolt(Fanout, func() api.Bolt { return &FanoutBolt{} }, o.Bolts).ShuffleGrouping(Source)
-	b.SetBolt(Relay, func() api.Bolt { return &RelayBolt{} }, o.Bolts).FieldsGrouping(Fanout, "id")
+	if len(o.ShellRelay) > 0 {
+		b.SetShellBolt(Relay, api.ShellBolt(o.ShellRelay[0], o.ShellRelay[1:]...).Declare("id", "copy"), o.Bolts).FieldsGrouping(Fanout, "id")
+	} else {
+		b.SetBolt(Relay, func() api.Bolt { return &RelayBolt{} }, o.Bolts).FieldsGrouping(Fanout, "id")
+	}
 	b.SetBolt(Sink, func() api.Bolt { return &SinkBolt{} }, o.Bolts).FieldsGrouping(Relay, "id")
 	return b, nil
 }
