@@ -226,8 +226,7 @@ func counter(t *testing.T, stdout, name string) int64 {
 func TestDefineEnvironment(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "env.defn")
 	t.Setenv(DefineEnv, path)
-	// The topology's own arguments are ignored in define mode.
-	code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), "--topology-flag", "x")
+	code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}))
 	if code != ExitOK || stdout != "" || stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -237,6 +236,35 @@ func TestDefineEnvironment(t *testing.T) {
 	}
 	if got, err := topology.Unmarshal(data); err != nil || got.Name != "wordcount" {
 		t.Fatalf("Unmarshal = %+v, %v", got, err)
+	}
+}
+
+// TestDefineRefusesLeftoverArguments: in define mode the topology's main
+// has taken its own flags out; an argument left is one it does not know,
+// refused in one line with the usage exit code, and no definition is
+// written.
+func TestDefineRefusesLeftoverArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nosuchflag", "1"}, "has no flag -nosuchflag"},
+		{[]string{"-x=3"}, "has no flag -x"},
+		{[]string{"--local"}, "has no flag -local"},
+		{[]string{"extra"}, `takes no argument "extra"`},
+	} {
+		path := filepath.Join(t.TempDir(), "env.defn")
+		t.Setenv(DefineEnv, path)
+		code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), tc.args...)
+		if code != ExitUsage || stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q; want exit %d", tc.args, code, stdout, ExitUsage)
+		}
+		if !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: stderr %q; want one line mentioning %q", tc.args, stderr, tc.want)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%q: a definition was written (%v)", tc.args, err)
+		}
 	}
 }
 
