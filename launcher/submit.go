@@ -137,6 +137,15 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 	cfg := cluster.Config()
 	t.ID = t.Name + "-" + randomSuffix()
+	var renderer spi.JobRenderer
+	if o.DryRun && format != "table" && format != "json" {
+		sched, err := l.jobRenderer(ctx, cfg, format)
+		if err != nil {
+			return nil, err
+		}
+		defer sched.Close()
+		renderer = sched.(spi.JobRenderer)
+	}
 
 	l.progress("packing %d components into containers (%s)", len(t.Components), cfg.String("egret.packing", ""))
 	packer, err := l.Backends.Packing(ctx, cfg)
@@ -185,7 +194,12 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 			return nil, err
 		}
 		res.PackageURI = job.PackageURI
-		return res, l.renderJob(ctx, cfg, job, format, o.dryRunOut())
+		b, err := renderer.RenderJob(job)
+		if err != nil {
+			return nil, err
+		}
+		_, err = fmt.Fprintf(o.dryRunOut(), "%s\n", b)
+		return res, err
 	}
 
 	l.progress("uploading the topology package (%s)", cfg.String("egret.uploader", ""))
@@ -287,25 +301,19 @@ func (l *Launcher) previewURI(ctx context.Context, cfg spi.Config, up spi.Upload
 	return uri, nil
 }
 
-// renderJob writes the scheduler's own job for a --dry-run-format of
-// "<scheduler>-json" (for example nomad-json).
-func (l *Launcher) renderJob(ctx context.Context, cfg spi.Config, job spi.Job, format string, out io.Writer) error {
-	name := cfg.String("egret.scheduler", "")
+// jobRenderer returns the scheduler for a --dry-run-format of
+// "<scheduler>-json" (for example nomad-json) when it can show its job
+// (spi.JobRenderer).
+func (l *Launcher) jobRenderer(ctx context.Context, cfg spi.Config, format string) (spi.Scheduler, error) {
 	sched, err := l.Backends.Scheduler(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	defer sched.Close()
-	r, ok := sched.(spi.JobRenderer)
-	if !ok {
-		return badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler cannot show its job; use table or json", format, name))
+	if _, ok := sched.(spi.JobRenderer); !ok {
+		_ = sched.Close()
+		return nil, badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler cannot show its job; use table or json", format, cfg.String("egret.scheduler", "")))
 	}
-	b, err := r.RenderJob(job)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(out, "%s\n", b)
-	return err
+	return sched, nil
 }
 
 func (l *Launcher) launch(ctx context.Context, cfg spi.Config, job spi.Job) error {
