@@ -137,7 +137,9 @@ func TestDryRunTouchesNothing(t *testing.T) {
 				case code != 0:
 					t.Errorf("%s: exit %d\n%s", format, code, stderr)
 				case format == "nomad-json":
-					var doc struct{ Job struct{ Meta map[string]string } }
+					var doc struct {
+						Job struct{ Meta map[string]string }
+					}
 					if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 						t.Fatalf("nomad-json is not JSON: %v\n%s", err, stdout)
 					}
