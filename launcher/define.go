@@ -73,7 +73,7 @@ func define(ctx context.Context, binary string, args []string, tmp string, timeo
 				fmt.Errorf("topology binary %s did not define its topology within %s and was killed", binary, timeout),
 				"does its main block or wait before calling egret.Run? A slow machine needs a longer --define-timeout")
 		}
-		return nil, "", defineFailure(binary, args, defn, err, string(out))
+		return nil, "", defineFailure(binary, args, err, string(out))
 	}
 	b, err := os.ReadFile(defn)
 	if err != nil {
@@ -92,8 +92,12 @@ func define(ctx context.Context, binary string, args []string, tmp string, timeo
 // defineFailure describes a topology binary that failed in define mode in
 // one line: a panic by its value and the function it came from, refused
 // arguments, or the binary's own message.
-func defineFailure(binary string, args []string, defn string, err error, out string) error {
-	rerun := fmt.Sprintf("%s=%s %s", egret.DefineEnv, defn, strings.Join(append([]string{binary}, args...), " "))
+func defineFailure(binary string, args []string, err error, out string) error {
+	words := []string{egret.DefineEnv + "=$(mktemp)"}
+	for _, w := range append([]string{binary}, args...) {
+		words = append(words, shellQuote(w))
+	}
+	rerun := strings.Join(words, " ")
 	if value, where, ok := panicOf(out); ok {
 		msg := fmt.Sprintf("topology binary %s crashed while defining its topology: %s", binary, value)
 		if where != "" {
@@ -158,6 +162,15 @@ func panicOf(out string) (value, where string, ok bool) {
 		break
 	}
 	return value, "", true
+}
+
+// shellQuote quotes s for a POSIX shell unless it is made of characters
+// that need no quoting.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:=,+-@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 func nonEmptyLines(s string) []string {

@@ -126,13 +126,13 @@ func TestDefineFailure(t *testing.T) {
 		want     string
 		wantHint string
 	}{
-		{"panic", 2, goPanic, "crashed while defining its topology: no brokers configured (in main.mustBrokers at /home/me/topo/main.go:17)", "to see the stack trace"},
+		{"panic", 2, goPanic, "crashed while defining its topology: no brokers configured (in main.mustBrokers at /home/me/topo/main.go:17)", "run EGRET_DEFINE_OUT=$(mktemp) ./t -x to see the stack trace"},
 		{"usage", 2, "topology t has no flag -x (it takes only its own flags after --)\n", `refused its arguments ["-x"]: topology t has no flag -x`, ""},
 		{"invalid", 1, "topology \"t\" is invalid (2 problems):\n  no spout\n  bad name\n", `failed to define its topology (exit status 1): topology "t" is invalid (2 problems): no spout; bad name`, ""},
 		{"silent", 1, "", "failed to define its topology (exit status 1) and printed nothing", ""},
 		{"long", 1, long, "failed to define its topology (exit status 1): the last word", fmt.Sprintf("it printed %d lines", maxOutputLines+1)},
 	} {
-		err := defineFailure("./t", []string{"-x"}, "/tmp/t.defn", exitErr(t, tc.code), tc.out)
+		err := defineFailure("./t", []string{"-x"}, exitErr(t, tc.code), tc.out)
 		if !IsBadInput(err) {
 			t.Errorf("%s: not bad input: %v", tc.name, err)
 		}
@@ -153,5 +153,15 @@ func TestBuildFailure(t *testing.T) {
 	}
 	if h := Hint(err); !strings.Contains(h, "go build ./topo shows all 2 lines") {
 		t.Errorf("hint %q", h)
+	}
+}
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"--sentences": "--sentences", "a b": "'a b'", "it's": `'it'\''s'`, "": "''", "/tmp/x.defn": "/tmp/x.defn",
+	} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
 	}
 }
