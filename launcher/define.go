@@ -98,7 +98,9 @@ func defineFailure(binary string, args []string, err error, out string) error {
 		words = append(words, shellQuote(w))
 	}
 	rerun := strings.Join(words, " ")
-	if value, where, ok := panicOf(out); ok {
+	var ee *exec.ExitError
+	usage := errors.As(err, &ee) && ee.ExitCode() == egret.ExitUsage // also how Go exits on a panic
+	if value, where, ok := panicOf(out); ok && usage {
 		msg := fmt.Sprintf("topology binary %s crashed while defining its topology: %s", binary, value)
 		if where != "" {
 			msg += " (in " + where + ")"
@@ -106,8 +108,7 @@ func defineFailure(binary string, args []string, err error, out string) error {
 		return badInput(withHint(errors.New(msg), "run %s to see the stack trace", rerun))
 	}
 	what := fmt.Sprintf("failed to define its topology (%v)", err)
-	var ee *exec.ExitError
-	if errors.As(err, &ee) && ee.ExitCode() == egret.ExitUsage {
+	if usage {
 		what = fmt.Sprintf("refused its arguments %q", args)
 	}
 	lines := nonEmptyLines(out)

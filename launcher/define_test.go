@@ -130,6 +130,7 @@ func TestDefineFailure(t *testing.T) {
 		{"usage", 2, "topology t has no flag -x (it takes only its own flags after --)\n", `refused its arguments ["-x"]: topology t has no flag -x`, ""},
 		{"invalid", 1, "topology \"t\" is invalid (2 problems):\n  no spout\n  bad name\n", `failed to define its topology (exit status 1): topology "t" is invalid (2 problems): no spout; bad name`, ""},
 		{"silent", 1, "", "failed to define its topology (exit status 1) and printed nothing", ""},
+		{"logged panic", 1, "recovered: panic: in a plugin\npanic: not ours\nexiting\n", "failed to define its topology (exit status 1): recovered: panic: in a plugin; panic: not ours; exiting", ""},
 		{"long", 1, long, "failed to define its topology (exit status 1): the last word", fmt.Sprintf("it printed %d lines", maxOutputLines+1)},
 	} {
 		err := defineFailure("./t", []string{"-x"}, exitErr(t, tc.code), tc.out)
