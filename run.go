@@ -52,8 +52,13 @@ func Run(b *api.TopologyBuilder) {
 // code.
 func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) int {
 	if out := os.Getenv(DefineEnv); out != "" {
-		// egret submit: define the topology, whatever the arguments (they
-		// are the topology's own).
+		// egret submit: define the topology. The arguments after -- were
+		// the topology's own, which its main took out (SplitArgs): any
+		// left is one it does not know.
+		if err := checkDefineArgs(b.Name(), args); err != nil {
+			fmt.Fprintln(stderr, err)
+			return ExitUsage
+		}
 		t, err := b.Build()
 		if err != nil {
 			fmt.Fprintln(stderr, err)
@@ -128,6 +133,20 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 		fs.Usage()
 		return ExitUsage
 	}
+}
+
+// checkDefineArgs refuses the arguments left over in define mode: flags
+// the topology does not define, and positional arguments.
+func checkDefineArgs(topology string, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	a := args[0]
+	if name := strings.TrimLeft(a, "-"); name != a && name != "" {
+		name, _, _ = strings.Cut(name, "=")
+		return fmt.Errorf("topology %s has no flag -%s (it takes only its own flags after --)", topology, name)
+	}
+	return fmt.Errorf("topology %s takes no argument %q (it takes only its own flags after --)", topology, a)
 }
 
 func newLogger(w io.Writer, level zapcore.Level) *zap.Logger {

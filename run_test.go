@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -169,18 +170,49 @@ func TestBadCommandLine(t *testing.T) {
 	}
 }
 
+// TestLocalRunPrintsSummary runs word count in this process until the
+// count bolts have counted words, then stops it as Ctrl-C would (SIGTERM to
+// this process): the summary table and counters are printed.
 func TestLocalRunPrintsSummary(t *testing.T) {
-	b := wordcount.Builder(wordcount.Options{ReportEvery: 50 * time.Millisecond, Out: &bytes.Buffer{}})
-	start := time.Now()
-	code, stdout, stderr := runArgs(b, "--local", "--duration", "200ms")
+	reports := t.TempDir()
+	b := wordcount.Builder(wordcount.Options{ReportEvery: 50 * time.Millisecond, ReportDir: reports, Out: &bytes.Buffer{}})
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, stdout, stderr := runArgs(b, "--local")
+		done <- result{code, stdout, stderr}
+	}()
+	// The count bolts report only while the run is under way, after it
+	// set up its signal handling: SIGTERM then stops the run, not the test.
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		counts, err := wordcount.ReadReports(reports, "count-")
+		if err == nil && len(counts) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no word counted after %s (last error: %v)", 2*time.Minute, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the run did not stop after SIGTERM")
+	}
+	code, stdout, stderr := res.code, res.stdout, res.stderr
 	if code != ExitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
-	if elapsed := time.Since(start); elapsed > 20*time.Second {
-		t.Errorf("a 200ms run took %v", elapsed)
-	}
 	for _, want := range []string{
-		`running topology "wordcount" in this process (6 tasks) for 200ms`,
+		`running topology "wordcount" in this process (6 tasks); Ctrl-C stops it`,
 		`topology "wordcount" ran`,
 		"component", "emitted/s", "avg execute", "dropped",
 		"user counters:",
@@ -208,6 +240,9 @@ func TestLocalDeactivatedEmitsNothing(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 	}
+	if !strings.Contains(stdout, "(6 tasks) for 50ms; Ctrl-C stops it") {
+		t.Errorf("the run does not announce its duration:\n%s", stdout)
+	}
 	if !regexp.MustCompile(`(?m)^\s*sentence\s+spout\s+1\s+0\s`).MatchString(stdout) {
 		t.Errorf("a deactivated spout emitted tuples:\n%s", stdout)
 	}
@@ -226,8 +261,7 @@ func counter(t *testing.T, stdout, name string) int64 {
 func TestDefineEnvironment(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "env.defn")
 	t.Setenv(DefineEnv, path)
-	// The topology's own arguments are ignored in define mode.
-	code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), "--topology-flag", "x")
+	code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}))
 	if code != ExitOK || stdout != "" || stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -237,6 +271,35 @@ func TestDefineEnvironment(t *testing.T) {
 	}
 	if got, err := topology.Unmarshal(data); err != nil || got.Name != "wordcount" {
 		t.Fatalf("Unmarshal = %+v, %v", got, err)
+	}
+}
+
+// TestDefineRefusesLeftoverArguments: in define mode the topology's main
+// has taken its own flags out; an argument left is one it does not know,
+// refused in one line with the usage exit code, and no definition is
+// written.
+func TestDefineRefusesLeftoverArguments(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--nosuchflag", "1"}, "has no flag -nosuchflag"},
+		{[]string{"-x=3"}, "has no flag -x"},
+		{[]string{"--local"}, "has no flag -local"},
+		{[]string{"extra"}, `takes no argument "extra"`},
+	} {
+		path := filepath.Join(t.TempDir(), "env.defn")
+		t.Setenv(DefineEnv, path)
+		code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), tc.args...)
+		if code != ExitUsage || stdout != "" {
+			t.Errorf("%q: exit %d, stdout %q; want exit %d", tc.args, code, stdout, ExitUsage)
+		}
+		if !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%q: stderr %q; want one line mentioning %q", tc.args, stderr, tc.want)
+		}
+		if _, err := os.Stat(path); !os.IsNotExist(err) {
+			t.Errorf("%q: a definition was written (%v)", tc.args, err)
+		}
 	}
 }
 

@@ -149,6 +149,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return ExitOK
 	}
 	fmt.Fprintln(stderr, "egret:", err)
+	if hint := launcher.Hint(err); hint != "" {
+		fmt.Fprintln(stderr, "hint:", hint)
+	}
 	var ue usageError
 	if errors.As(err, &ue) || launcher.IsBadInput(err) || strings.HasPrefix(err.Error(), "unknown command") {
 		return ExitUsage

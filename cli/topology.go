@@ -47,6 +47,12 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 			if err != nil {
 				return err
 			}
+			if cmd.Flags().Changed("dry-run-format") && !o.DryRun {
+				return usagef("--dry-run-format needs --dry-run")
+			}
+			if o.DefineTimeout <= 0 {
+				return usagef("--define-timeout %s must be positive", o.DefineTimeout)
+			}
 			o.Binary, o.Args, o.WaitRunning, o.DryRunOut = args[1], args[2:], wait, cmd.OutOrStdout()
 			if o.DryRun {
 				l.Progress = cmd.ErrOrStderr()
@@ -56,15 +62,20 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 				return err
 			}
 			if !o.DryRun {
-				fmt.Fprintf(cmd.OutOrStdout(), "submitted topology %q (id %s) with %d containers\n", res.Topology, res.TopologyID, len(res.Plan.Containers)+1)
+				deactivated := ""
+				if o.DeployDeactivated {
+					deactivated = ", deactivated"
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "submitted topology %q (id %s) with %d containers%s\n", res.Topology, res.TopologyID, len(res.Plan.Containers)+1, deactivated)
 			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
 	f.BoolVar(&o.DeployDeactivated, "deploy-deactivated", false, "start with the spouts deactivated (egret activate starts them)")
-	f.BoolVar(&o.DryRun, "dry-run", false, "pack and print the plan without touching the cluster")
-	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "--dry-run output: the packing plan as table or json, or the scheduler's own job (nomad-json: uploads the package, prints the job for nomad job run -json)")
+	f.BoolVar(&o.DryRun, "dry-run", false, "define and pack, print the result; writes, uploads and contacts nothing")
+	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "--dry-run output: the packing plan as table or json, or the scheduler's own job (nomad-json: the job for nomad job run -json, naming the URI the package would be uploaded to)")
+	f.DurationVar(&o.DefineTimeout, "define-timeout", launcher.DefaultDefineTimeout, "stop the topology binary when it has not defined its topology after this long")
 	f.DurationVar(&wait, "wait", 60*time.Second, "wait this long for the topology to run (0: return after launch)")
 	f.StringVar(&o.Resources, "resources", "", "ship this directory in the package as resources/, where shell (multilang) components run (docs/multilang.md)")
 	return cmd

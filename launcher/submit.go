@@ -18,7 +18,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/conf"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
@@ -82,10 +81,18 @@ type SubmitOptions struct {
 	Binary string
 	// Args are passed to the topology binary when it defines the topology.
 	Args []string
+	// DefineTimeout bounds how long the topology binary may take to define
+	// the topology (0: DefaultDefineTimeout).
+	DefineTimeout time.Duration
 	// DeployDeactivated starts the topology with its spouts deactivated.
 	DeployDeactivated bool
-	// DryRun packs the topology and renders the plan without touching the
-	// cluster; DryRunFormat is "table" (default) or "json".
+	// DryRun defines and packs the topology and renders the result without
+	// side effects: no file outside a temporary directory, no state, no
+	// package, no request to a state manager, package server or resource
+	// manager. DryRunFormat is "table" (default) or "json" for the packing
+	// plan, or "<scheduler>-json" for the scheduler's own job
+	// (spi.JobRenderer), which names the URI the package would be uploaded
+	// to (spi.URIPreviewer) or else spi.DryRunPackageURI.
 	DryRun       bool
 	DryRunFormat string
 	DryRunOut    io.Writer
@@ -108,9 +115,12 @@ type SubmitResult struct {
 // Submit defines, packs, uploads, records and launches a topology. A
 // failure after the upload undoes what was done.
 func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, error) {
+	format, err := l.dryRunFormat(o)
+	if err != nil {
+		return nil, err
+	}
 	var resources map[string]string
 	if o.Resources != "" {
-		var err error
 		if resources, err = resourceFiles(o.Resources); err != nil {
 			return nil, err
 		}
@@ -126,7 +136,7 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		return nil, err
 	}
 	l.progress("defining topology from %s", o.Binary)
-	t, defn, err := define(ctx, binary, o.Args, tmp)
+	t, defn, err := define(ctx, binary, o.Args, tmp, o.DefineTimeout)
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +149,15 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 	cfg := cluster.Config()
 	t.ID = t.Name + "-" + randomSuffix()
+	var renderer spi.JobRenderer
+	if o.DryRun && format != "table" && format != "json" {
+		sched, err := l.jobRenderer(ctx, cfg, format)
+		if err != nil {
+			return nil, err
+		}
+		defer sched.Close()
+		renderer = sched.(spi.JobRenderer)
+	}
 
 	l.progress("packing %d components into containers (%s)", len(t.Components), cfg.String("egret.packing", ""))
 	packer, err := l.Backends.Packing(ctx, cfg)
@@ -153,18 +172,14 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	if err := pp.Validate(t); err != nil {
 		return nil, err
 	}
-	format := o.DryRunFormat
-	if format == "" {
-		format = "table"
-	}
-	nativeDryRun := o.DryRun && format != "table" && format != "json"
-	if o.DryRun && !nativeDryRun {
-		return &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp}, render.Render(pp, o.dryRunOut(), format)
+	res := &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp}
+	if o.DryRun && (format == "table" || format == "json") {
+		return res, render.Render(pp, o.dryRunOut(), format)
 	}
 
 	var store *state.Store
 	unlock := func() {}
-	if !nativeDryRun {
+	if !o.DryRun {
 		sm, err := l.Backends.StateManager(ctx, cfg)
 		if err != nil {
 			return nil, fmt.Errorf("state manager: %w", err)
@@ -183,26 +198,32 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		}
 	}
 
-	l.progress("uploading the topology package (%s)", cfg.String("egret.uploader", ""))
-	pkg := filepath.Join(tmp, t.Name+".tar.gz")
-	cfgFile := filepath.Join(tmp, PackageConfig)
-	if err := writeConfig(cfgFile, cfg); err != nil {
+	pkg := spi.Package{Topology: t.Name, Role: cluster.Role, Cluster: cluster.Name, Path: filepath.Join(tmp, t.Name+".tar.gz")}
+	if pkg.SHA256, err = buildPackage(pkg.Path, cfg, binary, defn, resources); err != nil {
 		return nil, err
-	}
-	files := map[string]string{PackageBinary: binary, PackageDefinition: defn, PackageConfig: cfgFile}
-	for name, src := range resources {
-		files[name] = src
-	}
-	sha, err := fetch.CreateTarGz(pkg, files)
-	if err != nil {
-		return nil, fmt.Errorf("build the topology package: %w", err)
 	}
 	up, err := l.Backends.Uploader(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("uploader: %w", err)
 	}
 	defer up.Close()
-	uri, err := up.Upload(ctx, spi.Package{Topology: t.Name, Role: cluster.Role, Cluster: cluster.Name, Path: pkg, SHA256: sha})
+	job := spi.Job{Topology: t.Name, TopologyID: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
+		PackageSHA256: pkg.SHA256, Plan: pp, Config: cfg}
+	if o.DryRun {
+		if job.PackageURI, err = l.previewURI(ctx, cfg, up, pkg); err != nil {
+			return nil, err
+		}
+		res.PackageURI = job.PackageURI
+		b, err := renderer.RenderJob(job)
+		if err != nil {
+			return nil, err
+		}
+		_, err = fmt.Fprintf(o.dryRunOut(), "%s\n", b)
+		return res, err
+	}
+
+	l.progress("uploading the topology package (%s)", cfg.String("egret.uploader", ""))
+	uri, err := up.Upload(ctx, pkg)
 	if err != nil {
 		return nil, fmt.Errorf("upload the topology package: %w", err)
 	}
@@ -211,18 +232,12 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 			l.Log.Warn("could not remove the uploaded package", zap.String("uri", uri), zap.Error(err))
 		}
 	}
-	job := spi.Job{Topology: t.Name, TopologyID: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
-		PackageURI: uri, PackageSHA256: sha, Plan: pp, Config: cfg}
-	if nativeDryRun {
-		// The job names the uploaded package, which stays for the user to
-		// run the job by hand; nothing else is written.
-		return &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp, PackageURI: uri}, l.renderJob(ctx, cfg, job, format, o.dryRunOut())
-	}
+	job.PackageURI, res.PackageURI = uri, uri
 
 	l.progress("writing topology state (%s)", cfg.String("egret.statemgr", ""))
 	es := &egretpb.ExecutionState{
 		TopologyName: t.Name, TopologyId: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
-		SubmitTimeUnix: time.Now().Unix(), SubmitUser: currentUser(), PackageUri: uri, PackageSha256: sha,
+		SubmitTimeUnix: time.Now().Unix(), SubmitUser: currentUser(), PackageUri: uri, PackageSha256: pkg.SHA256,
 		EgretVersion: Version, Scheduler: cfg.String("egret.scheduler", ""), DeployDeactivated: o.DeployDeactivated,
 	}
 	if err := store.Submit(ctx, state.Submission{Topology: t, Plan: pp, ExecutionState: es}); err != nil {
@@ -242,13 +257,16 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		undoUpload()
 		return nil, fmt.Errorf("launch topology %q: %w", t.Name, err)
 	}
-	res := &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp, PackageURI: uri}
 	if o.WaitRunning > 0 {
 		unlock() // waiting changes nothing: let kill and update in
 		if err := waitPlan(ctx, store, t.Name, 0, o.WaitRunning); err != nil {
 			return res, err
 		}
-		l.progress("topology %q is running (id %s)", t.Name, t.ID)
+		if o.DeployDeactivated {
+			l.progress("topology %q is deployed, deactivated (id %s): egret activate starts its spouts", t.Name, t.ID)
+		} else {
+			l.progress("topology %q is running (id %s)", t.Name, t.ID)
+		}
 	}
 	return res, nil
 }
@@ -277,28 +295,71 @@ func (o SubmitOptions) dryRunOut() io.Writer {
 	return o.DryRunOut
 }
 
-// renderJob writes the scheduler's own job for a --dry-run-format of
-// "<scheduler>-json" (for example nomad-json).
-func (l *Launcher) renderJob(ctx context.Context, cfg spi.Config, job spi.Job, format string, out io.Writer) error {
-	name := cfg.String("egret.scheduler", "")
-	if format != name+"-json" {
-		return badInput(fmt.Errorf("--dry-run-format %q: use table, json or %s-json", format, name))
+// dryRunFormat checks o.DryRunFormat before anything runs: table, json or
+// the cluster's scheduler's "<scheduler>-json".
+func (l *Launcher) dryRunFormat(o SubmitOptions) (string, error) {
+	format := o.DryRunFormat
+	if format == "" {
+		format = "table"
 	}
+	if !o.DryRun {
+		return format, nil
+	}
+	sched := l.Cluster.Config().String("egret.scheduler", "")
+	if format != "table" && format != "json" && format != sched+"-json" {
+		return "", badInput(fmt.Errorf("--dry-run-format %q: use table, json or %s-json (the scheduler of cluster %s is %s)", format, sched, l.Cluster.Name, sched))
+	}
+	return format, nil
+}
+
+// buildPackage writes the topology package (binary, definition, cluster
+// config) to path and returns its SHA-256.
+func buildPackage(path string, cfg spi.Config, binary, defn string, resources map[string]string) (string, error) {
+	cfgFile := filepath.Join(filepath.Dir(path), PackageConfig)
+	if err := writeConfig(cfgFile, cfg); err != nil {
+		return "", err
+	}
+	files := map[string]string{PackageBinary: binary, PackageDefinition: defn, PackageConfig: cfgFile}
+	for name, src := range resources {
+		files[name] = src
+	}
+	sha, err := fetch.CreateTarGz(path, files)
+	if err != nil {
+		return "", fmt.Errorf("build the topology package: %w", err)
+	}
+	return sha, nil
+}
+
+// previewURI returns the URI the uploader would store pkg at, without
+// uploading it, or spi.DryRunPackageURI when the uploader cannot tell.
+func (l *Launcher) previewURI(ctx context.Context, cfg spi.Config, up spi.Uploader, pkg spi.Package) (string, error) {
+	name := cfg.String("egret.uploader", "")
+	p, ok := up.(spi.URIPreviewer)
+	if !ok {
+		l.progress("dry run: the package is not uploaded; the %s uploader cannot tell its URI, the job names %s", name, spi.DryRunPackageURI)
+		return spi.DryRunPackageURI, nil
+	}
+	uri, err := p.PreviewURI(ctx, pkg)
+	if err != nil {
+		return "", fmt.Errorf("the URI of the topology package (%s uploader): %w", name, err)
+	}
+	l.progress("dry run: the package is not uploaded; the job names the URI the %s uploader would store it at", name)
+	return uri, nil
+}
+
+// jobRenderer returns the scheduler for a --dry-run-format of
+// "<scheduler>-json" (for example nomad-json) when it can show its job
+// (spi.JobRenderer).
+func (l *Launcher) jobRenderer(ctx context.Context, cfg spi.Config, format string) (spi.Scheduler, error) {
 	sched, err := l.Backends.Scheduler(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("scheduler: %w", err)
+		return nil, fmt.Errorf("scheduler: %w", err)
 	}
-	defer sched.Close()
-	r, ok := sched.(spi.JobRenderer)
-	if !ok {
-		return badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler cannot show its job", format, name))
+	if _, ok := sched.(spi.JobRenderer); !ok {
+		_ = sched.Close()
+		return nil, badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler cannot show its job; use table or json", format, cfg.String("egret.scheduler", "")))
 	}
-	b, err := r.RenderJob(job)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(out, "%s\n", b)
-	return err
+	return sched, nil
 }
 
 func (l *Launcher) launch(ctx context.Context, cfg spi.Config, job spi.Job) error {
@@ -319,13 +380,20 @@ func (l *Launcher) binary(ctx context.Context, path, tmp string) (string, error)
 	if path == "" {
 		return "", badInput(errors.New("no topology binary given"))
 	}
-	if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+	st, statErr := os.Stat(path)
+	switch {
+	case statErr == nil && st.Mode().IsRegular():
 		if st.Mode()&0o111 == 0 {
-			return "", badInput(fmt.Errorf("topology binary %s is not executable", path))
+			return "", badInput(fmt.Errorf("topology binary %s is not executable (chmod +x it, or give its Go package)", path))
 		}
 		return filepath.Abs(path)
-	}
-	if !looksLikeGoPackage(path) {
+	case statErr == nil && st.IsDir():
+		if matches, _ := filepath.Glob(filepath.Join(path, "*.go")); len(matches) == 0 {
+			return "", badInput(fmt.Errorf("%s is a directory without Go files: give a topology binary or the directory of a topology's main package (such as ./examples/wordcount)", path))
+		}
+	case statErr == nil:
+		return "", badInput(fmt.Errorf("%s is neither a topology binary nor a Go package directory (it is a %s)", path, st.Mode().Type()))
+	case !looksLikeImportPath(path):
 		return "", badInput(fmt.Errorf("topology binary %s does not exist (give a built binary or a Go package such as ./examples/wordcount)", path))
 	}
 	cfg := l.Cluster.Config()
@@ -336,43 +404,39 @@ func (l *Launcher) binary(ctx context.Context, path, tmp string) (string, error)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, path)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", badInput(fmt.Errorf("build topology package %s: %v\n%s", path, err, strings.TrimSpace(string(b))))
+		return "", buildFailure(path, goos, goarch, err, string(b))
 	}
 	return out, nil
 }
 
-func looksLikeGoPackage(path string) bool {
-	if st, err := os.Stat(path); err == nil && st.IsDir() {
-		matches, _ := filepath.Glob(filepath.Join(path, "*.go"))
-		return len(matches) > 0
+// buildFailure describes a failed go build in one line: the first error
+// of the compiler's output, with a hint to see the rest.
+func buildFailure(path, goos, goarch string, err error, out string) error {
+	var first string
+	n := 0
+	for _, l := range nonEmptyLines(out) {
+		if strings.HasPrefix(l, "#") { // "# package" headers
+			continue
+		}
+		if first == "" {
+			first = l
+		}
+		n++
 	}
-	return !strings.HasPrefix(path, ".") && !filepath.IsAbs(path) && strings.Contains(path, ".") && strings.Contains(path, "/")
+	if first == "" {
+		first = err.Error()
+	}
+	msg := fmt.Errorf("build topology package %s for %s/%s: %s", path, goos, goarch, first)
+	if n > 1 {
+		return badInput(withHint(msg, "go build %s shows all %d lines of the compiler's output", path, n))
+	}
+	return badInput(msg)
 }
 
-// define runs the topology binary in define mode and reads the definition.
-func define(ctx context.Context, binary string, args []string, tmp string) (*topology.Topology, string, error) {
-	defn := filepath.Join(tmp, PackageDefinition)
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = append(os.Environ(), egret.DefineEnv+"="+defn)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := strings.TrimSpace(string(out))
-		return nil, "", badInput(fmt.Errorf("topology binary %s failed to define its topology (%v):\n%s", binary, err, msg))
-	}
-	b, err := os.ReadFile(defn)
-	if err != nil {
-		return nil, "", badInput(fmt.Errorf("topology binary %s wrote no definition: is it built with egret.Run? (%w)", binary, err))
-	}
-	t, err := topology.Unmarshal(b)
-	if err != nil {
-		return nil, "", badInput(err)
-	}
-	if err := topology.Validate(t); err != nil {
-		return nil, "", badInput(err)
-	}
-	return t, defn, nil
+// looksLikeImportPath reports whether path, which is not a file, may be a
+// Go import path such as github.com/you/topology.
+func looksLikeImportPath(path string) bool {
+	return !strings.HasPrefix(path, ".") && !filepath.IsAbs(path) && strings.Contains(path, ".") && strings.Contains(path, "/")
 }
 
 func writeConfig(path string, cfg spi.Config) error {

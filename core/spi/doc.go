@@ -1,6 +1,7 @@
 // Package spi defines the service-provider interfaces of Egret's pluggable
 // core: Packing, Repacking, Launcher, Scheduler (with the optional Scalable
-// capability), Uploader and StateManager, the registries that map a backend
+// capability; JobRenderer), Uploader (optional URIPreviewer) and
+// StateManager, the registries that map a backend
 // name to its built-in factory, and the sentinel errors shared by every
 // implementation.
 //

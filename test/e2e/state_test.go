@@ -100,5 +100,5 @@ func (c *cluster) metric(topology, component, name string) float64 {
 // waitGone waits until none of this cluster's processes is left.
 func (c *cluster) waitGone(t *testing.T) {
 	t.Helper()
-	waitFor(t, "no process left behind", 30*time.Second, func() bool { return len(c.processes()) == 0 })
+	waitFor(t, "no process left behind", 2*time.Minute, func() bool { return len(c.processes()) == 0 })
 }

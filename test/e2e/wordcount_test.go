@@ -35,7 +35,7 @@ func submitWordCount(t *testing.T, c *cluster, containers, sentences int, extra 
 func exactCounts(t *testing.T, reports string) map[string]int64 {
 	t.Helper()
 	var emitted, counted map[string]int64
-	waitFor(t, "the count bolts to count every emitted word", 90*time.Second, func() bool {
+	waitFor(t, "the count bolts to count every emitted word", 3*time.Minute, func() bool {
 		var err error
 		if emitted, err = wordcount.ReadReports(reports, "sentence-"); err != nil || len(emitted) == 0 {
 			return false

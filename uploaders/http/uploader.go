@@ -50,7 +50,10 @@ type Uploader struct {
 	closed  atomic.Bool
 }
 
-var _ spi.Uploader = (*Uploader)(nil)
+var (
+	_ spi.Uploader     = (*Uploader)(nil)
+	_ spi.URIPreviewer = (*Uploader)(nil)
+)
 
 // New builds an http uploader from cfg (see the package documentation for
 // the keys).
@@ -114,15 +117,10 @@ func (u *Uploader) Upload(ctx context.Context, pkg spi.Package) (string, error) 
 	if u.closed.Load() {
 		return "", fmt.Errorf("http uploader: %w", spi.ErrClosed)
 	}
-	sha, size, err := pkgio.PreparePackage(ctx, pkg)
+	target, sha, size, err := u.target(ctx, pkg)
 	if err != nil {
 		return "", fmt.Errorf("http upload: %w", err)
 	}
-	name, err := pkgio.ObjectName(pkg, sha)
-	if err != nil {
-		return "", fmt.Errorf("http upload: %w", err)
-	}
-	target := u.base.JoinPath(name)
 	resp, err := httpx.Do(ctx, u.client, u.retry, u.log, func(ctx context.Context) (*nethttp.Request, error) {
 		f, err := os.Open(pkg.Path)
 		if err != nil {
@@ -165,6 +163,30 @@ func (u *Uploader) Upload(ctx context.Context, pkg spi.Package) (string, error) 
 	u.log.Info("uploaded package", zap.String("topology", pkg.Topology), zap.String("uri", httpx.Redact(uri)),
 		zap.Int64("bytes", size), zap.String("sha256", sha))
 	return uri.String(), nil
+}
+
+// target checks pkg and returns the URL it is PUT to, its digest and size.
+func (u *Uploader) target(ctx context.Context, pkg spi.Package) (*url.URL, string, int64, error) {
+	sha, size, err := pkgio.PreparePackage(ctx, pkg)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	name, err := pkgio.ObjectName(pkg, sha)
+	if err != nil {
+		return nil, "", 0, err
+	}
+	return u.base.JoinPath(name), sha, size, nil
+}
+
+// PreviewURI returns the URI Upload would PUT pkg to, which is the URI it
+// returns unless the package server answers with a Location elsewhere
+// (egret serve-packages does not). It contacts no server.
+func (u *Uploader) PreviewURI(ctx context.Context, pkg spi.Package) (string, error) {
+	target, _, _, err := u.target(ctx, pkg)
+	if err != nil {
+		return "", fmt.Errorf("http preview: %w", err)
+	}
+	return target.String(), nil
 }
 
 // Undo DELETEs uri; a 404 is success. URIs that are not under the

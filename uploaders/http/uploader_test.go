@@ -311,3 +311,30 @@ func TestClosed(t *testing.T) {
 		t.Fatalf("Upload after Close = %v; want spi.ErrClosed", err)
 	}
 }
+
+// TestPreviewContactsNoServer: a preview names the URL an upload would PUT
+// to without a request.
+func TestPreviewContactsNoServer(t *testing.T) {
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests++
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	u := newUploader(t, spi.Config{egrethttp.KeyURI: srv.URL + "/packages"})
+	pkg := filepath.Join(t.TempDir(), "p.tar.gz")
+	if err := os.WriteFile(pkg, []byte("package"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uri, err := u.(spi.URIPreviewer).PreviewURI(context.Background(), spi.Package{Topology: "wc", Role: "me", Cluster: "nomad", Path: pkg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := srv.URL + "/packages/wc-me-"; !strings.HasPrefix(uri, want) || !strings.HasSuffix(uri, ".tar.gz") {
+		t.Errorf("PreviewURI = %s, want %s<digest>.tar.gz", uri, want)
+	}
+	srv.Close() // waits for any request in flight
+	if requests != 0 {
+		t.Errorf("PreviewURI sent %d requests", requests)
+	}
+}

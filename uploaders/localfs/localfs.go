@@ -30,7 +30,10 @@ type Uploader struct {
 	closed atomic.Bool
 }
 
-var _ spi.Uploader = (*Uploader)(nil)
+var (
+	_ spi.Uploader     = (*Uploader)(nil)
+	_ spi.URIPreviewer = (*Uploader)(nil)
+)
 
 // New builds a localfs uploader from cfg; egret.uploader.localfs.directory
 // is required and made absolute. The directory is created on first upload.
@@ -119,10 +122,29 @@ func (u *Uploader) upload(ctx context.Context, pkg spi.Package) (string, error) 
 	if err := w.Commit(dst, 0o644); err != nil {
 		return "", err
 	}
-	uri := (&url.URL{Scheme: "file", Path: filepath.ToSlash(dst)}).String()
+	uri := fileURI(dst)
 	u.log.Info("uploaded package", zap.String("topology", pkg.Topology), zap.String("uri", uri),
 		zap.Int64("bytes", w.Size()), zap.String("sha256", sha))
 	return uri, nil
+}
+
+// PreviewURI returns the URI Upload would return for pkg: the package file
+// is read (and hashed when pkg.SHA256 is empty), the directory is neither
+// created nor written.
+func (u *Uploader) PreviewURI(ctx context.Context, pkg spi.Package) (string, error) {
+	sha, _, err := pkgio.PreparePackage(ctx, pkg)
+	if err != nil {
+		return "", fmt.Errorf("localfs preview of %s: %w", pkg.Path, err)
+	}
+	name, err := pkgio.ObjectName(pkg, sha)
+	if err != nil {
+		return "", fmt.Errorf("localfs preview of %s: %w", pkg.Path, err)
+	}
+	return fileURI(filepath.Join(u.dir, name)), nil
+}
+
+func fileURI(path string) string {
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(path)}).String()
 }
 
 // Undo deletes the file uri names. A missing file is success; a URI

@@ -165,3 +165,24 @@ func TestClosed(t *testing.T) {
 		t.Fatalf("Upload after Close: %v; want spi.ErrClosed", err)
 	}
 }
+
+// TestPreviewCreatesNothing: a preview names the file an upload would
+// write without creating the repository directory.
+func TestPreviewCreatesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "repo")
+	u := newUploader(t, dir)
+	pkg := filepath.Join(t.TempDir(), "p.tar.gz")
+	if err := os.WriteFile(pkg, []byte("package"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	uri, err := u.(spi.URIPreviewer).PreviewURI(context.Background(), spi.Package{Topology: "wc", Role: "me", Cluster: "local", Path: pkg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "file://" + filepath.ToSlash(dir) + "/wc-me-"; !strings.HasPrefix(uri, want) {
+		t.Errorf("PreviewURI = %s, want a name under %s", uri, want)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("PreviewURI touched the repository directory: %v", err)
+	}
+}

@@ -68,6 +68,7 @@ func (s Suite) Run(t *testing.T) {
 		{"InvalidPackage", s.testInvalidPackage},
 		{"ConcurrentUploads", s.testConcurrent},
 		{"CanceledContext", s.testCanceled},
+		{"PreviewURI", s.testPreviewURI},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)
@@ -414,5 +415,35 @@ func (s Suite) testCanceled(t *testing.T) {
 	}
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Upload with a canceled context: %v; want an error wrapping context.Canceled", err)
+	}
+}
+
+// testPreviewURI checks the optional spi.URIPreviewer: the preview stores
+// nothing and names the URI the upload then returns.
+func (s Suite) testPreviewURI(t *testing.T) {
+	u := s.uploader(t)
+	p, ok := u.(spi.URIPreviewer)
+	if !ok {
+		t.Skip("the uploader does not implement spi.URIPreviewer")
+	}
+	b := s.makePackage(t, "preview", 12)
+	preview, err := p.PreviewURI(ctxFor(t), b.pkg)
+	if err != nil {
+		t.Fatalf("PreviewURI: %v", err)
+	}
+	s.expectGone(t, preview)
+	nosha := b.pkg
+	nosha.SHA256 = ""
+	if again, err := p.PreviewURI(ctxFor(t), nosha); err != nil || again != preview {
+		t.Fatalf("PreviewURI without SHA256 = %q, %v; want %q", again, err, preview)
+	}
+	if uri := s.upload(t, u, b); uri != preview {
+		t.Fatalf("Upload returned %s, PreviewURI %s", uri, preview)
+	}
+	missing := b.pkg
+	missing.Path = filepath.Join(t.TempDir(), "does-not-exist.tar.gz")
+	missing.SHA256 = ""
+	if uri, err := p.PreviewURI(ctxFor(t), missing); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("PreviewURI of a missing file = %q, %v; want an error wrapping fs.ErrNotExist", uri, err)
 	}
 }
