@@ -60,6 +60,7 @@ const (
 
 	// Keys of the core config the scheduler also reads.
 	keyCoreURI      = "egret.package.core.uri"
+	keyCoreBundle   = "egret.package.core.bundle"
 	keyMetricsSinks = "egret.metrics.sinks"
 	keyStopGrace    = "egret.executor.stop.grace"
 )
@@ -73,6 +74,7 @@ type settings struct {
 	driver, dockerImage, networkMode  string
 	mhzPerCore                        int
 	coreURI                           string
+	coreBundled                       bool // the topology package carries egret
 	placementTimeout                  time.Duration
 	tmanager                          plan.Resources
 	stopGrace                         time.Duration
@@ -109,7 +111,7 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 		coreURI:         cfg.String(keyCoreURI, ""),
 		restartMode:     cfg.String(KeyRestartMode, "fail"),
 		serviceTags:     list(cfg.String(KeyMetricsServiceTags, "prometheus,metrics,egret")),
-		serviceProvider: cfg.String(KeyMetricsServiceProvider, "consul"),
+		serviceProvider: cfg.String(KeyMetricsServiceProvider, "nomad"),
 		tls: api.TLSConfig{
 			CACert:        cfg.String(KeyTLSCACert, ""),
 			ClientCert:    cfg.String(KeyTLSClientCert, ""),
@@ -162,6 +164,8 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 	add(err)
 	s.serviceTimeout, err = cfg.Duration(KeyMetricsServiceTimeout, 2*time.Second)
 	add(err)
+	s.coreBundled, err = cfg.Bool(keyCoreBundle, false)
+	add(err)
 	s.metricsPort = slices.Contains(list(cfg.String(keyMetricsSinks, "")), "prometheus")
 
 	if s.address != "" {
@@ -182,6 +186,13 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 	if len(s.datacenters) == 0 {
 		add(fmt.Errorf("config key %s: no datacenter given (for example dc1, or * for all)", KeyDatacenters))
 	}
+	if s.coreURI == "" && s.driver != "docker" && !s.coreBundled {
+		add(fmt.Errorf("config keys %s and %s: the containers would have no egret binary to run; set %s: true (the topology package carries this egret) or %s to where the Nomad clients can download egret (http, https, s3, gcs, git or hg)",
+			keyCoreURI, keyCoreBundle, keyCoreBundle, keyCoreURI))
+	}
+	if u, err := url.Parse(s.coreURI); s.coreURI != "" && (err != nil || !slices.Contains(getterSchemes, u.Scheme)) {
+		add(fmt.Errorf("config key %s: %q is not a URI Nomad's artifact getter downloads (use http, https, s3, gcs, git or hg; Nomad 1.6 has no file scheme)", keyCoreURI, s.coreURI))
+	}
 	if s.driver == "docker" && s.dockerImage == "" {
 		add(fmt.Errorf("config key %s: the docker driver needs an image holding the egret binary", KeyDockerImage))
 	}
@@ -193,6 +204,10 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 	}
 	return s, nil
 }
+
+// getterSchemes are the URI schemes Nomad's artifact getter downloads
+// (Nomad 1.6: no file scheme, so a path on the client cannot be fetched).
+var getterSchemes = []string{"http", "https", "s3", "gcs", "git", "hg"}
 
 // clientConfig returns the Nomad client config: the standard NOMAD_*
 // environment variables (as the nomad CLI reads them), overridden by every

@@ -19,13 +19,18 @@ func harness(f *nomadtest.Server, newSched func(t *testing.T) spi.Scheduler) sch
 		Containers:   observer(f),
 		StrictErrors: true,
 		PollInterval: 5e6, // 5ms: the fake acts at once
+		// The fake's clients download the package, as Nomad's do: the
+		// suite's file:// URI would fail every allocation.
+		EditJob: func(job *spi.Job) {
+			job.PackageURI, job.PackageSHA256 = testPackageURI, sha256Hex(testPackage())
+		},
 	}
 }
 
 // TestConformance runs the scheduler conformance suite against the fake
 // Nomad with the scheduler in process.
 func TestConformance(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler {
 		s, err := New(schedConfig(f.URL), nil)
 		if err != nil {
@@ -38,7 +43,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceGRPC runs the suite through the plugin protocol (gRPC
 // adapters, in memory).
 func TestConformanceGRPC(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler {
 		return plugintest.Scheduler(t, New, schedConfig(f.URL))
 	}))
@@ -51,7 +56,7 @@ func TestConformancePlugin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts the plugin binary")
 	}
-	f := nomadtest.New(t)
+	f := newFake(t)
 	dir := t.TempDir()
 	plugintest.Install(t, dir, plugins.KindScheduler, "nomadplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-nomad"))
 	loader := plugintest.NewLoader(t, dir)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ func (sc *Scheduler) fail(ctx context.Context, what string, err error) error {
 	}
 	var ure api.UnexpectedResponseError
 	if errors.As(err, &ure) {
-		body := strings.TrimSpace(ure.Body())
+		body := oneLine(ure.Body())
 		switch ure.StatusCode() {
 		case 401, 403:
 			why := "is invalid, expired, or its policies do not allow this"
@@ -222,4 +223,60 @@ func orNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
+}
+
+var (
+	// occurred ends a go-multierror header: "3 errors occurred:".
+	occurred = regexp.MustCompile(`\d+ errors? occurred:$`)
+	// groupFailed is how Nomad introduces the errors of a task group.
+	groupFailed = regexp.MustCompile(`^Task group (\S+) validation failed:`)
+)
+
+// oneLine turns the body of a Nomad error into one line. Nomad renders
+// its nested go-multierror lists over many lines ("2 errors occurred:",
+// "\t* Task group container-1 validation failed: 1 error occurred:",
+// "\t* 3 errors occurred:", "\t* Invalid health check given: \"\"", ...,
+// blank lines). The innermost messages are kept, each prefixed with the
+// task groups it was reported for ("container-1, container-2: ...").
+func oneLine(body string) string {
+	var order []string              // task groups ("" for the job), first seen first
+	leaves := map[string][]string{} // task group -> its messages
+	group := ""
+	for _, l := range strings.Split(body, "\n") {
+		l = strings.TrimPrefix(strings.TrimSpace(l), "* ")
+		if l == "" {
+			continue
+		}
+		if m := groupFailed.FindStringSubmatch(l); m != nil {
+			group = m[1]
+		}
+		if loc := occurred.FindStringIndex(l); loc != nil {
+			continue // a header: its messages follow
+		}
+		if _, ok := leaves[group]; !ok {
+			order = append(order, group)
+		}
+		leaves[group] = append(leaves[group], l)
+	}
+	var parts []string
+	done := map[string]bool{}
+	for _, g := range order {
+		if done[g] {
+			continue
+		}
+		msg := strings.Join(leaves[g], "; ")
+		names := []string{}
+		for _, other := range order {
+			if other != "" && !done[other] && strings.Join(leaves[other], "; ") == msg {
+				names = append(names, other)
+				done[other] = true
+			}
+		}
+		if g == "" {
+			parts = append(parts, msg)
+			continue
+		}
+		parts = append(parts, strings.Join(names, ", ")+": "+msg)
+	}
+	return strings.Join(parts, "; ")
 }

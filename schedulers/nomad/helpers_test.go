@@ -1,10 +1,16 @@
 package nomad
 
 import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +22,51 @@ import (
 	"github.com/egret-stream/egret/schedulers/nomad/nomadtest"
 )
 
-const testSHA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+// goldenSHA stands in for the package digest in the golden files, which
+// must not depend on how compress/gzip encodes the test package.
+const goldenSHA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+
+// testPackageURI is where the fake's client downloads testPackage from.
+const testPackageURI = "http://packages.example.com:7780/packages/wordcount-alice-9f86d081884c.tar.gz"
+
+// testPackage is a topology package as egret submit builds it for the
+// nomad cluster (egret.package.core.bundle: true): the egret binary, the
+// topology binary, its definition and the cluster config.
+var testPackage = sync.OnceValue(func() []byte { return tarGz("egret", "topology", "topology.defn", "cluster.json") })
+
+// tarGz builds a tar.gz holding one small file per name.
+func tarGz(names ...string) []byte {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, n := range names {
+		body := []byte("content of " + n)
+		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			panic(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			panic(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		panic(err)
+	}
+	if err := zw.Close(); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+func sha256Hex(b []byte) string {
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// newFake starts a fake Nomad whose clients download testPackage from
+// testPackageURI (and nothing else).
+func newFake(t *testing.T, opts ...nomadtest.Option) *nomadtest.Server {
+	return nomadtest.New(t, append([]nomadtest.Option{nomadtest.WithArtifacts(map[string][]byte{testPackageURI: testPackage()})}, opts...)...)
+}
 
 // schedConfig is the scheduler config of the tests, against addr.
 func schedConfig(addr string, extra ...string) spi.Config {
@@ -27,6 +77,7 @@ func schedConfig(addr string, extra ...string) spi.Config {
 		KeyDriver:             "raw_exec",
 		KeyMHzPerCore:         "2000",
 		KeyPlacementTimeout:   "10s",
+		keyCoreBundle:         "true",
 		"egret.metrics.sinks": "file,tmanager,prometheus",
 	}
 	for i := 0; i+1 < len(extra); i += 2 {
@@ -64,8 +115,8 @@ func wordcount(n int) spi.Job {
 	}
 	return spi.Job{
 		Topology: "wordcount", TopologyID: "wordcount-7f3a9c", Cluster: "nomad", Role: "alice", Environ: "prod",
-		PackageURI:    "http://packages.example.com:9000/api/v1/file/download/wordcount-7f3a9c",
-		PackageSHA256: testSHA,
+		PackageURI:    testPackageURI,
+		PackageSHA256: sha256Hex(testPackage()),
 		Plan:          p,
 		Config: spi.Config{
 			"egret.statemgr":                   "zookeeper",

@@ -72,6 +72,7 @@ const EnvPortPrefix = "EGRET_PORT_"
 const (
 	EnvContainerIndex = "EGRET_CONTAINER_INDEX"
 	EnvHost           = "EGRET_HOST" // the address the container's ports are reachable at
+	EnvBindHost       = "EGRET_BIND_HOST"
 )
 
 // secretKeys are config keys left out of the config embedded in the job:
@@ -231,7 +232,9 @@ func checkJob(job spi.Job) error {
 		errs = append(errs, fmt.Errorf("topology %q (id %q): a Nomad job ID cannot contain spaces", job.Topology, job.TopologyID))
 	}
 	if job.PackageURI == "" {
-		errs = append(errs, errors.New("the job has no package URI: Nomad fetches the topology package from the uploader's URI, so the package must be uploaded first (also for a nomad-json dry run)"))
+		errs = append(errs, errors.New("the job has no package URI: Nomad fetches the topology package from the uploader's URI, so the package must be uploaded first"))
+	} else if u, err := url.Parse(job.PackageURI); err != nil || !slices.Contains(getterSchemes, u.Scheme) {
+		errs = append(errs, fmt.Errorf("package URI %q: Nomad's artifact getter cannot download it (no file scheme in Nomad 1.6); use an uploader the clients can download from, such as http with egret serve-packages", job.PackageURI))
 	}
 	if job.Plan == nil || len(job.Plan.Containers) == 0 {
 		errs = append(errs, errors.New("the job has no packing plan containers"))
@@ -320,9 +323,18 @@ func (s *settings) updatedJob(cur *api.Job, p *plan.PackingPlan) (*api.Job, erro
 
 // copyJob returns a copy of a registered job that can be registered again
 // (the task groups are shared, not copied: callers only add or drop).
+//
+// A job read back from Nomad has a job-level update block with only
+// stagger and max_parallel set and every other field zero (Nomad pushed
+// the rest into the groups at registration). Sent back, Nomad would merge
+// those zeros into every group without an update block of its own, the
+// new ones, and reject them ("Invalid health check given"). The groups
+// read back carry their complete update block, so the job's is dropped:
+// new groups get Nomad's defaults, as at submission.
 func copyJob(j *api.Job) *api.Job {
 	c := *j
 	c.TaskGroups = slices.Clone(j.TaskGroups)
+	c.Update = nil
 	return &c
 }
 
@@ -382,9 +394,12 @@ func (s *settings) buildGroup(job spi.Job, container int, res plan.Resources) (*
 			Tags:      append(append([]string(nil), s.serviceTags...), job.Topology, GroupName(container)),
 			PortLabel: PortMetrics,
 			Provider:  s.serviceProvider,
+			// The check shows in the service catalog but does not decide
+			// whether an allocation is healthy: a deployment never waits
+			// for it.
 			Checks: []api.ServiceCheck{{
 				Name: "metrics port", Type: "tcp", PortLabel: PortMetrics,
-				Interval: s.serviceInterval, Timeout: s.serviceTimeout,
+				Interval: s.serviceInterval, Timeout: s.serviceTimeout, OnUpdate: "ignore",
 			}},
 		}}
 	}
@@ -430,7 +445,9 @@ func (s *settings) buildTask(job spi.Job, container int, res plan.Resources) (*a
 	case s.driver == "docker":
 		command = "egret" // from the image
 	default:
-		command = "${NOMAD_TASK_DIR}/egret/package/egret" // shipped in the topology package
+		// egret.package.core.bundle: the launcher put its own egret into
+		// the topology package (launcher.PackageEgret).
+		command = "${NOMAD_TASK_DIR}/egret/package/egret"
 	}
 
 	labels := s.portLabels(container)
@@ -442,6 +459,11 @@ func (s *settings) buildTask(job spi.Job, container int, res plan.Resources) (*a
 	env := map[string]string{
 		EnvContainerIndex: strconv.Itoa(container),
 		EnvHost:           "${NOMAD_IP_" + labels[0] + "}",
+	}
+	if s.networkMode == "host" && s.driver != "docker" {
+		// The daemons listen on the address Nomad gave the ports, not on
+		// every interface of the client.
+		env[EnvBindHost] = "${NOMAD_IP_" + labels[0] + "}"
 	}
 	for _, l := range labels {
 		env[EnvPortPrefix+strings.ToUpper(l)] = "${NOMAD_PORT_" + l + "}"

@@ -346,7 +346,7 @@ func (sc *Scheduler) register(ctx context.Context, j *api.Job, index uint64) (*a
 	if err != nil {
 		var ure api.UnexpectedResponseError
 		if errors.As(err, &ure) && ure.StatusCode() != 403 && ctx.Err() == nil && !isIndexConflict(err) {
-			return nil, fmt.Errorf("nomad scheduler: Nomad rejected job %s (HTTP %d): %s", deref(j.ID), ure.StatusCode(), strings.TrimSpace(ure.Body()))
+			return nil, fmt.Errorf("nomad scheduler: Nomad rejected job %s (HTTP %d): %s", deref(j.ID), ure.StatusCode(), oneLine(ure.Body()))
 		}
 		return nil, sc.fail(ctx, "register job "+deref(j.ID), err)
 	}

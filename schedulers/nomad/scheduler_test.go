@@ -16,7 +16,7 @@ import (
 var ctx = context.Background()
 
 func TestScheduleKill(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	cfg := schedConfig(f.URL)
 	if err := newSched(t, cfg).Schedule(ctx, wordcount(2)); err != nil {
 		t.Fatal(err)
@@ -55,7 +55,7 @@ func TestScheduleKill(t *testing.T) {
 
 // TestKillLeavesOtherJobs: only egret's jobs of that topology go.
 func TestKillLeavesOtherJobs(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	cfg := schedConfig(f.URL)
 	other := wordcount(1)
 	other.Topology, other.TopologyID = "wordcount2", "wordcount2-1"
@@ -89,7 +89,7 @@ func TestKillLeavesOtherJobs(t *testing.T) {
 }
 
 func TestRestart(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	cfg := schedConfig(f.URL)
 	if err := newSched(t, cfg).Schedule(ctx, wordcount(2)); err != nil {
 		t.Fatal(err)
@@ -130,7 +130,7 @@ func TestRestart(t *testing.T) {
 }
 
 func TestUpdateAndScale(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	cfg := schedConfig(f.URL)
 	if err := newSched(t, cfg).Schedule(ctx, wordcount(2)); err != nil {
 		t.Fatal(err)
@@ -200,7 +200,7 @@ func TestUpdateAndScale(t *testing.T) {
 }
 
 func TestJobLinks(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	if err := newSched(t, schedConfig(f.URL, KeyNamespace, "streams")).Schedule(ctx, wordcount(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +219,7 @@ func TestJobLinks(t *testing.T) {
 }
 
 func TestScheduleTwice(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	cfg := schedConfig(f.URL)
 	if err := newSched(t, cfg).Schedule(ctx, wordcount(1)); err != nil {
 		t.Fatal(err)
@@ -246,7 +246,7 @@ func TestScheduleTwice(t *testing.T) {
 
 func TestErrors(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
-		f := nomadtest.New(t)
+		f := newFake(t)
 		addr := f.URL
 		f.Close()
 		err := newSched(t, schedConfig(addr)).Schedule(ctx, wordcount(1))
@@ -255,7 +255,7 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("rejected", func(t *testing.T) {
-		f := nomadtest.New(t)
+		f := newFake(t)
 		err := newSched(t, schedConfig(f.URL, KeyRestartAttempts, "100")).Schedule(ctx, wordcount(1))
 		if err == nil || !strings.Contains(err.Error(), "Nomad rejected job wordcount-7f3a9c (HTTP 500)") ||
 			!strings.Contains(err.Error(), "can't restart the TaskGroup 100 times") {
@@ -263,27 +263,27 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("no token", func(t *testing.T) {
-		f := nomadtest.New(t, nomadtest.WithToken("secret"))
+		f := newFake(t, nomadtest.WithToken("secret"))
 		err := newSched(t, schedConfig(f.URL)).Schedule(ctx, wordcount(1))
 		if err == nil || !strings.Contains(err.Error(), "denied access (HTTP 403: Permission denied)") || !strings.Contains(err.Error(), "NOMAD_TOKEN") {
 			t.Errorf("error %v", err)
 		}
 	})
 	t.Run("invalid token", func(t *testing.T) {
-		f := nomadtest.New(t, nomadtest.WithToken("secret"))
+		f := newFake(t, nomadtest.WithToken("secret"))
 		err := newSched(t, schedConfig(f.URL, KeyToken, "wrong")).Kill(ctx, "wordcount")
 		if err == nil || !strings.Contains(err.Error(), "ACL token not found") || !strings.Contains(err.Error(), "invalid") {
 			t.Errorf("error %v", err)
 		}
 	})
 	t.Run("token from config", func(t *testing.T) {
-		f := nomadtest.New(t, nomadtest.WithToken("secret"))
+		f := newFake(t, nomadtest.WithToken("secret"))
 		if err := newSched(t, schedConfig(f.URL, KeyToken, "secret")).Schedule(ctx, wordcount(1)); err != nil {
 			t.Error(err)
 		}
 	})
 	t.Run("memory exhausted", func(t *testing.T) {
-		f := nomadtest.New(t, nomadtest.WithNodes(
+		f := newFake(t, nomadtest.WithNodes(
 			nomadtest.Node{CPU: 100000, MemoryMB: 2048, DiskMB: 100000},
 			nomadtest.Node{CPU: 100000, MemoryMB: 2048, DiskMB: 100000},
 		))
@@ -303,31 +303,38 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("missing driver", func(t *testing.T) {
-		f := nomadtest.New(t, nomadtest.WithNodes(nomadtest.Node{CPU: 100000, MemoryMB: 100000, DiskMB: 100000, Drivers: []string{"docker"}}))
+		f := newFake(t, nomadtest.WithNodes(nomadtest.Node{CPU: 100000, MemoryMB: 100000, DiskMB: 100000, Drivers: []string{"docker"}}))
 		err := newSched(t, schedConfig(f.URL)).Schedule(ctx, wordcount(1))
 		if !errors.Is(err, spi.ErrCannotFit) || !strings.Contains(err.Error(), "filtered by missing drivers") || !strings.Contains(err.Error(), `plugin "raw_exec"`) {
 			t.Errorf("error %v", err)
 		}
 	})
 	t.Run("no consul", func(t *testing.T) {
-		f := nomadtest.New(t, nomadtest.WithNodes(nomadtest.Node{CPU: 100000, MemoryMB: 100000, DiskMB: 100000, NoConsul: true}))
-		err := newSched(t, schedConfig(f.URL)).Schedule(ctx, wordcount(1))
-		if !errors.Is(err, spi.ErrCannotFit) || !strings.Contains(err.Error(), "egret.nomad.metrics.service.provider: nomad") {
+		// A stock agent (nomad agent -dev) has no Consul: the default
+		// provider is Nomad's own.
+		f := newFake(t)
+		err := newSched(t, schedConfig(f.URL, KeyMetricsServiceProvider, "consul")).Schedule(ctx, wordcount(1))
+		if !errors.Is(err, spi.ErrCannotFit) || !strings.Contains(err.Error(), "${attr.consul.version} semver >= 1.7.0") ||
+			!strings.Contains(err.Error(), "egret.nomad.metrics.service.provider: nomad") {
 			t.Errorf("error %v", err)
 		}
-		if err := newSched(t, schedConfig(f.URL, KeyMetricsServiceProvider, "nomad")).Schedule(ctx, wordcount(1)); err != nil {
-			t.Errorf("with Nomad services: %v", err)
+		if err := newSched(t, schedConfig(f.URL)).Schedule(ctx, wordcount(1)); err != nil {
+			t.Errorf("with the default (Nomad's services): %v", err)
+		}
+		consul := newFake(t, nomadtest.WithNodes(nomadtest.Node{CPU: 100000, MemoryMB: 100000, DiskMB: 100000, Consul: true}))
+		if err := newSched(t, schedConfig(consul.URL, KeyMetricsServiceProvider, "consul")).Schedule(ctx, wordcount(1)); err != nil {
+			t.Errorf("Consul services on a node with Consul: %v", err)
 		}
 	})
 	t.Run("no nodes in datacenter", func(t *testing.T) {
-		f := nomadtest.New(t)
+		f := newFake(t)
 		err := newSched(t, schedConfig(f.URL, KeyDatacenters, "eu-west")).Schedule(ctx, wordcount(1))
 		if !errors.Is(err, spi.ErrCannotFit) || !strings.Contains(err.Error(), "no ready client node") || !strings.Contains(err.Error(), KeyDatacenters) {
 			t.Errorf("error %v", err)
 		}
 	})
 	t.Run("update cannot place", func(t *testing.T) {
-		f := nomadtest.New(t, nomadtest.WithNodes(nomadtest.Node{CPU: 100000, MemoryMB: 3000, DiskMB: 100000}))
+		f := newFake(t, nomadtest.WithNodes(nomadtest.Node{CPU: 100000, MemoryMB: 3000, DiskMB: 100000}))
 		cfg := schedConfig(f.URL)
 		if err := newSched(t, cfg).Schedule(ctx, wordcount(1)); err != nil {
 			t.Fatal(err)
@@ -341,7 +348,7 @@ func TestErrors(t *testing.T) {
 		}
 	})
 	t.Run("cancelled", func(t *testing.T) {
-		f := nomadtest.New(t)
+		f := newFake(t)
 		c, cancel := context.WithCancel(ctx)
 		cancel()
 		if err := newSched(t, schedConfig(f.URL)).Schedule(c, wordcount(1)); !errors.Is(err, context.Canceled) {
@@ -363,7 +370,7 @@ func TestErrors(t *testing.T) {
 // TestPlacementWait: Schedule waits for a pending evaluation, and gives
 // up waiting (without failing) after the placement timeout.
 func TestPlacementWait(t *testing.T) {
-	f := nomadtest.New(t, nomadtest.WithPendingEvals(3))
+	f := newFake(t, nomadtest.WithPendingEvals(3))
 	if err := newSched(t, schedConfig(f.URL)).Schedule(ctx, wordcount(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +378,7 @@ func TestPlacementWait(t *testing.T) {
 		t.Errorf("%d evaluation reads, want 4 (3 pending, then complete)", n)
 	}
 
-	slow := nomadtest.New(t, nomadtest.WithPendingEvals(1<<30), nomadtest.WithNodes(nomadtest.Node{CPU: 1, MemoryMB: 1, DiskMB: 1}))
+	slow := newFake(t, nomadtest.WithPendingEvals(1<<30), nomadtest.WithNodes(nomadtest.Node{CPU: 1, MemoryMB: 1, DiskMB: 1}))
 	if err := newSched(t, schedConfig(slow.URL, KeyPlacementTimeout, "50ms")).Schedule(ctx, wordcount(1)); err != nil {
 		t.Errorf("schedule with an evaluation that stays pending: %v", err)
 	}
@@ -385,7 +392,7 @@ func TestClientConfig(t *testing.T) {
 	t.Setenv("NOMAD_CACERT", "/env/ca.pem")
 	t.Setenv("NOMAD_SKIP_VERIFY", "true")
 
-	s, err := parseSettings(spi.Config{KeyNamespace: ""})
+	s, err := parseSettings(spi.Config{KeyNamespace: "", keyCoreBundle: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +403,7 @@ func TestClientConfig(t *testing.T) {
 	}
 
 	s, err = parseSettings(spi.Config{KeyAddress: "https://nomad.example.com:4646", KeyToken: "cfg-token", KeyNamespace: "cfg-ns",
-		KeyRegion: "cfg-region", KeyTLSCACert: "/cfg/ca.pem", KeyTLSClientCert: "/cfg/c.pem", KeyTLSClientKey: "/cfg/k.pem", KeyTLSServerName: "server.global.nomad"})
+		KeyRegion: "cfg-region", KeyTLSCACert: "/cfg/ca.pem", KeyTLSClientCert: "/cfg/c.pem", KeyTLSClientKey: "/cfg/k.pem", KeyTLSServerName: "server.global.nomad", keyCoreBundle: "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +418,7 @@ func TestClientConfig(t *testing.T) {
 // TestUpdateKeepsRunningGroups: an update by a user whose config differs
 // (MHz per core, a config override) replaces no unchanged container.
 func TestUpdateKeepsRunningGroups(t *testing.T) {
-	f := nomadtest.New(t)
+	f := newFake(t)
 	if err := newSched(t, schedConfig(f.URL)).Schedule(ctx, wordcount(2)); err != nil {
 		t.Fatal(err)
 	}

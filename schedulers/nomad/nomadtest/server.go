@@ -33,9 +33,9 @@ type Node struct {
 	// Attributes as in ${attr.<name>} (default kernel.name=linux,
 	// cpu.arch=amd64).
 	Attributes map[string]string
-	// NoConsul: the node has no Consul agent, so Consul services cannot
-	// be placed on it.
-	NoConsul bool
+	// Consul: the node runs a Consul agent, so groups with Consul services
+	// can be placed on it. A stock Nomad agent (nomad agent -dev) has none.
+	Consul bool
 }
 
 // Option configures a Server.
@@ -68,6 +68,7 @@ type Server struct {
 	URL string
 
 	srv          *httptest.Server
+	fetch        *http.Client // downloads artifacts
 	token        string
 	region       string
 	pendingReads int
@@ -108,7 +109,7 @@ type evalState struct {
 // New starts a fake Nomad agent that stops when t ends.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s := &Server{region: "global", jobs: map[jobKey]*jobState{}, evals: map[string]*evalState{}}
+	s := &Server{region: "global", jobs: map[jobKey]*jobState{}, evals: map[string]*evalState{}, fetch: &http.Client{Timeout: 30 * time.Second}}
 	s.SetNodes(Node{Name: "node-1", CPU: 1 << 20, MemoryMB: 1 << 20, DiskMB: 1 << 20})
 	for _, o := range opts {
 		o(s)
@@ -205,18 +206,10 @@ func errorf(code int, format string, args ...any) *apiError {
 	return &apiError{code: code, msg: fmt.Sprintf(format, args...)}
 }
 
-// multiError renders errors as Nomad's go-multierror does.
+// multiError is Nomad's answer to an invalid job: HTTP 500 with the
+// go-multierror rendering of the (nested) errors, over many lines.
 func multiError(errs []string) *apiError {
-	var b strings.Builder
-	if len(errs) == 1 {
-		b.WriteString("1 error occurred:\n")
-	} else {
-		fmt.Fprintf(&b, "%d errors occurred:\n", len(errs))
-	}
-	for _, e := range errs {
-		fmt.Fprintf(&b, "\t* %s\n", e)
-	}
-	return &apiError{code: http.StatusInternalServerError, msg: b.String() + "\n"}
+	return &apiError{code: http.StatusInternalServerError, msg: formatErrors(errs)}
 }
 
 type handler func(r *http.Request, ns string, body []byte) (any, *apiError)
@@ -302,9 +295,16 @@ func (s *Server) register(r *http.Request, ns string, body []byte) (any, *apiErr
 		ns = *job.Namespace
 	}
 	job.Namespace = &ns
+	// What Nomad's HTTP endpoint does first: fill in the defaults and push
+	// the job's update block into every group.
+	job.Canonicalize()
 	if errs := validateJob(job); len(errs) > 0 {
 		return nil, multiError(errs)
 	}
+	// Nomad keeps only stagger and max_parallel at the job level; a job
+	// read back carries them with every other update field zero.
+	job.Update = jobLevelUpdate(job.Update)
+	setups := s.setupTasks(r.Context(), job)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -346,14 +346,14 @@ func (s *Server) register(r *http.Request, ns string, body []byte) (any, *apiErr
 		job.CreateIndex, job.Version = ptr(idx), ptr(uint64(0))
 	}
 	s.jobs[key] = &jobState{job: job}
-	ev := s.reconcileLocked(job, prev, "job-register")
+	ev := s.reconcileLocked(job, prev, "job-register", setups)
 	return &api.JobRegisterResponse{EvalID: ev.ID, EvalCreateIndex: ev.CreateIndex, JobModifyIndex: idx}, nil
 }
 
 // reconcileLocked brings the allocations in line with job (prev is the
 // running version it replaces, nil for a new or restarted job) and returns
 // the evaluation that did it.
-func (s *Server) reconcileLocked(job, prev *api.Job, trigger string) *api.Evaluation {
+func (s *Server) reconcileLocked(job, prev *api.Job, trigger string, setups map[string]taskSetup) *api.Evaluation {
 	ns, id := *job.Namespace, *job.ID
 	ev := &api.Evaluation{
 		ID: newID(), Priority: *job.Priority, Type: *job.Type, TriggeredBy: trigger, Namespace: ns, JobID: id,
@@ -380,7 +380,7 @@ func (s *Server) reconcileLocked(job, prev *api.Job, trigger string) *api.Evalua
 				}
 				continue
 			}
-			if m := s.placeLocked(job, tg, ev.ID); m != nil {
+			if m := s.placeLocked(job, tg, ev.ID, setups); m != nil {
 				if ev.FailedTGAllocs == nil {
 					ev.FailedTGAllocs = map[string]*api.AllocationMetric{}
 				}
@@ -412,7 +412,7 @@ func (s *Server) reconcileLocked(job, prev *api.Job, trigger string) *api.Evalua
 }
 
 // placeLocked places the allocations of tg, or returns why it cannot.
-func (s *Server) placeLocked(job *api.Job, tg *api.TaskGroup, evalID string) *api.AllocationMetric {
+func (s *Server) placeLocked(job *api.Job, tg *api.TaskGroup, evalID string, setups map[string]taskSetup) *api.AllocationMetric {
 	cpu, mem, disk := asks(tg)
 	m := &api.AllocationMetric{NodesAvailable: map[string]int{}, ConstraintFiltered: map[string]int{},
 		DimensionExhausted: map[string]int{}, ResourcesExhausted: map[string]*api.Resources{}, NodesInPool: len(s.nodes), NodePool: "default"}
@@ -460,7 +460,7 @@ func (s *Server) placeLocked(job *api.Job, tg *api.TaskGroup, evalID string) *ap
 			m.CoalescedFailures = count(tg) - i - 1
 			return m
 		}
-		s.newAllocLocked(job, tg, chosen, i, evalID, cpu, mem, disk)
+		s.newAllocLocked(job, tg, chosen, i, evalID, cpu, mem, disk, setups)
 	}
 	return nil
 }
@@ -491,10 +491,10 @@ func (s *Server) infeasible(job *api.Job, tg *api.TaskGroup, n *node) string {
 			return fmt.Sprintf("%s %s %s", c.LTarget, op, c.RTarget)
 		}
 	}
-	if n.NoConsul {
+	if !n.Consul {
 		for _, svc := range tg.Services {
 			if svc.Provider == "" || svc.Provider == "consul" {
-				return "${attr.consul.version} semver >= 1.8.0"
+				return "${attr.consul.version} semver >= 1.7.0"
 			}
 		}
 	}
@@ -512,19 +512,39 @@ func (s *Server) usedLocked(n *node) (cpu, mem, disk int) {
 	return
 }
 
-func (s *Server) newAllocLocked(job *api.Job, tg *api.TaskGroup, n *node, i int, evalID string, cpu, mem, disk int) {
+func (s *Server) newAllocLocked(job *api.Job, tg *api.TaskGroup, n *node, i int, evalID string, cpu, mem, disk int, setups map[string]taskSetup) {
 	now := time.Now()
 	states := map[string]*api.TaskState{}
+	status := api.AllocClientStatusRunning
 	for _, t := range tg.Tasks {
-		states[t.Name] = &api.TaskState{State: "running", StartedAt: now.UTC(),
-			Events: []*api.TaskEvent{{Type: "Received", Time: now.UnixNano()}, {Type: "Started", Time: now.UnixNano()}}}
+		setup, ok := setups[*tg.Name+"/"+t.Name]
+		if !ok {
+			setup.events = []*api.TaskEvent{{Type: "Received", Time: now.UnixNano()}, {Type: "Started", Time: now.UnixNano()}}
+		}
+		st := &api.TaskState{State: "running", StartedAt: now.UTC(), Events: setup.events}
+		if setup.failed {
+			st.State, st.Failed, st.StartedAt, st.FinishedAt = "dead", true, time.Time{}, now.UTC()
+			status = api.AllocClientStatusFailed
+		}
+		states[t.Name] = st
+	}
+	// Nothing listens in the fake: a check that deployments wait for
+	// never passes, so the allocation never turns healthy.
+	healthy := status == api.AllocClientStatusRunning
+	for _, svc := range tg.Services {
+		for _, c := range svc.Checks {
+			if c.OnUpdate != "ignore" {
+				healthy = false
+			}
+		}
 	}
 	a := &alloc{
 		stub: &api.AllocationListStub{
 			ID: newID(), EvalID: evalID, Name: fmt.Sprintf("%s.%s[%d]", *job.ID, *tg.Name, i), Namespace: *job.Namespace,
 			NodeID: n.id, NodeName: n.Name, JobID: *job.ID, JobType: *job.Type, JobVersion: *job.Version, TaskGroup: *tg.Name,
-			DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: api.AllocClientStatusRunning, TaskStates: states,
-			CreateIndex: s.index, ModifyIndex: s.index, CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
+			DesiredStatus: api.AllocDesiredStatusRun, ClientStatus: status, TaskStates: states,
+			DeploymentStatus: &api.AllocDeploymentStatus{Healthy: &healthy},
+			CreateIndex:      s.index, ModifyIndex: s.index, CreateTime: now.UnixNano(), ModifyTime: now.UnixNano(),
 		},
 		jobCreateIndex: *job.CreateIndex, node: n, cpu: cpu, mem: mem, disk: disk,
 	}
@@ -602,7 +622,7 @@ func (s *Server) deregister(r *http.Request, ns string, _ []byte) (any, *apiErro
 	job := js.job
 	job.Stop = ptr(true)
 	job.ModifyIndex, job.JobModifyIndex = ptr(s.index), ptr(s.index)
-	ev := s.reconcileLocked(job, nil, "job-deregister")
+	ev := s.reconcileLocked(job, nil, "job-deregister", nil)
 	if purge {
 		delete(s.jobs, key)
 	}
@@ -703,6 +723,18 @@ func (s *Server) restart(r *http.Request, _ string, body []byte) (any, *apiError
 }
 
 // ---- helpers ----
+
+// jobLevelUpdate is the job-level update block Nomad stores: stagger and
+// max_parallel, every other field zero.
+func jobLevelUpdate(u *api.UpdateStrategy) *api.UpdateStrategy {
+	out := &api.UpdateStrategy{Stagger: ptr(time.Duration(0)), MaxParallel: ptr(0), HealthCheck: ptr(""),
+		MinHealthyTime: ptr(time.Duration(0)), HealthyDeadline: ptr(time.Duration(0)), ProgressDeadline: ptr(time.Duration(0)),
+		Canary: ptr(0), AutoRevert: ptr(false), AutoPromote: ptr(false)}
+	if u != nil && deref(u.MaxParallel, 0) > 0 {
+		out.Stagger, out.MaxParallel = ptr(deref(u.Stagger, 0)), ptr(*u.MaxParallel)
+	}
+	return out
+}
 
 func groupByName(j *api.Job, name string) *api.TaskGroup {
 	if j == nil {

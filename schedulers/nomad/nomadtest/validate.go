@@ -72,14 +72,77 @@ func validateJob(j *api.Job) []string {
 			add("Job task group %d redefines '%s' from group %d", i+1, name, i)
 		}
 		seen[name] = true
-		for _, e := range validateGroup(tg) {
-			add("Task group %s validation failed: %s", name, e)
+		if ge := validateGroup(tg, deref(j.Type, api.JobTypeService)); len(ge) > 0 {
+			add("Task group %s validation failed: %s", name, formatErrors(ge))
 		}
 	}
 	return errs
 }
 
-func validateGroup(tg *api.TaskGroup) []string {
+// formatErrors renders errors as Nomad's go-multierror does (a nested
+// list is rendered inside its parent's line, so a Nomad error body has
+// many lines).
+func formatErrors(errs []string) string {
+	if len(errs) == 1 {
+		return fmt.Sprintf("1 error occurred:\n\t* %s\n\n", errs[0])
+	}
+	points := make([]string, len(errs))
+	for i, e := range errs {
+		points[i] = "* " + e
+	}
+	return fmt.Sprintf("%d errors occurred:\n\t%s\n\n", len(errs), strings.Join(points, "\n\t"))
+}
+
+// validateUpdate checks a group's update block (after the job's was
+// merged into it) with Nomad's rules and messages.
+func validateUpdate(u *api.UpdateStrategy, jobType string) []string {
+	var errs []string
+	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
+	if jobType != api.JobTypeService && jobType != api.JobTypeSystem {
+		return []string{fmt.Sprintf("Job type %q does not allow update block", jobType)}
+	}
+	var (
+		check                              = deref(u.HealthCheck, "")
+		maxParallel, canary                = deref(u.MaxParallel, 0), deref(u.Canary, 0)
+		minHealthy, healthy, progress, stg = deref(u.MinHealthyTime, 0), deref(u.HealthyDeadline, 0), deref(u.ProgressDeadline, 0), deref(u.Stagger, 0)
+	)
+	if !slices.Contains([]string{"checks", "task_states", "manual"}, check) {
+		add("Invalid health check given: %q", check)
+	}
+	if maxParallel < 0 {
+		add("Max parallel can not be less than zero: %d < 0", maxParallel)
+	}
+	if canary < 0 {
+		add("Canary count can not be less than zero: %d < 0", canary)
+	}
+	if canary == 0 && deref(u.AutoPromote, false) {
+		add("Auto Promote requires a Canary count greater than zero")
+	}
+	if minHealthy < 0 {
+		add("Minimum healthy time may not be less than zero: %v", minHealthy)
+	}
+	if healthy <= 0 {
+		add("Healthy deadline must be greater than zero: %v", healthy)
+	}
+	if progress < 0 {
+		add("Progress deadline must be zero or greater: %v", progress)
+	}
+	if minHealthy >= healthy {
+		add("Minimum healthy time must be less than healthy deadline: %v > %v", minHealthy, healthy)
+	}
+	if progress != 0 && healthy >= progress {
+		add("Healthy deadline must be less than progress deadline: %v > %v", healthy, progress)
+	}
+	if stg <= 0 {
+		add("Stagger must be greater than zero: %v", stg)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return []string{formatErrors(errs)}
+}
+
+func validateGroup(tg *api.TaskGroup, jobType string) []string {
 	var errs []string
 	add := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 	if c := deref(tg.Count, 1); c < 0 {
@@ -116,6 +179,9 @@ func validateGroup(tg *api.TaskGroup) []string {
 		if !deref(rp.Unlimited, false) && deref(rp.Attempts, 0) > 0 && deref(rp.Interval, 0) <= 0 {
 			add("Interval must be a non zero value if Attempts > 0")
 		}
+	}
+	if tg.Update != nil {
+		errs = append(errs, validateUpdate(tg.Update, jobType)...)
 	}
 	if d := tg.EphemeralDisk; d != nil && deref(d.SizeMB, 300) < 0 {
 		add("Minimum DiskMB value is 0; got %d", *d.SizeMB)
@@ -167,8 +233,8 @@ func validateGroup(tg *api.TaskGroup) []string {
 			add("Task %d redefines '%s'", i+1, t.Name)
 		}
 		tasks[t.Name] = true
-		for _, e := range validateTask(t, ports) {
-			add("Task %s validation failed: %s", t.Name, e)
+		if te := validateTask(t, ports); len(te) > 0 {
+			add("Task %s validation failed: %s", t.Name, formatErrors(te))
 		}
 	}
 	return errs
