@@ -36,6 +36,11 @@ func advertisedHost() string {
 	return "127.0.0.1"
 }
 
+// bindHost is the interface the daemons listen on: the EGRET_BIND_HOST
+// environment variable (a resource manager sets it to the address it gave
+// the container's ports, e.g. ${NOMAD_IP_stmgr}), else every interface.
+func bindHost() string { return os.Getenv("EGRET_BIND_HOST") }
+
 // envPort reads a port a resource manager assigned to this container (for
 // example EGRET_PORT_TMANAGER=${NOMAD_PORT_tmanager}); 0 when unset.
 func envPort(name string) int {
@@ -54,7 +59,7 @@ func tmanagerCmd(g *globals) *cobra.Command {
 			f.StringVar(&c.TopologyName, "topology", "", "topology name")
 			f.StringVar(&c.TopologyID, "topology-id", "", "topology id")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
-			f.StringVar(&c.BindHost, "bind", "", "interface to listen on (default: all)")
+			f.StringVar(&c.BindHost, "bind", bindHost(), "interface to listen on (default: $EGRET_BIND_HOST, else all)")
 			f.IntVar(&c.ServerPort, "server-port", envPort("EGRET_PORT_TMANAGER"), "port for stream and metrics managers (default: $EGRET_PORT_TMANAGER, else any)")
 			f.IntVar(&c.HTTPPort, "http-port", envPort("EGRET_PORT_TMANAGER_HTTP"), "port of the control and stats API (default: $EGRET_PORT_TMANAGER_HTTP, else any)")
 		},
@@ -116,6 +121,7 @@ func stmgrCmd(g *globals) *cobra.Command {
 			f.IntVar(&c.Container, "container", 0, "container index (1..N)")
 			f.StringVar(&c.Socket, "socket", "", "Unix socket for the container's instances")
 			f.IntVar(&c.Port, "port", 0, "TCP port for peer stream managers (0: any)")
+			f.StringVar(&c.BindHost, "bind", bindHost(), "interface the TCP port listens on (default: $EGRET_BIND_HOST, else all)")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
 			f.StringVar(&c.MetricsSocket, "metrics-socket", "", "the metrics manager's Unix socket")
 		},

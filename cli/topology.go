@@ -149,7 +149,11 @@ func restartCmd(g *globals) *cobra.Command {
 			if err := l.Restart(cmd.Context(), args[1], container); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "restarted topology %q\n", args[1])
+			if container == spi.AllContainers {
+				fmt.Fprintf(cmd.OutOrStdout(), "restarted every container of topology %q\n", args[1])
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "restarted container %d of topology %q\n", container, args[1])
+			}
 			return nil
 		},
 	}

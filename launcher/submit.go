@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/user"
@@ -65,6 +66,9 @@ type Launcher struct {
 	// LockTimeout bounds how long submit, kill and update wait for another
 	// command changing the same topology (DefaultLockTimeout when 0).
 	LockTimeout time.Duration
+	// Egret is the egret binary topology packages carry with
+	// egret.package.core.bundle; empty: this executable.
+	Egret string
 }
 
 func (l *Launcher) progress(format string, args ...any) {
@@ -199,7 +203,14 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 
 	pkg := spi.Package{Topology: t.Name, Role: cluster.Role, Cluster: cluster.Name, Path: filepath.Join(tmp, t.Name+".tar.gz")}
-	if pkg.SHA256, err = buildPackage(pkg.Path, cfg, binary, defn, resources); err != nil {
+	extra := maps.Clone(resources)
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	if err := l.bundleEgret(cfg, extra); err != nil {
+		return nil, err
+	}
+	if pkg.SHA256, err = buildPackage(pkg.Path, cfg, binary, defn, extra); err != nil {
 		return nil, err
 	}
 	up, err := l.Backends.Uploader(ctx, cfg)

@@ -66,8 +66,10 @@ type Config struct {
 	Socket string
 	// Port is the TCP port for peer stream managers; 0 picks a free one.
 	Port int
+	// BindHost is the interface the TCP port listens on; empty: all.
+	BindHost string
 	// Host is the address advertised to the topology manager and peers
-	// (default: the host name). The TCP listener binds every interface.
+	// (default: the host name).
 	Host string
 	// MetricsSocket is the metrics manager's Unix socket; empty disables
 	// metrics publishing.

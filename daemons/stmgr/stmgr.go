@@ -160,7 +160,7 @@ func New(cfg Config, log *zap.Logger) (*StMgr, error) {
 	if s.unixLn, err = net.Listen("unix", cfg.Socket); err != nil {
 		return nil, fmt.Errorf("stream manager: listen on instance socket: %w", err)
 	}
-	if s.tcpLn, err = net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(cfg.Port))); err != nil {
+	if s.tcpLn, err = net.Listen("tcp", net.JoinHostPort(cfg.BindHost, strconv.Itoa(cfg.Port))); err != nil {
 		_ = s.unixLn.Close()
 		return nil, fmt.Errorf("stream manager: listen on TCP port %d for peers: %w", cfg.Port, err)
 	}

@@ -106,7 +106,9 @@ func lifecycle(t *testing.T, c *cluster) {
 
 	// Restart container 1: its executor gets a new pid.
 	before := c.pids("wordcount", 1)["executor"]
-	c.mustEgret("restart", c.name, "wordcount", "1")
+	if out := c.mustEgret("restart", c.name, "wordcount", "1"); !strings.Contains(out, `restarted container 1 of topology "wordcount"`) {
+		t.Errorf("restart does not say which container it restarted: %q", out)
+	}
 	waitFor(t, "a new executor in container 1", 2*time.Minute, func() bool {
 		p := c.pids("wordcount", 1)["executor"]
 		return p != 0 && p != before
