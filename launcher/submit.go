@@ -271,7 +271,7 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	if o.WaitRunning > 0 {
 		unlock() // waiting changes nothing: let kill and update in
 		if err := waitPlan(ctx, store, t.Name, 0, o.WaitRunning); err != nil {
-			return res, err
+			return res, l.explainWait(ctx, cfg, cluster.Name, t.Name, err)
 		}
 		if o.DeployDeactivated {
 			l.progress("topology %q is deployed, deactivated (id %s): egret activate starts its spouts", t.Name, t.ID)

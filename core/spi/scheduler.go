@@ -89,3 +89,14 @@ type Prober interface {
 type JobRenderer interface {
 	RenderJob(job Job) ([]byte, error)
 }
+
+// Diagnoser is implemented by schedulers that can tell, from the resource
+// manager's own records, why containers of a topology do not run (a
+// failed allocation and its task events, say). Submit adds the diagnosis
+// to the error when the topology is not running by the end of --wait.
+type Diagnoser interface {
+	// Diagnose returns one line naming each container that does not run
+	// as it should, with the resource manager's reason and where to look
+	// further; "" when it sees nothing wrong.
+	Diagnose(ctx context.Context, topology string) (string, error)
+}

@@ -1,10 +1,14 @@
 package launcher
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
+
+	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
 )
@@ -45,4 +49,30 @@ func (l *Launcher) bundleEgret(cfg spi.Config, files map[string]string) error {
 	}
 	files[PackageEgret] = self
 	return nil
+}
+
+// explainWait completes the error of a submission whose topology did not
+// come up within --wait: the scheduler's diagnosis (spi.Diagnoser), and
+// that the topology stays submitted.
+func (l *Launcher) explainWait(ctx context.Context, cfg spi.Config, cluster, topology string, err error) error {
+	hint := fmt.Sprintf("the topology stays submitted (egret kill %s %s removes it)", cluster, topology)
+	sched, serr := l.Backends.Scheduler(ctx, cfg)
+	if serr != nil {
+		return fmt.Errorf("%w; %s", err, hint)
+	}
+	defer sched.Close()
+	d, ok := sched.(spi.Diagnoser)
+	if !ok {
+		return fmt.Errorf("%w; %s", err, hint)
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	why, derr := d.Diagnose(dctx, topology)
+	switch {
+	case derr != nil:
+		l.Log.Warn("the scheduler could not say why the containers do not run", zap.Error(derr))
+	case why != "":
+		return fmt.Errorf("%w; %s; %s", err, why, hint)
+	}
+	return fmt.Errorf("%w; %s", err, hint)
 }

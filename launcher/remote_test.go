@@ -1,11 +1,15 @@
 package launcher
 
 import (
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
 )
@@ -72,4 +76,50 @@ func TestBundleEgret(t *testing.T) {
 			t.Fatalf("error %v, want bad input", err)
 		}
 	})
+}
+
+// diagScheduler is a scheduler whose Diagnose answers why.
+type diagScheduler struct {
+	spi.Scheduler
+	why string
+}
+
+func (d diagScheduler) Diagnose(context.Context, string) (string, error) { return d.why, nil }
+func (d diagScheduler) Close() error                                     { return nil }
+
+type schedOnly struct {
+	Backends
+	s spi.Scheduler
+}
+
+func (b schedOnly) Scheduler(context.Context, spi.Config) (spi.Scheduler, error) { return b.s, nil }
+
+func TestExplainWait(t *testing.T) {
+	timeout := errors.New(`topology "wordcount" has no physical plan for its packing plan after 1m0s`)
+	for _, tc := range []struct {
+		name  string
+		sched spi.Scheduler
+		want  []string
+	}{
+		{"the scheduler knows why", diagScheduler{why: "container-1 (allocation 0660644f, failed): Driver Failure: binary could not be found"},
+			[]string{"no physical plan", "Driver Failure: binary could not be found", "stays submitted (egret kill nomad wordcount removes it)"}},
+		{"nothing wrong seen", diagScheduler{}, []string{"no physical plan", "stays submitted"}},
+		{"no Diagnoser", struct{ spi.Scheduler }{diagScheduler{}}, []string{"no physical plan", "stays submitted"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := &Launcher{Backends: schedOnly{s: tc.sched}, Log: zap.NewNop()}
+			err := l.explainWait(context.Background(), spi.Config{}, "nomad", "wordcount", timeout)
+			if !errors.Is(err, timeout) {
+				t.Errorf("error %v does not wrap the timeout", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q is not one line", err)
+			}
+		})
+	}
 }
