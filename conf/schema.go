@@ -199,6 +199,8 @@ var schema = []Key{
 		Description: "Do not verify the Nomad servers' certificates (testing only); $NOMAD_SKIP_VERIFY=true also turns verification off."},
 	{Name: "egret.nomad.placement.timeout", Type: TypeDuration, Default: "30s", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
 		Description: "How long submit and update wait for Nomad to evaluate the job and report containers it cannot place."},
+	{Name: "egret.nomad.deployment.timeout", Type: TypeDuration, Default: "5m", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
+		Description: "Longest wait of an update for Nomad's deployment (replaced and new containers running and healthy); Nomad goes on with it after that."},
 	{Name: "egret.nomad.tmanager.cpu", Type: TypeFloat, Default: "1.0", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
 		Description: "CPU cores of container 0 (topology manager and metrics manager), which the packing plan does not size."},
 	{Name: "egret.nomad.tmanager.ram", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,

@@ -35,7 +35,8 @@ const (
 	KeyTLSServerName = "egret.nomad.tls.server.name"
 	KeyTLSSkipVerify = "egret.nomad.tls.skip.verify"
 
-	KeyPlacementTimeout = "egret.nomad.placement.timeout"
+	KeyPlacementTimeout  = "egret.nomad.placement.timeout"
+	KeyDeploymentTimeout = "egret.nomad.deployment.timeout"
 
 	KeyTManagerCPU  = "egret.nomad.tmanager.cpu"
 	KeyTManagerRAM  = "egret.nomad.tmanager.ram"
@@ -76,6 +77,7 @@ type settings struct {
 	coreURI                           string
 	coreBundled                       bool // the topology package carries egret
 	placementTimeout                  time.Duration
+	deploymentTimeout                 time.Duration
 	tmanager                          plan.Resources
 	stopGrace                         time.Duration
 
@@ -135,6 +137,8 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 	s.tls.Insecure, err = cfg.Bool(KeyTLSSkipVerify, false)
 	add(err)
 	s.placementTimeout, err = cfg.Duration(KeyPlacementTimeout, 30*time.Second)
+	add(err)
+	s.deploymentTimeout, err = cfg.Duration(KeyDeploymentTimeout, 5*time.Minute)
 	add(err)
 	s.stopGrace, err = cfg.Duration(keyStopGrace, 10*time.Second)
 	add(err)

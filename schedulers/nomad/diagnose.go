@@ -32,24 +32,44 @@ func (sc *Scheduler) Diagnose(ctx context.Context, topology string) (string, err
 	if err != nil {
 		return "", sc.fail(ctx, "list allocations of job "+deref(j.ID), err)
 	}
-	var lines []string
+	// Containers failing the same way are reported together.
+	type report struct {
+		groups []string
+		alloc  string // an example allocation
+	}
+	var order []string
+	reports := map[string]*report{}
 	for _, c := range containersOf(j) {
 		g := GroupName(c)
 		a := latestAlloc(allocs, g)
-		if a == nil {
-			lines = append(lines, fmt.Sprintf("%s: no allocation (nomad job status %s)", g, deref(j.ID)))
-			continue
+		what, alloc := "no allocation", ""
+		if a != nil {
+			st := a.TaskStates[TaskName]
+			if a.ClientStatus == api.AllocClientStatusRunning && (st == nil || (!st.Failed && st.Restarts == 0)) {
+				continue
+			}
+			why := "no task events yet"
+			if st != nil {
+				why = cause(st)
+			}
+			what, alloc = a.ClientStatus+": "+why, shortID(a.ID)
 		}
-		st := a.TaskStates[TaskName]
-		if a.ClientStatus == api.AllocClientStatusRunning && (st == nil || (!st.Failed && st.Restarts == 0)) {
-			continue
+		r := reports[what]
+		if r == nil {
+			r = &report{alloc: alloc}
+			reports[what] = r
+			order = append(order, what)
 		}
-		why := "no task events yet"
-		if st != nil {
-			why = cause(st)
+		r.groups = append(r.groups, g)
+	}
+	var lines []string
+	for _, what := range order {
+		r := reports[what]
+		where := fmt.Sprintf("nomad job status %s", deref(j.ID))
+		if r.alloc != "" {
+			where = fmt.Sprintf("nomad alloc status %s; nomad alloc logs -stderr %s %s", r.alloc, r.alloc, TaskName)
 		}
-		lines = append(lines, fmt.Sprintf("%s (allocation %s, %s): %s (nomad alloc status %s; nomad alloc logs -stderr %s %s)",
-			g, shortID(a.ID), a.ClientStatus, why, shortID(a.ID), shortID(a.ID), TaskName))
+		lines = append(lines, fmt.Sprintf("%s %s (%s)", strings.Join(r.groups, ", "), what, where))
 	}
 	return strings.Join(lines, "; "), nil
 }

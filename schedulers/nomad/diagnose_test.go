@@ -35,8 +35,8 @@ func TestDiagnose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []string{"container-0 (allocation ", ", failed): Driver Failure: failed to launch command with executor",
-			`/executor/local/egret/package/egret" could not be found`, "container-1 (", "nomad alloc status "} {
+		for _, want := range []string{"container-0, container-1 failed: Driver Failure: failed to launch command with executor",
+			`/executor/local/egret/package/egret" could not be found (nomad alloc status `} {
 			if !strings.Contains(why, want) {
 				t.Errorf("diagnosis %q lacks %q", why, want)
 			}
@@ -120,5 +120,27 @@ func TestCoreAndPackageURIs(t *testing.T) {
 	err := newSched(t, schedConfig(f.URL)).Schedule(ctx, job)
 	if err == nil || !strings.Contains(err.Error(), "http with egret serve-packages") || len(f.Requests()) != 0 {
 		t.Errorf("a file:// package: %v, %d requests to Nomad", err, len(f.Requests()))
+	}
+}
+
+// TestUpdateWaitsForDeployment: an update is done when Nomad's deployment
+// is; a new container that cannot start fails the update with the reason.
+func TestUpdateWaitsForDeployment(t *testing.T) {
+	files := map[string][]byte{testPackageURI: testPackage()}
+	f := nomadtest.New(t, nomadtest.WithArtifacts(files))
+	cfg := schedConfig(f.URL)
+	if err := newSched(t, cfg).Schedule(ctx, wordcount(1)); err != nil {
+		t.Fatal(err)
+	}
+	grown := wordcount(2)
+	if err := newSched(t, cfg).Update(ctx, grown); err != nil {
+		t.Fatalf("update to 2 containers: %v", err)
+	}
+	delete(files, testPackageURI) // the package server lost the package
+	err := newSched(t, cfg).Update(ctx, wordcount(3))
+	for _, want := range []string{"deployment ", " failed: Failed due to unhealthy allocations", "container-3 failed: Failed Artifact Download", "bad response code: 404"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("update with a container that cannot start: %v, want %q", err, want)
+		}
 	}
 }

@@ -53,27 +53,28 @@ func isNotFound(err error) bool {
 
 // placement waits until Nomad has evaluated the registration (at most
 // egret.nomad.placement.timeout) and returns an error wrapping
-// spi.ErrCannotFit when it could not place some task groups.
-func (sc *Scheduler) placement(ctx context.Context, j *api.Job, evalID string) error {
+// spi.ErrCannotFit when it could not place some task groups. It returns
+// the evaluation, nil when there is none or Nomad took too long.
+func (sc *Scheduler) placement(ctx context.Context, j *api.Job, evalID string) (*api.Evaluation, error) {
 	if evalID == "" {
-		return nil
+		return nil, nil
 	}
 	ev, err := sc.waitEval(ctx, evalID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if ev == nil {
 		sc.log.Warn("Nomad has not evaluated the job yet; not waiting longer", zap.String("job", deref(j.ID)),
 			zap.String("eval", evalID), zap.Duration("waited", sc.s.placementTimeout))
-		return nil
+		return nil, nil
 	}
 	if ev.Status == "failed" {
-		return fmt.Errorf("nomad scheduler: Nomad's evaluation %s of job %s failed: %s", ev.ID, deref(j.ID), ev.StatusDescription)
+		return ev, fmt.Errorf("nomad scheduler: Nomad's evaluation %s of job %s failed: %s", ev.ID, deref(j.ID), ev.StatusDescription)
 	}
 	if len(ev.FailedTGAllocs) == 0 {
-		return nil
+		return ev, nil
 	}
-	return placementError(j, ev)
+	return ev, placementError(j, ev)
 }
 
 // waitEval polls the evaluation until it is no longer pending. It returns

@@ -88,7 +88,7 @@ func (sc *Scheduler) Schedule(ctx context.Context, job spi.Job) error {
 		return err
 	}
 	sc.log.Info("registered job", zap.String("job", deref(j.ID)), zap.String("eval", resp.EvalID), zap.Int("groups", len(j.TaskGroups)))
-	if perr := sc.placement(ctx, j, resp.EvalID); perr != nil {
+	if _, perr := sc.placement(ctx, j, resp.EvalID); perr != nil {
 		// Do not leave a job behind that Nomad would start later, when the
 		// submission has failed.
 		if _, _, err := sc.client.Jobs().DeregisterOpts(deref(j.ID), &api.DeregisterOptions{Purge: true}, sc.wopts(context.WithoutCancel(ctx))); err != nil {
@@ -366,8 +366,12 @@ func (sc *Scheduler) replace(ctx context.Context, cur, next *api.Job) error {
 		return err
 	}
 	sc.log.Info("updated job", zap.String("job", deref(next.ID)), zap.String("eval", resp.EvalID), zap.Int("groups", len(next.TaskGroups)))
-	if err := sc.placement(ctx, next, resp.EvalID); err != nil {
+	ev, err := sc.placement(ctx, next, resp.EvalID)
+	if err != nil {
 		return fmt.Errorf("%w; the containers that were placed keep running and Nomad places the others once resources free up (or update again with a smaller plan)", err)
+	}
+	if ev != nil && ev.DeploymentID != "" {
+		return sc.waitDeployment(ctx, next, ev.DeploymentID)
 	}
 	return nil
 }

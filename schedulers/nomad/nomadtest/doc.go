@@ -12,6 +12,7 @@
 //	GET      /v1/job/:id/allocations?all=      allocation stubs of a job
 //	GET      /v1/job/:id/evaluations           evaluations of a job
 //	GET      /v1/evaluation/:id                read an evaluation
+//	GET      /v1/deployment/:id                read a deployment
 //	PUT|POST /v1/client/allocation/:id/restart restart tasks in place
 //
 // Every request honours ?namespace= (default "default") and ?region=; when

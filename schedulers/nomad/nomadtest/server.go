@@ -79,6 +79,7 @@ type Server struct {
 	jobs       map[jobKey]*jobState
 	allocs     []*alloc
 	evals      map[string]*evalState
+	deploys    map[string]*api.Deployment
 	requests   []Request
 	registered [][]byte
 }
@@ -109,7 +110,7 @@ type evalState struct {
 // New starts a fake Nomad agent that stops when t ends.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	s := &Server{region: "global", jobs: map[jobKey]*jobState{}, evals: map[string]*evalState{}, fetch: &http.Client{Timeout: 30 * time.Second}}
+	s := &Server{region: "global", jobs: map[jobKey]*jobState{}, evals: map[string]*evalState{}, deploys: map[string]*api.Deployment{}, fetch: &http.Client{Timeout: 30 * time.Second}}
 	s.SetNodes(Node{Name: "node-1", CPU: 1 << 20, MemoryMB: 1 << 20, DiskMB: 1 << 20})
 	for _, o := range opts {
 		o(s)
@@ -225,6 +226,7 @@ func (s *Server) routes() http.Handler {
 		"GET /v1/job/{id}/allocations":            s.jobAllocations,
 		"GET /v1/job/{id}/evaluations":            s.jobEvaluations,
 		"GET /v1/evaluation/{id}":                 s.evaluation,
+		"GET /v1/deployment/{id}":                 s.deployment,
 		"PUT /v1/client/allocation/{id}/restart":  s.restart,
 		"POST /v1/client/allocation/{id}/restart": s.restart,
 	} {
@@ -400,6 +402,9 @@ func (s *Server) reconcileLocked(job, prev *api.Job, trigger string, setups map[
 			s.stopLocked(a, "alloc not needed due to job update")
 		}
 	}
+	if prev != nil && !*job.Stop && *job.Type == api.JobTypeService {
+		s.deployLocked(job, ev)
+	}
 	if len(ev.FailedTGAllocs) > 0 {
 		blocked := &api.Evaluation{ID: newID(), Priority: ev.Priority, Type: ev.Type, TriggeredBy: "queued-allocs", Namespace: ns,
 			JobID: id, Status: "blocked", PreviousEval: ev.ID, CreateIndex: s.index, ModifyIndex: s.index}
@@ -409,6 +414,31 @@ func (s *Server) reconcileLocked(job, prev *api.Job, trigger string, setups map[
 	s.evals[ev.ID] = &evalState{eval: ev}
 	s.refreshStatusLocked(job)
 	return ev
+}
+
+// deployLocked records the deployment of an updated service job that
+// placed allocations: Nomad's deployment watcher waits until they are
+// healthy (the fake knows at once), and the evaluation names it.
+func (s *Server) deployLocked(job *api.Job, ev *api.Evaluation) {
+	var placed []*alloc
+	for _, a := range s.allocs {
+		if a.stub.Namespace == *job.Namespace && a.stub.JobID == *job.ID && a.stub.CreateIndex == s.index && a.stub.DesiredStatus == api.AllocDesiredStatusRun {
+			placed = append(placed, a)
+		}
+	}
+	if len(placed) == 0 {
+		return
+	}
+	d := &api.Deployment{ID: newID(), Namespace: *job.Namespace, JobID: *job.ID, JobVersion: *job.Version,
+		JobModifyIndex: *job.JobModifyIndex, JobCreateIndex: *job.CreateIndex, Status: api.DeploymentStatusSuccessful,
+		StatusDescription: "Deployment completed successfully", CreateIndex: s.index, ModifyIndex: s.index}
+	for _, a := range placed {
+		if a.stub.ClientStatus != api.AllocClientStatusRunning || !*a.stub.DeploymentStatus.Healthy {
+			d.Status, d.StatusDescription = api.DeploymentStatusFailed, "Failed due to unhealthy allocations"
+		}
+	}
+	s.deploys[d.ID] = d
+	ev.DeploymentID = d.ID
 }
 
 // placeLocked places the allocations of tg, or returns why it cannot.
@@ -679,6 +709,16 @@ func (s *Server) evaluation(r *http.Request, _ string, _ []byte) (any, *apiError
 		return &pending, nil
 	}
 	return e.eval, nil
+}
+
+func (s *Server) deployment(r *http.Request, _ string, _ []byte) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.deploys[r.PathValue("id")]
+	if d == nil {
+		return nil, errorf(http.StatusNotFound, "deployment not found")
+	}
+	return d, nil
 }
 
 func (s *Server) restart(r *http.Request, _ string, body []byte) (any, *apiError) {
