@@ -147,6 +147,13 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	var targets []*api.AllocationListStub
 	for _, c := range want {
 		a := liveAlloc(allocs, GroupName(c))
+		if a == nil && startingAlloc(allocs, GroupName(c)) != nil {
+			// Its executor is being (re)started (a restart a moment ago,
+			// a replacement): it comes up fresh anyway.
+			sc.log.Info("container is starting; not restarting it again", zap.Int("container", c),
+				zap.String("alloc", startingAlloc(allocs, GroupName(c)).ID))
+			continue
+		}
 		if a == nil {
 			return fmt.Errorf("nomad scheduler: container %d of topology %q has no running allocation (%s); Nomad restarts or places it by itself",
 				c, topology, allocSummary(allocs, GroupName(c)))
@@ -385,6 +392,17 @@ func isIndexConflict(err error) bool {
 func liveAlloc(allocs []*api.AllocationListStub, group string) *api.AllocationListStub {
 	for _, a := range allocs {
 		if a.TaskGroup == group && a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning {
+			return a
+		}
+	}
+	return nil
+}
+
+// startingAlloc returns the allocation of group that Nomad is starting
+// (client status pending), if any.
+func startingAlloc(allocs []*api.AllocationListStub, group string) *api.AllocationListStub {
+	for _, a := range allocs {
+		if a.TaskGroup == group && a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusPending {
 			return a
 		}
 	}

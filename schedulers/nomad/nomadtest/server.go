@@ -96,7 +96,11 @@ type node struct {
 }
 
 type alloc struct {
-	stub           *api.AllocationListStub
+	stub *api.AllocationListStub
+	// restarting: the task was restarted in place; the next listing
+	// shows the allocation pending, as a Nomad client reports it while
+	// the task starts again.
+	restarting     bool
 	jobCreateIndex uint64
 	node           *node
 	cpu, mem, disk int
@@ -676,6 +680,13 @@ func (s *Server) jobAllocations(r *http.Request, ns string, _ []byte) (any, *api
 		if !all && create != 0 && a.jobCreateIndex != create {
 			continue
 		}
+		if a.restarting {
+			a.restarting = false
+			pending := *a.stub
+			pending.ClientStatus = api.AllocClientStatusPending
+			out = append(out, &pending)
+			continue
+		}
 		out = append(out, a.stub)
 	}
 	return out, nil
@@ -759,6 +770,7 @@ func (s *Server) restart(r *http.Request, _ string, body []byte) (any, *apiError
 		st.Events = append(st.Events, &api.TaskEvent{Type: "Restart Signaled", Time: now.UnixNano(), DisplayMessage: "User requested task to restart"})
 	}
 	a.stub.ModifyIndex, a.stub.ModifyTime = s.index, now.UnixNano()
+	a.restarting = true
 	return struct{}{}, nil
 }
 

@@ -1,0 +1,433 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// These tests run topologies on a real Nomad agent: `nomad agent -dev`
+// (one server and client, raw_exec on), started by the test on free
+// ports with its own data directory. The binary is $EGRET_NOMAD_BIN, else
+// nomad on the PATH; without one the tests skip. Egret never depends on
+// Nomad's source: the binary is built or installed beside the project.
+
+// nomadBinary returns the Nomad binary of the real-agent tests, or skips.
+func nomadBinary(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real Nomad agent")
+	}
+	if p := os.Getenv("EGRET_NOMAD_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("EGRET_NOMAD_BIN=%s: %v", p, err)
+		}
+		return p
+	}
+	p, err := exec.LookPath("nomad")
+	if err != nil {
+		t.Skip("no Nomad agent binary: set EGRET_NOMAD_BIN to a nomad binary (1.6 or later) or put nomad on the PATH to run the real-agent tests")
+	}
+	return p
+}
+
+// nomadAgent is a dev agent run by one test.
+type nomadAgent struct {
+	addr    string // http://127.0.0.1:port
+	dataDir string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startNomad starts a dev agent and waits until its client node is ready
+// with the raw_exec driver. It is stopped, with everything it ran, when
+// the test ends.
+func startNomad(t *testing.T) *nomadAgent {
+	t.Helper()
+	bin := nomadBinary(t)
+	dir, err := os.MkdirTemp("", "egret-nomad-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpPort, rpc, serf := freePort(t), freePort(t), freePort(t)
+	hcl := fmt.Sprintf("ports {\n  http = %d\n  rpc = %d\n  serf = %d\n}\n", httpPort, rpc, serf)
+	if err := os.WriteFile(filepath.Join(dir, "agent.hcl"), []byte(hcl), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &nomadAgent{addr: fmt.Sprintf("http://127.0.0.1:%d", httpPort), dataDir: filepath.Join(dir, "data"), exited: make(chan struct{})}
+	a.cmd = exec.Command(bin, "agent", "-dev", "-bind", "127.0.0.1", "-data-dir", a.dataDir, "-config", filepath.Join(dir, "agent.hcl"))
+	a.cmd.Stdout, a.cmd.Stderr = logf, logf
+	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := a.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = a.cmd.Wait(); logf.Close(); close(a.exited) }()
+	t.Cleanup(func() {
+		a.stop()
+		if t.Failed() {
+			if b, err := os.ReadFile(filepath.Join(dir, "agent.log")); err == nil {
+				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+				t.Logf("== nomad agent log (last lines)\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
+			}
+		}
+		os.RemoveAll(dir)
+	})
+	waitFor(t, "the Nomad dev agent's client node with raw_exec", 2*time.Minute, func() bool {
+		var nodes []struct {
+			Status  string
+			Drivers map[string]struct{ Healthy bool }
+		}
+		if err := getJSON(a.addr+"/v1/nodes?resources=false&os=false", &nodes); err != nil {
+			return false
+		}
+		return len(nodes) == 1 && nodes[0].Status == "ready" && nodes[0].Drivers["raw_exec"].Healthy
+	})
+	return a
+}
+
+// stop stops the agent, then kills any process it started that is left.
+func (a *nomadAgent) stop() {
+	_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGINT)
+	select {
+	case <-a.exited:
+	case <-time.After(30 * time.Second):
+		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
+		<-a.exited
+	}
+	for _, p := range a.processes("") {
+		_ = syscall.Kill(p.pid, syscall.SIGKILL)
+	}
+}
+
+type agentProc struct {
+	pid  int
+	args []string
+}
+
+// processes lists the processes run from the agent's data directory (the
+// allocations' executors, daemons and instances, and Nomad's executor
+// wrappers) whose command line also holds word.
+func (a *nomadAgent) processes(word string) []agentProc {
+	entries, _ := os.ReadDir("/proc")
+	var out []agentProc
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !bytes.Contains(b, []byte(a.dataDir)) || !bytes.Contains(b, []byte(word)) {
+			continue
+		}
+		out = append(out, agentProc{pid, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")})
+	}
+	return out
+}
+
+// executors returns the pid of each container's executor.
+func (a *nomadAgent) executors() map[int]int {
+	out := map[int]int{}
+	for _, p := range a.processes("executor") {
+		if len(p.args) < 2 || p.args[1] != "executor" {
+			continue
+		}
+		for i, arg := range p.args {
+			if arg == "--container" && i+1 < len(p.args) {
+				if c, err := strconv.Atoi(p.args[i+1]); err == nil {
+					out[c] = p.pid
+				}
+			}
+		}
+	}
+	return out
+}
+
+// jobs lists the IDs of the agent's jobs (stopped ones included).
+func (a *nomadAgent) jobs(t *testing.T) []string {
+	t.Helper()
+	var stubs []struct{ ID string }
+	if err := getJSON(a.addr+"/v1/jobs", &stubs); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, s := range stubs {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
+
+// listenAddrs returns the addresses the TCP listeners of the agent's egret
+// processes are bound to (from /proc/net/tcp and tcp6).
+func (a *nomadAgent) listenAddrs() []string {
+	inodes := map[string]bool{}
+	for _, p := range a.processes("egret") {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", p.pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+			}
+		}
+	}
+	var out []string
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fs := strings.Fields(line)
+			if len(fs) > 9 && fs[3] == "0A" && inodes[fs[9]] { // 0A: LISTEN
+				out = append(out, fs[1])
+			}
+		}
+	}
+	return out
+}
+
+// packageServer runs `egret serve-packages` for the cluster on a free port
+// and returns its upload URI.
+func packageServer(t *testing.T, dir string) string {
+	t.Helper()
+	port := freePort(t)
+	cmd := exec.Command(binary(t, "egret"), "serve-packages", "--dir", dir, "--addr", fmt.Sprintf("127.0.0.1:%d", port))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	waitFor(t, "the package server", 30*time.Second, func() bool {
+		c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return fmt.Sprintf("http://127.0.0.1:%d/packages/", port)
+}
+
+// nomadCluster is the nomad cluster of the docs' quick start against
+// agent: its defaults, with the state in local files (one machine) and a
+// small CPU share per core, as a dev agent has little to hand out.
+func nomadCluster(t *testing.T, agent *nomadAgent) (*cluster, string) {
+	t.Helper()
+	pkgs, err := os.MkdirTemp("", "egret-nomad-packages-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(pkgs) })
+	uri := packageServer(t, pkgs)
+	c := newCluster(t, "nomad",
+		"egret.nomad.address="+agent.addr,
+		"egret.uploader.http.uri="+uri,
+		"egret.statemgr=localfs",
+		"egret.nomad.mhz.per.core=100",
+	)
+	c.props = append(c.props, "egret.statemgr.root.path="+filepath.Join(c.home, "state", "nomad"))
+	return c, pkgs
+}
+
+// componentExecuted returns the executed count of a component.
+func componentExecuted(t *testing.T, c *cluster, component string) float64 {
+	t.Helper()
+	var st struct{ Components map[string]map[string]float64 }
+	out, _, code := c.egret("metrics", "nomad", "wordcount", "--output", "json")
+	if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
+		return -1
+	}
+	return st.Components[component]["instance.executed"]
+}
+
+// waitCounting waits until the count bolt's executed tuples rise.
+func waitCounting(t *testing.T, c *cluster, what string) {
+	t.Helper()
+	first := -1.0
+	waitFor(t, "counts rising "+what, 2*time.Minute, func() bool {
+		n := componentExecuted(t, c, "count")
+		if n > 0 && first < 0 {
+			first = n
+		}
+		return first > 0 && n > first
+	})
+}
+
+func listRow(t *testing.T, c *cluster) string {
+	t.Helper()
+	for _, l := range strings.Split(c.mustEgret("list", "nomad"), "\n") {
+		if strings.HasPrefix(l, "wordcount ") {
+			return strings.Join(strings.Fields(l), " ")
+		}
+	}
+	return ""
+}
+
+// TestNomadRealAgent runs word count on a real Nomad dev agent through
+// every operation: submit (3 containers), list, metrics, deactivate and
+// activate, restart of one container and of all, update of parallelism
+// and of the container count with data flowing, kill -9 of an executor
+// (Nomad restarts it), kill twice; then the failures: a topology that
+// cannot be placed, an agent that does not answer.
+func TestNomadRealAgent(t *testing.T) {
+	agent := startNomad(t)
+	c, pkgs := nomadCluster(t, agent)
+	wc := binary(t, "wordcount")
+
+	out := c.mustEgret("submit", "nomad", wc, "--wait", "2m", "--", "--containers", "3")
+	if !strings.Contains(out, `submitted topology "wordcount"`) {
+		t.Fatalf("submit output:\n%s", out)
+	}
+	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 3 6 ") {
+		t.Fatalf("list: %q, want wordcount running with 3 containers and 6 instances", row)
+	}
+	if got := agent.executors(); len(got) != 4 {
+		t.Fatalf("executors %v, want containers 0..3", got)
+	}
+	for _, a := range agent.listenAddrs() {
+		if !strings.HasPrefix(a, "0100007F:") { // 127.0.0.1, the dev agent's NOMAD_IP
+			t.Errorf("an egret daemon listens on %s, not on the address Nomad gave its port", a)
+		}
+	}
+	waitCounting(t, c, "after submit")
+
+	c.mustEgret("deactivate", "nomad", "wordcount")
+	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount deactivated ") {
+		t.Errorf("list after deactivate: %q", row)
+	}
+	c.mustEgret("activate", "nomad", "wordcount")
+	waitCounting(t, c, "after activate")
+
+	before := agent.executors()
+	if out := c.mustEgret("restart", "nomad", "wordcount", "2"); !strings.Contains(out, `restarted container 2 of topology "wordcount"`) {
+		t.Errorf("restart output %q", out)
+	}
+	waitFor(t, "a new executor in container 2", time.Minute, func() bool {
+		p := agent.executors()[2]
+		return p != 0 && p != before[2]
+	})
+	if after := agent.executors(); after[1] != before[1] || after[0] != before[0] {
+		t.Errorf("restarting container 2 restarted others: %v -> %v", before, after)
+	}
+	before = agent.executors()
+	if out := c.mustEgret("restart", "nomad", "wordcount"); !strings.Contains(out, "restarted every container") {
+		t.Errorf("restart output %q", out)
+	}
+	waitFor(t, "new executors in every container", time.Minute, func() bool {
+		now := agent.executors()
+		for i := 0; i <= 3; i++ {
+			if now[i] == 0 || now[i] == before[i] {
+				return false
+			}
+		}
+		return true
+	})
+	waitCounting(t, c, "after restarting every container")
+
+	c.mustEgret("update", "nomad", "wordcount", "--component-parallelism", "count:4")
+	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 3 8 ") {
+		t.Errorf("list after count:4: %q", row)
+	}
+	waitCounting(t, c, "after update --component-parallelism count:4")
+	c.mustEgret("update", "nomad", "wordcount", "--container-number", "4")
+	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 4 8 ") {
+		t.Errorf("list after --container-number 4: %q", row)
+	}
+	if got := agent.executors(); len(got) != 5 {
+		t.Errorf("executors %v after growing to 4 containers", got)
+	}
+	waitCounting(t, c, "after update --container-number 4")
+	c.mustEgret("update", "nomad", "wordcount", "--container-number", "3")
+	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 3 8 ") {
+		t.Errorf("list after --container-number 3: %q", row)
+	}
+	waitFor(t, "container 4's executor to stop", time.Minute, func() bool { _, ok := agent.executors()[4]; return !ok })
+	waitCounting(t, c, "after update --container-number 3")
+
+	victim := agent.executors()[1]
+	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "Nomad to restart the killed executor of container 1", 2*time.Minute, func() bool {
+		p := agent.executors()[1]
+		return p != 0 && p != victim
+	})
+	waitCounting(t, c, "after kill -9 of an executor")
+
+	for i := 0; i < 2; i++ {
+		if out := c.mustEgret("kill", "nomad", "wordcount"); !strings.Contains(out, `killed topology "wordcount"`) {
+			t.Errorf("kill #%d output %q", i+1, out)
+		}
+	}
+	assertNothingLeft(t, c, agent, pkgs)
+
+	// Failures leave nothing behind either.
+	_, errOut, code := c.egret("submit", "nomad", wc, "--config-property", "egret.nomad.mhz.per.core=100000", "--", "--containers", "3")
+	if code != 1 || !strings.Contains(errOut, "Nomad cannot place") || !strings.Contains(errOut, "cpu exhausted") || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("submit that cannot be placed: exit %d, stderr %q", code, errOut)
+	}
+	assertNothingLeft(t, c, agent, pkgs)
+	_, errOut, code = c.egret("submit", "nomad", wc, "--config-property", fmt.Sprintf("egret.nomad.address=http://127.0.0.1:%d", freePort(t)), "--", "--containers", "3")
+	if code != 1 || !strings.Contains(errOut, "cannot reach Nomad") {
+		t.Errorf("submit to an agent that does not answer: exit %d, stderr %q", code, errOut)
+	}
+	assertNothingLeft(t, c, agent, pkgs)
+}
+
+// assertNothingLeft: no Nomad job, no process, no package and no state.
+func assertNothingLeft(t *testing.T, c *cluster, agent *nomadAgent, pkgs string) {
+	t.Helper()
+	if jobs := agent.jobs(t); len(jobs) != 0 {
+		t.Errorf("Nomad jobs left: %v", jobs)
+	}
+	waitFor(t, "the topology's processes to end", time.Minute, func() bool { return len(agent.processes("egret")) == 0 })
+	if left, _ := os.ReadDir(pkgs); len(left) != 0 {
+		t.Errorf("packages left on the package server: %v", left)
+	}
+	if names, err := c.store().Topologies(context.Background()); err != nil || len(names) != 0 {
+		t.Errorf("state left: %v %v", names, err)
+	}
+	if row := listRow(t, c); row != "" {
+		t.Errorf("list shows %q", row)
+	}
+}
+
+// TestNomadWaitTimeoutNamesTheCause: when the containers cannot start,
+// submit's --wait timeout says why, from the task events.
+func TestNomadWaitTimeoutNamesTheCause(t *testing.T) {
+	agent := startNomad(t)
+	c, pkgs := nomadCluster(t, agent)
+	// egret itself is to be downloaded from a URL that answers 404.
+	missing := ""
+	for _, p := range c.props {
+		if v, ok := strings.CutPrefix(p, "egret.uploader.http.uri="); ok {
+			missing = v + "egret-that-is-not-there"
+		}
+	}
+	_, errOut, code := c.egret("submit", "nomad", binary(t, "wordcount"), "--wait", "30s",
+		"--config-property", "egret.package.core.uri="+missing, "--", "--containers", "2")
+	for _, want := range []string{"no physical plan", "Failed Artifact Download", "bad response code: 404", "nomad alloc status ", "the topology stays submitted (egret kill nomad wordcount removes it)"} {
+		if code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("submit whose containers cannot start: exit %d, stderr %q lacks %q", code, errOut, want)
+		}
+	}
+	c.mustEgret("kill", "nomad", "wordcount")
+	assertNothingLeft(t, c, agent, pkgs)
+}
