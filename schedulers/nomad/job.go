@@ -106,8 +106,8 @@ func containerOf(group string) (int, bool) {
 	return n, err == nil && n >= 0
 }
 
-// JobJSON renders the Nomad job of job as `nomad job run -json` accepts it
-// (and as `nomad job inspect` prints it): {"Job": {...}}, with the fields
+// JobJSON renders the Nomad job of job as `nomad job validate -json` and
+// `nomad job plan -json` read it (and as `nomad job inspect` prints it): {"Job": {...}}, with the fields
 // and types of Nomad's HTTP API and unset (null) fields left out. cfg is
 // the scheduler's config (egret.nomad.*). It is what `egret submit ...
 // --dry-run --dry-run-format nomad-json` prints.

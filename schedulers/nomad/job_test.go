@@ -74,7 +74,7 @@ func TestGoldenJobs(t *testing.T) {
 			if dj, _ := PruneNulls(wrapped.Job); !bytes.Equal(bytes.ReplaceAll(append(dj, '\n'), []byte(job.PackageSHA256), []byte(goldenSHA)), want) {
 				t.Errorf("JobJSON's job differs from the registered one:\n%s", dry)
 			}
-			// What `nomad job run -json` reads must decode into the API
+			// What `nomad job plan -json` reads must decode into the API
 			// type without unknown fields.
 			var req struct{ Job *api.Job }
 			dec := json.NewDecoder(bytes.NewReader(dry))
@@ -292,9 +292,10 @@ func TestBadJobsAndConfig(t *testing.T) {
 }
 
 // TestDryRunRegisters sends JobJSON's output, byte for byte, as the body
-// of PUT /v1/jobs (what `nomad job run -json` does with a file holding
-// {"Job": ...}): the fake accepts and places it, and the scheduler then
-// finds the topology as its own.
+// of PUT /v1/jobs: Nomad accepts it as a job (what `nomad job validate
+// -json` and `plan -json` check), and the scheduler finds the topology as
+// its own. The docs do not suggest running it by hand: a dry run writes no
+// topology state.
 func TestDryRunRegisters(t *testing.T) {
 	f := newFake(t)
 	cfg := schedConfig(f.URL)

@@ -453,7 +453,7 @@ func span(ids []int) string {
 var _ spi.JobRenderer = (*Scheduler)(nil)
 
 // RenderJob returns the job Schedule would register, as the JSON
-// `nomad job run -json` accepts.
+// `nomad job validate -json` and `nomad job plan -json` read.
 func (sc *Scheduler) RenderJob(job spi.Job) ([]byte, error) {
 	j, err := sc.s.buildJob(job)
 	if err != nil {

@@ -180,6 +180,25 @@ func (a *nomadAgent) jobs(t *testing.T) []string {
 	return ids
 }
 
+// allRunning reports whether every allocation Nomad wants running runs.
+func (a *nomadAgent) allRunning(t *testing.T) bool {
+	t.Helper()
+	var allocs []struct{ DesiredStatus, ClientStatus string }
+	if err := getJSON(a.addr+"/v1/allocations", &allocs); err != nil {
+		return false
+	}
+	n := 0
+	for _, al := range allocs {
+		if al.DesiredStatus == "run" {
+			n++
+			if al.ClientStatus != "running" {
+				return false
+			}
+		}
+	}
+	return n > 0
+}
+
 // listenAddrs returns the addresses the TCP listeners of the agent's egret
 // processes are bound to (from /proc/net/tcp and tcp6).
 func (a *nomadAgent) listenAddrs() []string {
@@ -319,18 +338,21 @@ func TestNomadRealAgent(t *testing.T) {
 	if out := c.mustEgret("restart", "nomad", "wordcount", "2"); !strings.Contains(out, `restarted container 2 of topology "wordcount"`) {
 		t.Errorf("restart output %q", out)
 	}
-	waitFor(t, "a new executor in container 2", time.Minute, func() bool {
+	waitFor(t, "a new executor in container 2", 2*time.Minute, func() bool {
 		p := agent.executors()[2]
 		return p != 0 && p != before[2]
 	})
 	if after := agent.executors(); after[1] != before[1] || after[0] != before[0] {
 		t.Errorf("restarting container 2 restarted others: %v -> %v", before, after)
 	}
+	// Nomad reports container 2 pending until its client sees the task
+	// run again; a restart of all would leave it to start.
+	waitFor(t, "Nomad to report every allocation running", 2*time.Minute, func() bool { return agent.allRunning(t) })
 	before = agent.executors()
 	if out := c.mustEgret("restart", "nomad", "wordcount"); !strings.Contains(out, "restarted every container") {
 		t.Errorf("restart output %q", out)
 	}
-	waitFor(t, "new executors in every container", time.Minute, func() bool {
+	waitFor(t, "new executors in every container", 2*time.Minute, func() bool {
 		now := agent.executors()
 		for i := 0; i <= 3; i++ {
 			if now[i] == 0 || now[i] == before[i] {
@@ -397,7 +419,16 @@ func assertNothingLeft(t *testing.T, c *cluster, agent *nomadAgent, pkgs string)
 	if jobs := agent.jobs(t); len(jobs) != 0 {
 		t.Errorf("Nomad jobs left: %v", jobs)
 	}
-	waitFor(t, "the topology's processes to end", time.Minute, func() bool { return len(agent.processes("egret")) == 0 })
+	deadline := time.Now().Add(2 * time.Minute)
+	for left := agent.processes("egret"); len(left) > 0; left = agent.processes("egret") {
+		if time.Now().After(deadline) {
+			for _, p := range left {
+				t.Errorf("process %d left: %s", p.pid, strings.Join(p.args, " "))
+			}
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if left, _ := os.ReadDir(pkgs); len(left) != 0 {
 		t.Errorf("packages left on the package server: %v", left)
 	}

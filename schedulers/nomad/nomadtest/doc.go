@@ -20,18 +20,34 @@
 // with ACLs enabled. Query responses carry X-Nomad-Index,
 // X-Nomad-KnownLeader and X-Nomad-LastContact.
 //
-// A registered job is validated with Nomad's own rules for the fields
-// Egret uses (and a few stricter ones: an interpolated ${NOMAD_PORT_x}
-// must name a port of the group); a violation answers 500 with a
-// multi-error body, as Nomad does. Each registration is evaluated at once:
-// every task group is placed on the fake's nodes (datacenter, driver,
-// constraints, Consul, cpu/memory/disk capacity) and becomes a running
-// allocation, or is reported in the evaluation's FailedTGAllocs with
-// Nomad's metrics (DimensionExhausted, ConstraintFiltered, ...). On an
-// update, a task group whose definition did not change keeps its
-// allocation; a changed one is replaced (a destructive update); a removed
-// one is stopped. A changed job meta replaces every group, as in Nomad.
+// A registered job is first canonicalized as Nomad's HTTP endpoint does
+// (the api package's Job.Canonicalize: defaults filled in, the job's
+// update block pushed into every group) and validated with Nomad's own
+// rules and messages for the fields Egret uses, update blocks included
+// (and a few stricter ones: an interpolated ${NOMAD_PORT_x} must name a
+// port of the group); a violation answers 500 with Nomad's nested
+// go-multierror body, over many lines. A job reads back as Nomad returns
+// it: with a job-level update block holding only stagger and max_parallel
+// and zeros elsewhere. Each registration is evaluated at once: every task
+// group is placed on the fake's nodes (datacenter, driver, constraints,
+// Consul, cpu/memory/disk capacity) and becomes an allocation, or is
+// reported in the evaluation's FailedTGAllocs with Nomad's metrics
+// (DimensionExhausted, ConstraintFiltered, ...). Nodes have no Consul
+// unless they say so, like a stock agent. On an update, a task group whose
+// definition did not change keeps its allocation; a changed one is
+// replaced (a destructive update); a removed one is stopped; a changed job
+// meta replaces every group, as in Nomad; and a deployment is recorded,
+// successful when every new allocation runs healthy.
 //
-// Allocations never fail by themselves and artifacts are not fetched:
-// the fake checks what the job asks for, not that it would run.
+// Starting a task does what a Nomad 1.6 client does before the driver
+// runs: its artifacts are downloaded (http and https, from the network or
+// from WithArtifacts; s3, gcs, git and hg are assumed to work; any other
+// scheme, file:// included, fails), checksums verified and archives
+// unpacked, and a raw_exec or exec command inside the task directory must
+// be among the files that produced. A failure fails the allocation with
+// Nomad's task events ("Failed Artifact Download", "Driver Failure" with
+// Nomad's texts). A service check that deployments wait for never passes
+// (nothing listens in the fake), so such an allocation is unhealthy. An
+// allocation restarted in place lists as pending once, as while its task
+// starts again. Allocations never fail later by themselves.
 package nomadtest
