@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/egret-stream/egret/internal/zktest"
 )
 
 // These tests run topologies on a real Nomad agent: `nomad agent -dev`
@@ -65,7 +68,7 @@ func freePort(t *testing.T) int {
 func startNomad(t *testing.T) *nomadAgent {
 	t.Helper()
 	bin := nomadBinary(t)
-	dir, err := os.MkdirTemp("", "egret-nomad-")
+	dir, err := os.MkdirTemp("", "nomad-dev-") // no "egret" in the agent's own command line
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +139,7 @@ func (a *nomadAgent) processes(word string) []agentProc {
 	var out []agentProc
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
+		if err != nil || pid == os.Getpid() || pid == a.cmd.Process.Pid {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -249,7 +252,7 @@ func packageServer(t *testing.T, dir string) string {
 // small CPU share per core, as a dev agent has little to hand out.
 func nomadCluster(t *testing.T, agent *nomadAgent) (*cluster, string) {
 	t.Helper()
-	pkgs, err := os.MkdirTemp("", "egret-nomad-packages-")
+	pkgs, err := os.MkdirTemp("", "nomad-packages-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,6 +462,30 @@ func TestNomadWaitTimeoutNamesTheCause(t *testing.T) {
 			t.Errorf("submit whose containers cannot start: exit %d, stderr %q lacks %q", code, errOut, want)
 		}
 	}
+	c.mustEgret("kill", "nomad", "wordcount")
+	assertNothingLeft(t, c, agent, pkgs)
+}
+
+// TestNomadExecDriver runs word count with the exec driver (chroot and
+// cgroups: the task sees only its directory, so the state is in
+// ZooKeeper, the nomad cluster's default state manager), when the agent
+// offers exec (Linux, as root).
+func TestNomadExecDriver(t *testing.T) {
+	agent := startNomad(t)
+	var nodes []struct{ Drivers map[string]struct{ Healthy bool } }
+	if err := getJSON(agent.addr+"/v1/nodes?resources=false", &nodes); err != nil || len(nodes) != 1 || !nodes[0].Drivers["exec"].Healthy {
+		t.Skip("the dev agent offers no healthy exec driver here (it needs Linux, root and cgroups)")
+	}
+	zk := zktest.Start(t)
+	c, pkgs := nomadCluster(t, agent)
+	c.props = slices.DeleteFunc(c.props, func(p string) bool { return strings.HasPrefix(p, "egret.statemgr") })
+	c.props = append(c.props, "egret.nomad.driver=exec", "egret.statemgr.connection.string="+zk, "egret.statemgr.session.timeout=5s")
+	c.zk = zk
+	c.mustEgret("submit", "nomad", binary(t, "wordcount"), "--wait", "2m", "--", "--containers", "2")
+	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 2 ") {
+		t.Fatalf("list: %q", row)
+	}
+	waitCounting(t, c, "with the exec driver")
 	c.mustEgret("kill", "nomad", "wordcount")
 	assertNothingLeft(t, c, agent, pkgs)
 }

@@ -26,9 +26,12 @@
 // rules and messages for the fields Egret uses, update blocks included
 // (and a few stricter ones: an interpolated ${NOMAD_PORT_x} must name a
 // port of the group); a violation answers 500 with Nomad's nested
-// go-multierror body, over many lines. A job reads back as Nomad returns
-// it: with a job-level update block holding only stagger and max_parallel
-// and zeros elsewhere. Each registration is evaluated at once: every task
+// go-multierror body, over many lines. A job reads back as Nomad 1.6.5
+// returns it: with a job-level update block holding only stagger and
+// max_parallel and zeros elsewhere, the server's defaults, and the
+// constraints Nomad implies (the kill signal, Nomad's or Consul's service
+// discovery); testdata holds a job as a real 1.6.5 agent read it back, and
+// a test keeps the fake equal to it. Each registration is evaluated at once: every task
 // group is placed on the fake's nodes (datacenter, driver, constraints,
 // Consul, cpu/memory/disk capacity) and becomes an allocation, or is
 // reported in the evaluation's FailedTGAllocs with Nomad's metrics

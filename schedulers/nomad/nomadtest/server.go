@@ -145,6 +145,16 @@ func (s *Server) SetNodes(nodes ...Node) {
 		if n.Attributes == nil {
 			n.Attributes = map[string]string{"kernel.name": "linux", "cpu.arch": "amd64"}
 		}
+		// What a Nomad 1.6.5 client fingerprints, and Consul's version
+		// when it runs a Consul agent.
+		for k, v := range map[string]string{"nomad.version": "1.6.5", "nomad.service_discovery": "true", "os.signals": "SIGHUP,SIGINT,SIGKILL,SIGQUIT,SIGTERM,SIGUSR1,SIGUSR2"} {
+			if _, ok := n.Attributes[k]; !ok {
+				n.Attributes[k] = v
+			}
+		}
+		if n.Consul {
+			n.Attributes["consul.version"] = "1.16.0"
+		}
 		if n.Name == "" {
 			n.Name = fmt.Sprintf("node-%d", i+1)
 		}
@@ -310,6 +320,7 @@ func (s *Server) register(r *http.Request, ns string, body []byte) (any, *apiErr
 	// Nomad keeps only stagger and max_parallel at the job level; a job
 	// read back carries them with every other update field zero.
 	job.Update = jobLevelUpdate(job.Update)
+	serverDefaults(job)
 	setups := s.setupTasks(r.Context(), job)
 
 	s.mu.Lock()
@@ -520,16 +531,14 @@ func (s *Server) infeasible(job *api.Job, tg *api.TaskGroup, n *node) string {
 		if op == "" {
 			op = "="
 		}
-		v := n.Attributes[attr]
-		if (op == "=" || op == "==" || op == "is") && v != c.RTarget || (op == "!=" || op == "not") && v == c.RTarget {
+		v, has := n.Attributes[attr]
+		switch {
+		case (op == "=" || op == "==" || op == "is") && v != c.RTarget, (op == "!=" || op == "not") && v == c.RTarget:
 			return fmt.Sprintf("%s %s %s", c.LTarget, op, c.RTarget)
-		}
-	}
-	if !n.Consul {
-		for _, svc := range tg.Services {
-			if svc.Provider == "" || svc.Provider == "consul" {
-				return "${attr.consul.version} semver >= 1.7.0"
-			}
+		case (op == "semver" || op == "version") && !has: // versions are not compared: present is enough
+			return fmt.Sprintf("%s %s %s", c.LTarget, op, c.RTarget)
+		case op == "set_contains" && !containsAll(v, c.RTarget):
+			return fmt.Sprintf("%s %s %s", c.LTarget, op, c.RTarget)
 		}
 	}
 	return ""
@@ -854,4 +863,16 @@ func deref[T any](p *T, def T) T {
 		return def
 	}
 	return *p
+}
+
+// containsAll reports whether the comma-separated set has every item of
+// the comma-separated want.
+func containsAll(set, want string) bool {
+	have := strings.Split(set, ",")
+	for _, w := range strings.Split(want, ",") {
+		if !slices.Contains(have, strings.TrimSpace(w)) {
+			return false
+		}
+	}
+	return true
 }
