@@ -472,7 +472,9 @@ func TestNomadWaitTimeoutNamesTheCause(t *testing.T) {
 // offers exec (Linux, as root).
 func TestNomadExecDriver(t *testing.T) {
 	agent := startNomad(t)
-	var nodes []struct{ Drivers map[string]struct{ Healthy bool } }
+	var nodes []struct {
+		Drivers map[string]struct{ Healthy bool }
+	}
 	if err := getJSON(agent.addr+"/v1/nodes?resources=false", &nodes); err != nil || len(nodes) != 1 || !nodes[0].Drivers["exec"].Healthy {
 		t.Skip("the dev agent offers no healthy exec driver here (it needs Linux, root and cgroups)")
 	}
