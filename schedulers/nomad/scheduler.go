@@ -147,11 +147,10 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	var targets []*api.AllocationListStub
 	for _, c := range want {
 		a := liveAlloc(allocs, GroupName(c))
-		if a == nil && startingAlloc(allocs, GroupName(c)) != nil {
+		if s := startingAlloc(allocs, GroupName(c)); a == nil && s != nil {
 			// Its executor is being (re)started (a restart a moment ago,
 			// a replacement): it comes up fresh anyway.
-			sc.log.Info("container is starting; not restarting it again", zap.Int("container", c),
-				zap.String("alloc", startingAlloc(allocs, GroupName(c)).ID))
+			sc.log.Info("container is starting; not restarting it again", zap.Int("container", c), zap.String("alloc", s.ID))
 			continue
 		}
 		if a == nil {
