@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/schedulers/nomad/nomadtest"
 )
 
@@ -142,5 +143,15 @@ func TestUpdateWaitsForDeployment(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("update with a container that cannot start: %v, want %q", err, want)
 		}
+	}
+}
+
+// TestDryRunPlaceholderURI: a dry run whose uploader cannot tell the URI
+// still renders the job, with the placeholder.
+func TestDryRunPlaceholderURI(t *testing.T) {
+	job := wordcount(1)
+	job.PackageURI = spi.DryRunPackageURI
+	if _, err := JobJSON(job, schedConfig("http://nomad:4646")); err != nil {
+		t.Errorf("JobJSON with the dry-run placeholder URI: %v", err)
 	}
 }

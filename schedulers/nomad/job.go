@@ -233,7 +233,7 @@ func checkJob(job spi.Job) error {
 	}
 	if job.PackageURI == "" {
 		errs = append(errs, errors.New("the job has no package URI: Nomad fetches the topology package from the uploader's URI, so the package must be uploaded first"))
-	} else if u, err := url.Parse(job.PackageURI); err != nil || !slices.Contains(getterSchemes, u.Scheme) {
+	} else if u, err := url.Parse(job.PackageURI); job.PackageURI != spi.DryRunPackageURI && (err != nil || !slices.Contains(getterSchemes, u.Scheme)) {
 		errs = append(errs, fmt.Errorf("package URI %q: Nomad's artifact getter cannot download it (no file scheme in Nomad 1.6); use an uploader the clients can download from, such as http with egret serve-packages", job.PackageURI))
 	}
 	if job.Plan == nil || len(job.Plan.Containers) == 0 {
