@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
+	"os/user"
 	"regexp"
 	"strings"
 	"time"
@@ -44,6 +46,22 @@ type settings struct {
 	killRetry      time.Duration
 	coreURI        string
 	stopGrace      time.Duration
+	// owner is the job's (deprecated but still checked) owner: the
+	// submitting Unix user, as the aurora client sends.
+	owner string
+}
+
+// submitter returns the name of the Unix user running egret, or "egret"
+// when it is not a valid Aurora identifier.
+func submitter() string {
+	name := os.Getenv("USER")
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	if !goodIdentifier.MatchString(name) {
+		return "egret"
+	}
+	return name
 }
 
 // parseSettings reads the scheduler's keys from cfg, reporting every bad
@@ -57,6 +75,7 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 		user:     cfg.String(KeyUsername, ""),
 		password: cfg.String(KeyPassword, ""),
 		coreURI:  strings.TrimSpace(cfg.String(keyCoreURI, "")),
+		owner:    submitter(),
 	}
 	var errs []error
 	add := func(err error) {

@@ -353,8 +353,11 @@ func (s *settings) buildJob(job spi.Job) (*auroraapi.JobConfiguration, error) {
 		return nil, err
 	}
 	key := Key(tj.Role, tj.Environment, tj.Name)
+	owner := &auroraapi.Identity{User: s.owner}
 	tc := auroraapi.NewTaskConfig()
 	tc.Job = key
+	tc.Owner = owner
+	tc.Container = &auroraapi.Container{Mesos: &auroraapi.MesosContainer{}}
 	tc.IsService = true
 	tc.MaxTaskFailures = int32(tj.MaxTaskFailures)
 	tc.Production = thriftBool(false)
@@ -378,7 +381,7 @@ func (s *settings) buildJob(job spi.Job) (*auroraapi.JobConfiguration, error) {
 			tc.Metadata = append(tc.Metadata, &auroraapi.Metadata{Key: m[0], Value: m[1]})
 		}
 	}
-	return &auroraapi.JobConfiguration{Key: key, TaskConfig: tc, InstanceCount: int32(tj.Instances)}, nil
+	return &auroraapi.JobConfiguration{Key: key, Owner: owner, TaskConfig: tc, InstanceCount: int32(tj.Instances)}, nil
 }
 
 // RenderJob renders the Thermos job of a topology as the JSON job config

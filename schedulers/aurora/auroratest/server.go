@@ -373,6 +373,12 @@ func (a *api) CreateJob(ctx context.Context, job *auroraapi.JobConfiguration) (*
 	if len(s.activeLocked(job.Key, nil)) > 0 {
 		return s.invalid("Job %s already exists", canonical(job.Key)), nil
 	}
+	if tc.Container == nil { // Aurora's default
+		tc.Container = &auroraapi.Container{Mesos: &auroraapi.MesosContainer{}}
+	}
+	if job.Owner != nil && !goodIdentifier.MatchString(job.Owner.User) {
+		return s.invalid("Job user contains illegal characters: %s", job.Owner.User), nil
+	}
 	cfg := clone(tc)
 	cfg.Job = clone(job.Key)
 	for i := int32(0); i < job.InstanceCount; i++ {
