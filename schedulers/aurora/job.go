@@ -51,7 +51,7 @@ const (
 
 	// workDir is the executor's working directory, relative to the
 	// task's sandbox.
-	workDir = "egret"
+	workDir = "container"
 	// coreBinary is where fetch_core puts the egret binary in the sandbox.
 	coreBinary = "egret"
 )
