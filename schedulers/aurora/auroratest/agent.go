@@ -180,8 +180,15 @@ func (s *Server) transitionLocked(t *task, status auroraapi.ScheduleStatus, msg 
 // processes; it reports whether the task changed state.
 func (s *Server) killLocked(t *task, to auroraapi.ScheduleStatus, msg string) bool {
 	switch t.st.Status {
-	case auroraapi.ScheduleStatus_KILLING, auroraapi.ScheduleStatus_RESTARTING:
+	case auroraapi.ScheduleStatus_KILLING:
 		return false
+	case auroraapi.ScheduleStatus_RESTARTING:
+		// A kill wins over a restart under way: no replacement.
+		if to != auroraapi.ScheduleStatus_KILLING {
+			return false
+		}
+		s.transitionLocked(t, to, msg)
+		return true
 	case auroraapi.ScheduleStatus_PENDING, auroraapi.ScheduleStatus_THROTTLED, auroraapi.ScheduleStatus_INIT:
 		s.transitionLocked(t, to, msg)
 		s.endLocked(t, auroraapi.ScheduleStatus_KILLED, "Task killed.")

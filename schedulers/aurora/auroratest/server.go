@@ -102,11 +102,11 @@ type Server struct {
 	srvMu sync.Mutex
 	srv   *http.Server
 
-	mu       sync.Mutex
-	closed   bool
-	tasks    []*task
-	requests []Request
-	seq      int
+	mu          sync.Mutex
+	closed      bool
+	tasks       []*task
+	requests    []Request
+	unavailable int
 }
 
 // New starts a fake Aurora scheduler; t's cleanup stops it and every task.
@@ -180,6 +180,14 @@ func (s *Server) Start() error {
 	return nil
 }
 
+// Unavailable makes the next n API requests fail with HTTP 503, as a
+// scheduler answers while it has no leader (during a failover).
+func (s *Server) Unavailable(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unavailable = n
+}
+
 // Close stops the API and kills every task, waiting until their processes
 // are gone.
 func (s *Server) Close() {
@@ -215,6 +223,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method != http.MethodPost {
 		http.Error(w, "HTTP method "+r.Method+" is not supported by this URL", http.StatusMethodNotAllowed)
+		return
+	}
+	s.mu.Lock()
+	down := s.unavailable > 0
+	if down {
+		s.unavailable--
+	}
+	s.mu.Unlock()
+	if down {
+		http.Error(w, "No leader found while handling request.", http.StatusServiceUnavailable)
 		return
 	}
 	user, pass, ok := r.BasicAuth()
