@@ -9,6 +9,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/egret-stream/egret/schedulers/aurora/auroraapi"
 	"github.com/egret-stream/egret/schedulers/aurora/auroratest"
+	"github.com/egret-stream/egret/schedulers/aurora/thermos"
 	egrethttp "github.com/egret-stream/egret/uploaders/http"
 )
 
@@ -315,5 +317,30 @@ func TestAuroraSubmitErrors(t *testing.T) {
 		if len(pkgs) != 0 {
 			t.Errorf("uploaded packages left after failed submissions: %v", pkgs)
 		}
+	}
+}
+
+// TestAuroraDryRun: --dry-run-format aurora prints the Thermos job
+// (aurora job create --read-json) and creates nothing in Aurora.
+func TestAuroraDryRun(t *testing.T) {
+	a := newAuroraCluster(t)
+	out := a.mustEgret("submit", a.name, binary(t, "wordcount"), "--dry-run", "--dry-run-format", "aurora", "--", "--containers", "2")
+	var j thermos.Job
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &j); err != nil {
+		t.Fatalf("the dry run printed no Thermos job: %v\n%s", err, out)
+	}
+	var procs []string
+	for _, p := range j.Task.Processes {
+		procs = append(procs, p.Name)
+	}
+	if j.Name != "wordcount" || j.Role != "www" || j.Environment != "prod" || j.Cluster != "devcluster" || j.Instances != 3 ||
+		strings.Join(procs, ",") != "fetch_core,executor" || !strings.Contains(j.Task.Processes[1].Cmdline, "--package-uri "+a.pkgs+"wordcount-www-") {
+		t.Errorf("dry run job: %+v", j)
+	}
+	for _, r := range a.fake.Requests() {
+		t.Errorf("the dry run sent %s to Aurora", r.Method)
+	}
+	if names, err := a.store().Topologies(context.Background()); err != nil || len(names) != 0 {
+		t.Errorf("the dry run wrote state: %v (%v)", names, err)
 	}
 }
