@@ -13,22 +13,45 @@ import (
 )
 
 // harness observes the fake's RUNNING tasks: container i is instance i,
-// its identity the task id (a restarted task is a new one).
+// its identity the task id (a restarted or rescheduled task is a new one).
+// A lost container is a task whose processes were killed; an unplaceable
+// job one of a role the agent has no account for (the fake's users are
+// fakeUsers); a failover takes the API down and up again.
 func harness(f *auroratest.Server, newSched func(t *testing.T) spi.Scheduler) schedulertest.Harness {
 	return schedulertest.Harness{
 		New: func(t *testing.T, _ string) spi.Scheduler { return newSched(t) },
 		Containers: func(_ context.Context, topology string) (map[int]string, error) {
-			return f.Running("tester", "test", topology), nil
+			out := f.Running("tester", "test", topology)
+			for id, task := range f.Running(noAccount, "test", topology) {
+				out[id] = task
+			}
+			return out, nil
+		},
+		LoseContainer: func(_ context.Context, topology string, container int) error {
+			return f.KillTask("tester", "test", topology, container)
+		},
+		Unplaceable: func(job *spi.Job) { job.Role = noAccount },
+		FailOver: func(t *testing.T) {
+			f.Stop()
+			if err := f.Start(); err != nil {
+				t.Fatal(err)
+			}
 		},
 		StrictErrors: true,
 		PollInterval: 10 * time.Millisecond,
 	}
 }
 
+// noAccount is a role the fake agent has no Unix account for.
+const noAccount = "nobody"
+
+// fakeUsers are the Unix accounts of the conformance tests' fake agent.
+var fakeUsers = auroratest.WithUsers("tester")
+
 // TestConformance runs the scheduler conformance suite against the fake
 // Aurora, whose tasks run as processes, with the scheduler in process.
 func TestConformance(t *testing.T) {
-	f := fakeServer(t)
+	f := fakeServer(t, fakeUsers)
 	core := coreServer(t, fakeEgret)
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler {
 		return newSched(t, schedConfig(f.URL, core.URL+"/egret"))
@@ -41,7 +64,7 @@ func TestConformance(t *testing.T) {
 // TestConformanceGRPC runs the suite through the plugin protocol (gRPC
 // adapters, in memory).
 func TestConformanceGRPC(t *testing.T) {
-	f := fakeServer(t)
+	f := fakeServer(t, fakeUsers)
 	core := coreServer(t, fakeEgret)
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler {
 		return plugintest.Scheduler(t, New, schedConfig(f.URL, core.URL+"/egret"))
@@ -55,7 +78,7 @@ func TestConformancePlugin(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and starts the plugin binary")
 	}
-	f := fakeServer(t)
+	f := fakeServer(t, fakeUsers)
 	core := coreServer(t, fakeEgret)
 	dir := t.TempDir()
 	plugintest.Install(t, dir, plugins.KindScheduler, "auroraplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-aurora"))

@@ -127,16 +127,23 @@ func (s *Server) Live() []int {
 // KillTask kills the process group of the running task of an instance
 // with SIGKILL, as when a machine kills the container's processes: the
 // task fails and Aurora reschedules it.
+// A task between two processes is waited for (up to 10s).
 func (s *Server) KillTask(role, env, name string, instance int) error {
 	key := &auroraapi.JobKey{Role: role, Environment: env, Name: name}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, t := range s.activeLocked(key, []int32{int32(instance)}) {
-		if t.pid > 0 {
-			return syscall.Kill(-t.pid, syscall.SIGKILL)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		for _, t := range s.activeLocked(key, []int32{int32(instance)}) {
+			if t.pid > 0 {
+				err := syscall.Kill(-t.pid, syscall.SIGKILL)
+				s.mu.Unlock()
+				return err
+			}
+		}
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			return fmt.Errorf("auroratest: instance %d of %s runs no process", instance, canonical(key))
 		}
 	}
-	return fmt.Errorf("auroratest: instance %d of %s runs no process", instance, canonical(key))
 }
 
 // activeLocked returns the active tasks of key (of instances, if given).
