@@ -1,7 +1,6 @@
 package aurora
 
 import (
-	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -102,11 +101,11 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 		s.api = s.base + APIPath
 	}
 	if !goodIdentifier.MatchString(s.cluster) {
-		add(fmt.Errorf("config key %s: %q is not an Aurora cluster name (letters, digits, _, - and .)", KeyCluster, s.cluster))
+		add(fmt.Errorf("config key %s: %q is not an Aurora cluster name (letters, digits, _, - and dots)", KeyCluster, s.cluster))
 	}
 	for _, kv := range [][2]string{{KeyRole, s.role}, {KeyEnviron, s.environ}} {
 		if kv[1] != "" && !goodIdentifier.MatchString(kv[1]) {
-			add(fmt.Errorf("config key %s: %q may only hold letters, digits, _, - and . (Aurora's job key rule)", kv[0], kv[1]))
+			add(fmt.Errorf("config key %s: %q may only hold letters, digits, _, - and dots (Aurora's job key rule)", kv[0], kv[1]))
 		}
 	}
 	if s.waitTimeout <= 0 {
@@ -129,7 +128,7 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("aurora scheduler: bad config: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("aurora scheduler: bad config: %w", oneLine(errs))
 	}
 	return s, nil
 }

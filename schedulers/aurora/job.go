@@ -105,13 +105,22 @@ func checkKey(topology, role, environ string) error {
 		case p.v == "":
 			errs = append(errs, fmt.Errorf("no Aurora %s given%s", p.what, p.hint))
 		case !goodIdentifier.MatchString(p.v):
-			errs = append(errs, fmt.Errorf("Aurora %s %q may only hold letters, digits, _, - and .", p.what, p.v))
+			errs = append(errs, fmt.Errorf("the Aurora %s %q may only hold letters, digits, _, - and dots", p.what, p.v))
 		}
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("aurora scheduler: %w", errors.Join(errs...))
+		return fmt.Errorf("aurora scheduler: %w", oneLine(errs))
 	}
 	return nil
+}
+
+// oneLine joins errors into one line.
+func oneLine(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return errors.New(strings.Join(msgs, "; "))
 }
 
 // mustache matches a mustache reference, which Thermos would try to bind.
@@ -125,7 +134,7 @@ func (s *settings) checkJob(job spi.Job) error {
 	}
 	var errs []error
 	if job.TopologyID != "" && !goodIdentifier.MatchString(job.TopologyID) {
-		errs = append(errs, fmt.Errorf("topology id %q may only hold letters, digits, _, - and .", job.TopologyID))
+		errs = append(errs, fmt.Errorf("topology id %q may only hold letters, digits, _, - and dots", job.TopologyID))
 	}
 	if job.PackageURI == "" {
 		errs = append(errs, errors.New("the job has no package URI: the executor fetches the topology package from the uploader's URI, so the package must be uploaded first (also for an aurora dry run)"))
@@ -141,7 +150,7 @@ func (s *settings) checkJob(job spi.Job) error {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("aurora scheduler: %w", errors.Join(errs...))
+		return fmt.Errorf("aurora scheduler: %w", oneLine(errs))
 	}
 	return nil
 }

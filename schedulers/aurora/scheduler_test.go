@@ -7,6 +7,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -426,5 +428,34 @@ func assertNoActive(t *testing.T, f *auroratest.Server, role, name string) {
 	}
 	if live := f.Live(); len(live) > 0 {
 		t.Errorf("task processes %v still run", live)
+	}
+}
+
+// TestErrorsAreOneLine: several problems are reported at once, on one
+// line.
+func TestErrorsAreOneLine(t *testing.T) {
+	cfg := schedConfig("aurora:8081", "")
+	cfg[KeyKillAttempts] = "0"
+	_, err := New(cfg, nil)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), KeySchedulerURI) || !strings.Contains(err.Error(), KeyKillAttempts) {
+		t.Errorf("two bad keys: %q, want both on one line", err)
+	}
+	sc := newSched(t, schedConfig("http://127.0.0.1:1", "", KeyRole, "", KeyEnviron, ""))
+	job := wordcount(1)
+	job.Role, job.Environ = "", ""
+	err = sc.Schedule(ctx(t), job)
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "no Aurora role") || !strings.Contains(err.Error(), "no Aurora environment") {
+		t.Errorf("no role, no environment: %q, want both on one line", err)
+	}
+}
+
+// TestNotAurora: an address that is not an Aurora scheduler says so.
+func TestNotAurora(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	sc := newSched(t, schedConfig(srv.URL, ""))
+	err := sc.Schedule(ctx(t), wordcount(1))
+	if err == nil || !strings.Contains(err.Error(), srv.URL+"/api answered HTTP 404") {
+		t.Errorf("Schedule against a web server without /api: %v", err)
 	}
 }

@@ -28,7 +28,9 @@
 // API wants HTTP basic authentication (401 with a Basic challenge
 // otherwise) and a user may only act on its roles (AUTH_FAILED
 // otherwise). Stop and Start take the API down and up again on the same
-// address while the tasks keep running, as in a scheduler failover.
+// address while the tasks keep running, as in a scheduler failover;
+// Unavailable(n) answers the next n requests with HTTP 503, as a scheduler
+// without a leader does.
 //
 // # The agent
 //
