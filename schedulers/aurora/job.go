@@ -137,7 +137,7 @@ func (s *settings) checkJob(job spi.Job) error {
 		errs = append(errs, fmt.Errorf("topology id %q may only hold letters, digits, _, - and dots", job.TopologyID))
 	}
 	if job.PackageURI == "" {
-		errs = append(errs, errors.New("the job has no package URI: the executor fetches the topology package from the uploader's URI, so the package must be uploaded first (also for an aurora dry run)"))
+		errs = append(errs, errors.New("the job has no package URI: the executor fetches the topology package from the uploader's URI"))
 	} else if strings.ContainsAny(job.PackageURI, "'\n") || mustache.MatchString(job.PackageURI) {
 		errs = append(errs, fmt.Errorf("package URI %q may not contain quotes, newlines or {{ (it goes into a Thermos command line)", job.PackageURI))
 	}

@@ -162,7 +162,7 @@ func TestRenderJobGolden(t *testing.T) {
 func TestExecutorCommandLine(t *testing.T) {
 	f := fakeServer(t)
 	core := coreServer(t, "#!/bin/sh\nprintf '%s\\n' \"$@\" > args.txt\nenv | grep '^EGRET_' | sort > env.txt\nexec sleep 3600\n")
-	sc := newSched(t, schedConfig(f.URL, core.URL+"/egret"))
+	sc := newSched(t, schedConfig(f.URL, core.URL+"/egret", KeyRole, "www", KeyEnviron, "prod"))
 	job := wordcount(2)
 	if err := sc.Schedule(ctx(t), job); err != nil {
 		t.Fatal(err)
@@ -189,7 +189,11 @@ func TestExecutorCommandLine(t *testing.T) {
 		if string(env) != wantEnv {
 			t.Errorf("instance %d: executor environment\n%s\nwant\n%s", tk.Instance, env, wantEnv)
 		}
-		pids = append(pids, tk.Pid)
+		for _, now := range f.Tasks("www", "prod", "wordcount") {
+			if now.ID == tk.ID { // the executor's pid, not fetch_core's
+				pids = append(pids, now.Pid)
+			}
+		}
 	}
 	if len(pids) != 3 {
 		t.Fatalf("%d instances run, want 3", len(pids))

@@ -343,4 +343,7 @@ func TestAuroraDryRun(t *testing.T) {
 	if names, err := a.store().Topologies(context.Background()); err != nil || len(names) != 0 {
 		t.Errorf("the dry run wrote state: %v (%v)", names, err)
 	}
+	if pkgs, _ := filepath.Glob(filepath.Join(a.home, "packages", "wordcount-*")); len(pkgs) != 0 {
+		t.Errorf("the dry run uploaded %v", pkgs)
+	}
 }
