@@ -20,8 +20,7 @@ const testSHA = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a0
 // the executor and runs until it is stopped.
 const fakeEgret = "#!/bin/sh\nexec sleep 3600\n"
 
-// coreServer serves the fake egret binary at /egret and a tarball holding
-// it at /egret.tar.gz, and counts the downloads.
+// coreServer serves script as the egret binary at /egret.
 func coreServer(t *testing.T, script string) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
