@@ -34,6 +34,14 @@ proto: ## regenerate the protobuf Go code (needs protoc; installs protoc-gen-go)
 	@[ -x $(GOBIN)/protoc-gen-go ] || GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	PATH=$(GOBIN):$$PATH protoc --go_out=. --go_opt=module=github.com/egret-stream/egret proto/egretpb/*.proto
 
+THRIFT_VERSION ?= 0.17.0
+thrift: ## regenerate the Go code of the Aurora API subset (needs the thrift $(THRIFT_VERSION) compiler: apt-get install -y thrift-compiler)
+	@command -v thrift >/dev/null || { echo "thrift missing: apt-get install -y thrift-compiler"; exit 1; }
+	@thrift --version | grep -qx 'Thrift version $(THRIFT_VERSION)' || { echo "need thrift $(THRIFT_VERSION) (the generated code is committed from it), found: $$(thrift --version)"; exit 1; }
+	@tmp=$$(mktemp -d) && trap 'rm -rf $$tmp' EXIT && \
+	thrift --gen go:package_prefix=github.com/egret-stream/egret/schedulers/aurora/,skip_remote -out $$tmp schedulers/aurora/auroraapi/aurora.thrift && \
+	cp $$tmp/auroraapi/*.go schedulers/aurora/auroraapi/ && gofmt -w schedulers/aurora/auroraapi/
+
 bench: ## run the benchmark suite (calibration, T1-T3 on local clusters 3 runs each, T4 10 min, T5, micro-benchmarks; ~35 min) and rewrite docs/benchmarks.md
 	$(GO) run ./bench/cmd/egret-bench -report docs/benchmarks.md -profile 10
 
@@ -46,4 +54,4 @@ demo: ## run word count on a local 2-container cluster for 15 s, print live coun
 demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test test-deps lint proto bench bench-quick demo demo-local
+.PHONY: help build test test-deps lint proto thrift bench bench-quick demo demo-local

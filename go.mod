@@ -19,6 +19,7 @@ require (
 )
 
 require (
+	github.com/apache/thrift v0.22.0 // indirect
 	github.com/fatih/color v1.13.0 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect

@@ -5,6 +5,7 @@ import (
 	_ "github.com/egret-stream/egret/packing/ffd"
 	_ "github.com/egret-stream/egret/packing/rcrr"
 	_ "github.com/egret-stream/egret/packing/roundrobin"
+	_ "github.com/egret-stream/egret/schedulers/aurora"
 	_ "github.com/egret-stream/egret/schedulers/local"
 	_ "github.com/egret-stream/egret/schedulers/nomad"
 	_ "github.com/egret-stream/egret/statemgr/localfs"

@@ -177,6 +177,7 @@ func TestEmbeddedClusters(t *testing.T) {
 		"local":   {"local", "localfs", "localfs", "file,tmanager"},
 		"localzk": {"local", "zookeeper", "localfs", "file,tmanager"},
 		"nomad":   {"nomad", "zookeeper", "http", "file,tmanager"},
+		"aurora":  {"aurora", "zookeeper", "http", "file,tmanager"},
 	}
 	empty := t.TempDir()
 	got := Clusters(empty)
@@ -192,6 +193,9 @@ func TestEmbeddedClusters(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// Every backend an embedded cluster selects is built in.
 			opts := LoadOptions{Cluster: name, ConfigPath: empty, LookupEnv: envOf(testEnv), FindBackend: findBuiltin}
+			if name == "aurora" { // its jobs are keyed by role and environment
+				opts.Role, opts.Environ = "www", "prod"
+			}
 			if err := Validate(opts); err != nil {
 				t.Fatalf("Validate: %v", err)
 			}

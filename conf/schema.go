@@ -85,7 +85,7 @@ type pluginNamespace struct {
 // Any other name of a backend kind is an external plugin binary
 // egret-<kind>-<name>; metrics sinks have no plugins.
 var (
-	builtinSchedulers = []string{"local", "nomad"}
+	builtinSchedulers = []string{"aurora", "local", "nomad"}
 	builtinStateMgrs  = []string{"localfs", "zookeeper"}
 	builtinUploaders  = []string{"http", "localfs"}
 	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
@@ -225,6 +225,25 @@ var schema = []Key{
 		Description: "How the reschedule delay grows between attempts."},
 	{Name: "egret.nomad.reschedule.max.delay", Type: TypeDuration, Default: "1h", File: "scheduler", Backend: "scheduler/nomad", check: checkPositive,
 		Description: "Upper bound of the reschedule delay."},
+
+	{Name: "egret.aurora.scheduler.uri", Type: TypeString, Default: "http://127.0.0.1:8081", File: "scheduler", Backend: "scheduler/aurora", check: checkHTTPURL,
+		Description: "Address of the Aurora scheduler; its Thrift API is served at <address>/api and job pages at <address>/scheduler/<role>/<env>/<topology>."},
+	{Name: "egret.aurora.cluster", Type: TypeString, Default: "devcluster", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "Aurora cluster name (<cluster>/<role>/<env>/<topology>); must be the name the scheduler reports, and goes into the Thermos job."},
+	{Name: "egret.aurora.role", Type: TypeString, Default: "${ROLE}", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "Role of the topology's Aurora job (a Unix account on the agents); the role of `egret <command> aurora/<role>/<env>` wins when given."},
+	{Name: "egret.aurora.environ", Type: TypeString, Default: "${ENVIRON}", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "Environment of the topology's Aurora job (the scheduler accepts prod, devel, test, staging<N> by default); the env of `egret <command> aurora/<role>/<env>` wins when given."},
+	{Name: "egret.aurora.username", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "User for HTTP basic authentication to the Aurora scheduler; empty: none."},
+	{Name: "egret.aurora.password", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/aurora",
+		Description: "Password for HTTP basic authentication; ${EGRET_AURORA_PASSWORD:-} reads it from the environment."},
+	{Name: "egret.aurora.wait.timeout", Type: TypeDuration, Default: "5m", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
+		Description: "Longest wait for every instance to reach RUNNING on submit (the job is killed when one fails or does not run in time) and for killed instances to end."},
+	{Name: "egret.aurora.kill.max.attempts", Type: TypeInt, Default: "5", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
+		Description: "Attempts to kill the Aurora job when the scheduler is unreachable or answers a transient error (a failover)."},
+	{Name: "egret.aurora.kill.retry.interval", Type: TypeDuration, Default: "2s", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
+		Description: "Pause between kill attempts."},
 
 	// statemgr.yaml
 	{Name: "egret.statemgr", Type: TypeString, Required: true, File: "statemgr", check: checkName,

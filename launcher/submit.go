@@ -94,7 +94,7 @@ type SubmitOptions struct {
 	// side effects: no file outside a temporary directory, no state, no
 	// package, no request to a state manager, package server or resource
 	// manager. DryRunFormat is "table" (default) or "json" for the packing
-	// plan, or "<scheduler>-json" for the scheduler's own job
+	// plan, or "<scheduler>-json" or "<scheduler>" for the scheduler's own job
 	// (spi.JobRenderer), which names the URI the package would be uploaded
 	// to (spi.URIPreviewer) or else spi.DryRunPackageURI.
 	DryRun       bool
@@ -307,7 +307,8 @@ func (o SubmitOptions) dryRunOut() io.Writer {
 }
 
 // dryRunFormat checks o.DryRunFormat before anything runs: table, json or
-// the cluster's scheduler's "<scheduler>-json".
+// the cluster's scheduler's "<scheduler>-json" or "<scheduler>" (both
+// print the scheduler's own job).
 func (l *Launcher) dryRunFormat(o SubmitOptions) (string, error) {
 	format := o.DryRunFormat
 	if format == "" {
@@ -317,7 +318,7 @@ func (l *Launcher) dryRunFormat(o SubmitOptions) (string, error) {
 		return format, nil
 	}
 	sched := l.Cluster.Config().String("egret.scheduler", "")
-	if format != "table" && format != "json" && format != sched+"-json" {
+	if format != "table" && format != "json" && format != sched+"-json" && format != sched {
 		return "", badInput(fmt.Errorf("--dry-run-format %q: use table, json or %s-json (the scheduler of cluster %s is %s)", format, sched, l.Cluster.Name, sched))
 	}
 	return format, nil
@@ -359,7 +360,8 @@ func (l *Launcher) previewURI(ctx context.Context, cfg spi.Config, up spi.Upload
 }
 
 // jobRenderer returns the scheduler for a --dry-run-format of
-// "<scheduler>-json" (for example nomad-json) when it can show its job
+// "<scheduler>-json" or "<scheduler>" (for example nomad-json, aurora)
+// when it can show its job
 // (spi.JobRenderer).
 func (l *Launcher) jobRenderer(ctx context.Context, cfg spi.Config, format string) (spi.Scheduler, error) {
 	sched, err := l.Backends.Scheduler(ctx, cfg)

@@ -49,6 +49,26 @@ type Harness struct {
 	// that a new plan keeps must keep running untouched.
 	UpdateMayRestart bool
 
+	// LoseContainer, when set, makes the resource manager lose a running
+	// container of topology the way a machine failure would (its processes
+	// killed), without a call to the scheduler. The suite then checks that
+	// the container comes back by itself as a new one and that the others
+	// keep running untouched.
+	LoseContainer func(ctx context.Context, topology string, container int) error
+
+	// Unplaceable, when set, changes a job so that the resource manager
+	// accepts it but can never run its containers (a role without an
+	// account on the machines, more resources than any machine has). The
+	// suite checks that submitting it fails and leaves nothing running,
+	// and that the topology can then be submitted normally.
+	Unplaceable func(job *spi.Job)
+
+	// FailOver, when set, restarts (or cuts off and restores) the resource
+	// manager's control plane while a topology runs. The suite checks that
+	// the containers keep running untouched and that the scheduler works
+	// afterwards.
+	FailOver func(t *testing.T)
+
 	// StrictErrors requires the sentinel errors the CLI relies on:
 	// spi.ErrExists from a second submit of a running topology and
 	// context.Canceled from a call with a cancelled context. Without it
@@ -84,6 +104,9 @@ func Run(t *testing.T, h Harness) {
 		{"Kill", s.testKill},
 		{"KillNeverScheduled", s.testKillNeverScheduled},
 		{"CancelledContext", s.testCancelled},
+		{"LostContainer", s.testLost},
+		{"Unplaceable", s.testUnplaceable},
+		{"FailOver", s.testFailOver},
 	} {
 		t.Run(c.name, c.run)
 	}
@@ -510,4 +533,49 @@ func (s *suite) testCancelled(t *testing.T) {
 		t.Fatalf("after calls with a cancelled context the containers are %s, want 0..2 untouched", show(after))
 	}
 	same(t, "after calls with a cancelled context", before, after, 0, 1, 2)
+}
+
+func (s *suite) testLost(t *testing.T) {
+	if s.h.LoseContainer == nil {
+		t.Skip("Harness.LoseContainer is not set")
+	}
+	topo := s.topology(t, "lost")
+	before := s.start(t, topo, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
+	defer cancel()
+	if err := s.h.LoseContainer(ctx, topo, 1); err != nil {
+		t.Fatalf("LoseContainer(1): %v", err)
+	}
+	after := s.waitFor(t, topo, "container 1 to come back by itself", and(want(0, 1, 2), replaced(before, 1)))
+	same(t, "after container 1 was lost", before, after, 0, 2)
+}
+
+func (s *suite) testUnplaceable(t *testing.T) {
+	if s.h.Unplaceable == nil {
+		t.Skip("Harness.Unplaceable is not set")
+	}
+	topo := s.topology(t, "unplaceable")
+	job := s.job(topo, 2)
+	s.h.Unplaceable(&job)
+	err := s.do(t, topo, func(ctx context.Context, sc spi.Scheduler) error { return submit(ctx, sc, job) })
+	if err == nil {
+		t.Fatal("submitting a job whose containers cannot run succeeded; it must fail")
+	}
+	t.Logf("submit of an unplaceable job: %v", err)
+	s.waitFor(t, topo, "nothing to run after the failed submit", want())
+	// Nothing of the failed submission may stand in the way.
+	s.start(t, topo, 1)
+}
+
+func (s *suite) testFailOver(t *testing.T) {
+	if s.h.FailOver == nil {
+		t.Skip("Harness.FailOver is not set")
+	}
+	topo := s.topology(t, "failover")
+	before := s.start(t, topo, 2)
+	s.h.FailOver(t)
+	same(t, "after the resource manager failed over", before, s.observe(t, topo), 0, 1, 2)
+	s.restart(t, topo, 1)
+	after := s.waitFor(t, topo, "container 1 to be replaced after the failover", and(want(0, 1, 2), replaced(before, 1)))
+	same(t, "Restart(1) after the failover", before, after, 0, 2)
 }

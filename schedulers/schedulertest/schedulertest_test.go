@@ -63,6 +63,14 @@ func (s *memScheduler) Schedule(ctx context.Context, job spi.Job) error {
 	if _, ok := s.c.jobs[job.Topology]; ok && s.defect != "resubmit-replaces" {
 		return fmt.Errorf("topology %s: %w", job.Topology, spi.ErrExists)
 	}
+	if job.Role == unplaceableRole {
+		// The resource manager took the job but cannot run it: a
+		// conforming scheduler removes it and fails.
+		if s.defect == "unplaceable-leaks" {
+			s.c.jobs[job.Topology] = map[int]string{0: s.c.allocLocked()}
+		}
+		return fmt.Errorf("topology %s: no machine can run its containers", job.Topology)
+	}
 	m := map[int]string{}
 	if s.defect != "no-container-0" {
 		m[0] = s.c.allocLocked()
@@ -181,6 +189,41 @@ var (
 	_ spi.Scalable = (*memLauncher)(nil)
 )
 
+// unplaceableRole marks the jobs Harness.Unplaceable made.
+const unplaceableRole = "unplaceable"
+
+// lose replaces a container's allocation, as a resource manager replaces a
+// lost one; with the defect lost-not-replaced it only drops it.
+func (c *cluster) lose(topology string, container int, defect string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.jobs[topology]
+	if _, ok := m[container]; !ok {
+		return fmt.Errorf("topology %s has no container %d", topology, container)
+	}
+	if defect == "lost-not-replaced" {
+		delete(m, container)
+		return nil
+	}
+	m[container] = c.allocLocked()
+	return nil
+}
+
+// failOver replaces every allocation with the defect failover-restarts; a
+// conforming resource manager leaves them alone.
+func (c *cluster) failOver(defect string) {
+	if defect != "failover-restarts" {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.jobs {
+		for id := range m {
+			m[id] = c.allocLocked()
+		}
+	}
+}
+
 func harness(c *cluster, launcher bool, defect string) schedulertest.Harness {
 	return schedulertest.Harness{
 		New: func(t *testing.T, topology string) spi.Scheduler {
@@ -189,7 +232,12 @@ func harness(c *cluster, launcher bool, defect string) schedulertest.Harness {
 			}
 			return &memScheduler{c: c, defect: defect}
 		},
-		Containers:   c.containers,
+		Containers: c.containers,
+		LoseContainer: func(_ context.Context, topology string, container int) error {
+			return c.lose(topology, container, defect)
+		},
+		Unplaceable:  func(job *spi.Job) { job.Role = unplaceableRole },
+		FailOver:     func(*testing.T) { c.failOver(defect) },
 		Timeout:      2 * time.Second,
 		PollInterval: 5 * time.Millisecond,
 		StrictErrors: true,
@@ -236,6 +284,9 @@ func TestSuiteCatchesDefects(t *testing.T) {
 		{"ignore-cancel", "CancelledContext", "submit with a cancelled context succeeded"},
 		{"update-restarts", "Update", "must keep running untouched"},
 		{"no-container-0", "Schedule", "waiting for containers [0 1 2] to run"},
+		{"lost-not-replaced", "LostContainer", "waiting for container 1 to come back by itself"},
+		{"unplaceable-leaks", "Unplaceable", "waiting for nothing to run after the failed submit"},
+		{"failover-restarts", "FailOver", "after the resource manager failed over: container 0 changed"},
 	} {
 		t.Run(tc.defect, func(t *testing.T) {
 			t.Parallel()

@@ -1,0 +1,9 @@
+package aurora
+
+import (
+	"testing"
+
+	"github.com/egret-stream/egret/plugins/plugintest"
+)
+
+func TestMain(m *testing.M) { plugintest.Main(m) }
