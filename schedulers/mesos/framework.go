@@ -120,6 +120,11 @@ type container struct {
 
 const statePending = "PENDING"
 
+// stableRun is how long a task must run for its container to count as
+// started: a container whose tasks end sooner three times in a row has a
+// problem (submit and update fail).
+const stableRun = 10 * time.Second
+
 // event is one item of a subscription stream.
 type event struct {
 	session int
@@ -426,6 +431,9 @@ func (f *framework) tick(ctx context.Context, now time.Time) {
 	}
 	revive := false
 	for _, c := range f.ctrs {
+		if c.task != "" && !c.running.IsZero() && now.Sub(c.running) > stableRun && c.failedStarts > 0 {
+			c.failedStarts, c.problem = 0, ""
+		}
 		if f.ready(c, now) && !c.revived {
 			c.revived, revive = true, true
 		}
@@ -643,7 +651,6 @@ func (f *framework) follow(c *container, st mesos.TaskStatus) {
 		if c.running.IsZero() {
 			c.running = now
 		}
-		c.failedStarts, c.problem = 0, ""
 		return
 	}
 	if !terminal(state) {
@@ -667,11 +674,13 @@ func (f *framework) follow(c *container, st mesos.TaskStatus) {
 			c.failures = 0
 		}
 		c.failures++
-		if ran.IsZero() {
+		if ran.IsZero() || now.Sub(ran) < stableRun {
 			c.failedStarts++
 			if c.failedStarts >= 3 {
-				c.problem = fmt.Sprintf("container %d: its task failed %d times before running; last: %s %s", c.id, c.failedStarts, state, msg)
+				c.problem = fmt.Sprintf("container %d: its task failed %d times in a row within %s of starting; last: %s %s", c.id, c.failedStarts, stableRun, state, msg)
 			}
+		} else {
+			c.failedStarts = 0
 		}
 		c.restarts++
 		c.notBefore = now.Add(f.s.backoff(c.failures))

@@ -37,6 +37,7 @@ const FrameworkCommand = "mesos-framework"
 // topology's framework service; Kill, Restart and Update call it.
 type Scheduler struct {
 	s      *settings
+	cfg    spi.Config // written for the framework service
 	log    *zap.Logger
 	client *http.Client
 	// startTimeout bounds how long a framework process gets to serve its
@@ -61,7 +62,7 @@ func New(cfg spi.Config, log *zap.Logger) (spi.Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{s: s, log: log.Named("mesos"), client: &http.Client{Timeout: 2 * time.Minute}, startTimeout: 30 * time.Second, poll: 100 * time.Millisecond}, nil
+	return &Scheduler{s: s, cfg: cfg.Clone(), log: log.Named("mesos"), client: &http.Client{Timeout: 2 * time.Minute}, startTimeout: 30 * time.Second, poll: 100 * time.Millisecond}, nil
 }
 
 func (sc *Scheduler) path(name string) string { return filepath.Join(sc.s.workDir, name) }
@@ -93,8 +94,9 @@ func (sc *Scheduler) Launch(ctx context.Context, job spi.Job) error {
 	if err := os.MkdirAll(sc.s.workDir, 0o755); err != nil {
 		return fmt.Errorf("mesos scheduler: create the working directory: %w", err)
 	}
-	// The config may hold the principal's secret.
-	if err := writeJSON(sc.path(configFile), job.Config, 0o600); err != nil {
+	// The framework runs with this scheduler's config, which may hold the
+	// principal's secret.
+	if err := writeJSON(sc.path(configFile), sc.cfg, 0o600); err != nil {
 		return fmt.Errorf("mesos scheduler: write the config: %w", err)
 	}
 	if err := writeJSON(sc.path(jobFile), job, 0o644); err != nil {

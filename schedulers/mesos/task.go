@@ -32,7 +32,7 @@ const (
 	packageFile = "topology.tar.gz"
 	coreFile    = "egret"
 	// The executor's working directory inside the sandbox.
-	sandboxWorkDir = "$MESOS_SANDBOX/egret"
+	sandboxWorkDir = "$MESOS_SANDBOX/work"
 )
 
 // Port labels of a container; EnvPortPrefix + the upper-cased label is the
