@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"os/user"
-	"slices"
 	"strings"
 	"time"
 
@@ -184,5 +183,3 @@ func (s *settings) backoff(failures int) time.Duration {
 	return min(d, s.backoffMax)
 }
 
-// roles returns the framework's roles.
-func (s *settings) roles() []string { return slices.Clone([]string{s.role}) }

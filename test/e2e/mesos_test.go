@@ -97,7 +97,7 @@ func TestMesosWordCount(t *testing.T) {
 	c, m := newMesosCluster(t)
 	w := startWordCount(t, c, 2)
 	fws := m.Frameworks(mesos.FrameworkName("wordcount"))
-	if len(fws) != 1 || !fws[0].Connected || !fws[0].Info.GetCheckpoint() || fws[0].Info.GetRole() != "*" || fws[0].Info.GetFailoverTimeout() != (168 * time.Hour).Seconds() {
+	if len(fws) != 1 || !fws[0].Connected || !fws[0].Info.GetCheckpoint() || fws[0].Info.GetRole() != "*" || fws[0].Info.GetFailoverTimeout() != (168*time.Hour).Seconds() {
 		t.Fatalf("the master's view of the framework: %+v", fws)
 	}
 	fwID := fws[0].ID

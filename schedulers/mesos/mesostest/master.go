@@ -485,8 +485,8 @@ func (m *Master) decode(r *http.Request) (*scheduler.Call, string, error) {
 	if err != nil {
 		return nil, mt, fail(http.StatusBadRequest, "Failed to parse body into Call protobuf: %v", err)
 	}
-	if err := validate(call); err != nil {
-		return call, mt, fail(http.StatusBadRequest, "Failed to validate scheduler::Call: %v", err)
+	if why := validate(call); why != "" {
+		return call, mt, fail(http.StatusBadRequest, "Failed to validate scheduler::Call: %s", why)
 	}
 	return call, mt, nil
 }
@@ -524,32 +524,33 @@ func (m *Master) authenticate(r *http.Request) error {
 	return nil
 }
 
-// validate checks what the master's call validation checks.
-func validate(c *scheduler.Call) error {
-	need := func(present bool, field string) error {
+// validate returns why the master's call validation would reject c (""
+// when it would not), in the master's words.
+func validate(c *scheduler.Call) string {
+	need := func(present bool, field string) string {
 		if !present {
-			return fmt.Errorf("Expecting '%s' to be present", field)
+			return fmt.Sprintf("Expecting '%s' to be present", field)
 		}
-		return nil
+		return ""
 	}
 	switch c.Type {
 	case scheduler.Call_UNKNOWN:
-		return errors.New("Expecting 'type' to be present")
+		return "Expecting 'type' to be present"
 	case scheduler.Call_SUBSCRIBE:
-		if err := need(c.Subscribe != nil && c.Subscribe.FrameworkInfo != nil, "subscribe"); err != nil {
-			return err
+		if why := need(c.Subscribe != nil && c.Subscribe.FrameworkInfo != nil, "subscribe"); why != "" {
+			return why
 		}
 		fi := c.Subscribe.FrameworkInfo
 		if fi.User == "" || fi.Name == "" {
-			return errors.New("Expecting 'framework_info.user' and 'framework_info.name' to be present")
+			return "Expecting 'framework_info.user' and 'framework_info.name' to be present"
 		}
 		if c.FrameworkID != nil && fi.ID != nil && c.FrameworkID.Value != fi.ID.Value {
-			return errors.New("'framework_id' differs from 'subscribe.framework_info.id'")
+			return "'framework_id' differs from 'subscribe.framework_info.id'"
 		}
-		return nil
+		return ""
 	}
-	if err := need(c.FrameworkID != nil && c.FrameworkID.Value != "", "framework_id"); err != nil {
-		return err
+	if why := need(c.FrameworkID != nil && c.FrameworkID.Value != "", "framework_id"); why != "" {
+		return why
 	}
 	switch c.Type {
 	case scheduler.Call_ACCEPT:
@@ -559,17 +560,16 @@ func validate(c *scheduler.Call) error {
 	case scheduler.Call_KILL:
 		return need(c.Kill != nil, "kill")
 	case scheduler.Call_ACKNOWLEDGE:
-		if err := need(c.Acknowledge != nil, "acknowledge"); err != nil {
-			return err
+		if why := need(c.Acknowledge != nil, "acknowledge"); why != "" {
+			return why
 		}
 		if len(c.Acknowledge.UUID) != 16 {
-			return errors.New("Not a valid UUID")
+			return "Not a valid UUID"
 		}
-		return nil
 	case scheduler.Call_RECONCILE:
 		return need(c.Reconcile != nil, "reconcile")
 	}
-	return nil
+	return ""
 }
 
 // frameworkFor checks a non-subscribe call's framework and stream.
