@@ -182,4 +182,3 @@ func (s *settings) backoff(failures int) time.Duration {
 	}
 	return min(d, s.backoffMax)
 }
-
