@@ -24,6 +24,7 @@ import (
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/schedulers/internal/proc"
 )
 
 func init() { spi.RegisterScheduler("mesos", New) }
@@ -85,7 +86,7 @@ func (sc *Scheduler) Launch(ctx context.Context, job spi.Job) error {
 	if err := checkJob(job); err != nil {
 		return err
 	}
-	if ep, err := sc.endpoint(); err == nil && processAlive(ep.PID) {
+	if ep, err := sc.endpoint(); err == nil && proc.Alive(ep.PID) {
 		return fmt.Errorf("mesos scheduler: topology %q already has a framework (pid %d) in %s: %w", job.Topology, ep.PID, sc.s.workDir, spi.ErrExists)
 	}
 	if id := sc.frameworkID(); id != "" {
@@ -207,7 +208,7 @@ func (sc *Scheduler) waitRunning(ctx context.Context, topology string) error {
 			if running == len(st.Containers) && len(st.Containers) > 0 {
 				return nil
 			}
-		} else if ep, eperr := sc.endpoint(); eperr != nil || !processAlive(ep.PID) {
+		} else if ep, eperr := sc.endpoint(); eperr != nil || !proc.Alive(ep.PID) {
 			return fmt.Errorf("mesos scheduler: the framework of topology %q stopped: %s", topology, sc.failure())
 		}
 		select {
@@ -254,7 +255,7 @@ func (sc *Scheduler) Kill(ctx context.Context, topology string) error {
 	if err := ctxErr(ctx, "kill "+topology); err != nil {
 		return err
 	}
-	if ep, err := sc.endpoint(); err == nil && processAlive(ep.PID) {
+	if ep, err := sc.endpoint(); err == nil && proc.Alive(ep.PID) {
 		if _, err := sc.post(ctx, ep, "/kill", nil); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("mesos scheduler: kill %s: %w", topology, ctx.Err())
@@ -396,7 +397,7 @@ func (sc *Scheduler) Status(ctx context.Context) (Status, error) { return sc.sta
 // framework whose process died (it subscribes with its framework id: a
 // failover).
 func (sc *Scheduler) ensure(ctx context.Context, topology string) (endpoint, error) {
-	if ep, err := sc.endpoint(); err == nil && processAlive(ep.PID) {
+	if ep, err := sc.endpoint(); err == nil && proc.Alive(ep.PID) {
 		return ep, nil
 	}
 	if !exists(sc.path(jobFile)) {
@@ -423,7 +424,7 @@ func (sc *Scheduler) waitSubscribed(ctx context.Context) error {
 		if err == nil && st.Connected {
 			return nil
 		}
-		if ep, eperr := sc.endpoint(); eperr != nil || !processAlive(ep.PID) {
+		if ep, eperr := sc.endpoint(); eperr != nil || !proc.Alive(ep.PID) {
 			return fmt.Errorf("mesos scheduler: the restarted framework stopped: %s", sc.failure())
 		}
 		select {
@@ -532,7 +533,7 @@ func waitGone(ctx context.Context, pid int, timeout time.Duration) bool {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(timeout)
-	for processAlive(pid) {
+	for proc.Alive(pid) {
 		select {
 		case <-tick.C:
 		case <-deadline:
@@ -542,17 +543,4 @@ func waitGone(ctx context.Context, pid int, timeout time.Duration) bool {
 		}
 	}
 	return true
-}
-
-// processAlive reports whether pid runs (a zombie does not).
-func processAlive(pid int) bool {
-	if pid <= 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i < 0 || i+2 >= len(stat) || stat[i+2] != 'Z'
 }
