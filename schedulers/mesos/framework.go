@@ -23,6 +23,7 @@ import (
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/httpguard"
+	"github.com/egret-stream/egret/internal/procinfo"
 )
 
 // ServeConfig configures the framework service of one topology.
@@ -82,6 +83,7 @@ func Serve(ctx context.Context, cfg ServeConfig, log *zap.Logger) (err error) {
 		}
 	}()
 	ep := endpoint{URL: "http://" + ln.Addr().String(), PID: os.Getpid()}
+	ep.Start, _ = procinfo.Start(ep.PID)
 	if err := writeJSON(filepath.Join(dir, endpointFile), ep, 0o644); err != nil {
 		return fmt.Errorf("mesos framework: publish the endpoint: %w", err)
 	}

@@ -14,7 +14,6 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins/plugintest"
-	"github.com/egret-stream/egret/schedulers/internal/proc"
 	"github.com/egret-stream/egret/schedulers/mesos/mesostest"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
 )
@@ -137,10 +136,10 @@ func (e *env) killFrameworks() {
 	dirs, _ := filepath.Glob(filepath.Join(e.base, "*"))
 	for _, d := range dirs {
 		var ep endpoint
-		if readJSON(filepath.Join(d, endpointFile), &ep) == nil && proc.Alive(ep.PID) {
+		if readJSON(filepath.Join(d, endpointFile), &ep) == nil && ep.alive() {
 			e.t.Logf("killing the framework process %d left in %s", ep.PID, d)
 			_ = syscall.Kill(ep.PID, syscall.SIGKILL)
-			waitGone(context.Background(), ep.PID, 10*time.Second)
+			waitGone(context.Background(), ep, 10*time.Second)
 		}
 	}
 }

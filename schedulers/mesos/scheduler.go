@@ -24,7 +24,6 @@ import (
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/schedulers/internal/proc"
 )
 
 func init() { spi.RegisterScheduler("mesos", New) }
@@ -86,7 +85,7 @@ func (sc *Scheduler) Launch(ctx context.Context, job spi.Job) error {
 	if err := checkJob(job); err != nil {
 		return err
 	}
-	if ep, err := sc.endpoint(); err == nil && proc.Alive(ep.PID) {
+	if ep, err := sc.endpoint(); err == nil && ep.alive() {
 		return fmt.Errorf("mesos scheduler: topology %q already has a framework (pid %d) in %s: %w", job.Topology, ep.PID, sc.s.workDir, spi.ErrExists)
 	}
 	if id := sc.frameworkID(); id != "" {
@@ -208,7 +207,7 @@ func (sc *Scheduler) waitRunning(ctx context.Context, topology string) error {
 			if running == len(st.Containers) && len(st.Containers) > 0 {
 				return nil
 			}
-		} else if ep, eperr := sc.endpoint(); eperr != nil || !proc.Alive(ep.PID) {
+		} else if ep, eperr := sc.endpoint(); eperr != nil || !ep.alive() {
 			return fmt.Errorf("mesos scheduler: the framework of topology %q stopped: %s", topology, sc.failure())
 		}
 		select {
@@ -255,14 +254,14 @@ func (sc *Scheduler) Kill(ctx context.Context, topology string) error {
 	if err := ctxErr(ctx, "kill "+topology); err != nil {
 		return err
 	}
-	if ep, err := sc.endpoint(); err == nil && proc.Alive(ep.PID) {
+	if ep, err := sc.endpoint(); err == nil && ep.alive() {
 		if _, err := sc.post(ctx, ep, "/kill", nil); err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("mesos scheduler: kill %s: %w", topology, ctx.Err())
 			}
 			return fmt.Errorf("mesos scheduler: kill %s: %w (the framework keeps running; see %s)", topology, err, sc.path(logFile))
 		}
-		if !waitGone(ctx, ep.PID, sc.s.stopGrace+30*time.Second) {
+		if !waitGone(ctx, ep, sc.s.stopGrace+30*time.Second) {
 			_ = syscall.Kill(ep.PID, syscall.SIGKILL)
 		}
 	} else if id := sc.frameworkID(); id != "" {
@@ -397,7 +396,7 @@ func (sc *Scheduler) Status(ctx context.Context) (Status, error) { return sc.sta
 // framework whose process died (it subscribes with its framework id: a
 // failover).
 func (sc *Scheduler) ensure(ctx context.Context, topology string) (endpoint, error) {
-	if ep, err := sc.endpoint(); err == nil && proc.Alive(ep.PID) {
+	if ep, err := sc.endpoint(); err == nil && ep.alive() {
 		return ep, nil
 	}
 	if !exists(sc.path(jobFile)) {
@@ -424,7 +423,7 @@ func (sc *Scheduler) waitSubscribed(ctx context.Context) error {
 		if err == nil && st.Connected {
 			return nil
 		}
-		if ep, eperr := sc.endpoint(); eperr != nil || !proc.Alive(ep.PID) {
+		if ep, eperr := sc.endpoint(); eperr != nil || !ep.alive() {
 			return fmt.Errorf("mesos scheduler: the restarted framework stopped: %s", sc.failure())
 		}
 		select {
@@ -528,12 +527,13 @@ func teardown(ctx context.Context, s *settings, topology, id string, log *zap.Lo
 	}
 }
 
-// waitGone waits until pid has exited, at most timeout.
-func waitGone(ctx context.Context, pid int, timeout time.Duration) bool {
+// waitGone waits until the framework process of ep has exited, at most
+// timeout.
+func waitGone(ctx context.Context, ep endpoint, timeout time.Duration) bool {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(timeout)
-	for proc.Alive(pid) {
+	for ep.alive() {
 		select {
 		case <-tick.C:
 		case <-deadline:

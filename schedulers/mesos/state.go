@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/egret-stream/egret/internal/procinfo"
 )
 
 // Files of the topology's working directory.
@@ -43,7 +45,13 @@ type tasksState struct {
 type endpoint struct {
 	URL string `json:"url"`
 	PID int    `json:"pid"`
+	// Start is the process's start time (procinfo.Start), so that a
+	// reused pid is not taken for the framework.
+	Start string `json:"start,omitempty"`
 }
+
+// alive reports whether the framework process that published ep runs.
+func (ep endpoint) alive() bool { return procinfo.Alive(ep.PID, ep.Start) }
 
 func writeJSON(path string, v any, perm fs.FileMode) error {
 	b, err := json.MarshalIndent(v, "", "  ")
