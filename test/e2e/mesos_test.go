@@ -178,3 +178,38 @@ func TestMesosWordCount(t *testing.T) {
 	}
 	c.mustEgret("kill", c.name, "wordcount") // idempotent
 }
+
+// TestMesosAtLeastOnceFailover: with at-least-once delivery, a framework
+// crash followed by a task crash while no framework runs loses no message:
+// the next command starts the framework again, which fails over to its
+// tasks, reconciles and relaunches the crashed container, and every
+// message is acked and reaches the sink.
+func TestMesosAtLeastOnceFailover(t *testing.T) {
+	c, m := newMesosCluster(t)
+	const n = 20000
+	r := startAckCheck(t, c, "ackcheck", n, "--rate", "2000")
+	r.waitAcked("a fifth of the messages to be acked", n/5, time.Minute)
+
+	pid := frameworkPID(t, c, "ackcheck")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	await(t, "the framework process to die", recoverTimeout, func() (bool, string) { return syscall.Kill(pid, 0) != nil, "alive" })
+	before := mesosTasks(m, "ackcheck")
+	if !m.KillTask(before[1]) {
+		t.Fatalf("could not kill task %s", before[1])
+	}
+	if atKill := r.check(); atKill.Acked >= n {
+		t.Fatal("every message was acked before the faults: they came too late to test anything")
+	}
+	c.mustEgret("restart", c.name, "ackcheck", "0") // starts the framework again
+	awaitTasks(t, m, "ackcheck", "containers 0 and 1 to run new tasks", 3, func(got map[int]string) bool {
+		return got[0] != before[0] && got[1] != before[1] && got[2] == before[2]
+	})
+	res := r.waitAcked("every message to be acked after the faults", n, allAckedTimeout)
+	t.Logf("%s", res)
+	if !res.Complete() {
+		t.Errorf("messages lost after the framework and task crashes: %s", res)
+	}
+	r.kill()
+}
