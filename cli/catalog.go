@@ -7,6 +7,7 @@ import (
 	_ "github.com/egret-stream/egret/packing/roundrobin"
 	_ "github.com/egret-stream/egret/schedulers/aurora"
 	_ "github.com/egret-stream/egret/schedulers/local"
+	_ "github.com/egret-stream/egret/schedulers/mesos"
 	_ "github.com/egret-stream/egret/schedulers/nomad"
 	_ "github.com/egret-stream/egret/statemgr/localfs"
 	_ "github.com/egret-stream/egret/statemgr/zookeeper"

@@ -58,7 +58,7 @@ func (d *daemonEnv) duration(key string, def time.Duration) time.Duration {
 }
 
 func addDaemonCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g)} {
+	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g), mesosFrameworkCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
 	}

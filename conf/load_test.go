@@ -176,6 +176,7 @@ func TestEmbeddedClusters(t *testing.T) {
 	want := map[string][4]string{ // scheduler, statemgr, uploader, sinks
 		"local":   {"local", "localfs", "localfs", "file,tmanager"},
 		"localzk": {"local", "zookeeper", "localfs", "file,tmanager"},
+		"mesos":   {"mesos", "zookeeper", "http", "file,tmanager"},
 		"nomad":   {"nomad", "zookeeper", "http", "file,tmanager"},
 		"aurora":  {"aurora", "zookeeper", "http", "file,tmanager"},
 	}
@@ -412,7 +413,7 @@ func TestUnknownCluster(t *testing.T) {
 	if !errors.Is(err, ErrUnknownCluster) {
 		t.Fatalf("got %v, want ErrUnknownCluster", err)
 	}
-	for _, s := range []string{`"nomda"`, "edge, local, localzk, nomad;", filepath.Join(dir, "nomda")} {
+	for _, s := range []string{`"nomda"`, "edge, local, localzk, mesos, nomad;", filepath.Join(dir, "nomda")} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %q", err, s)
 		}

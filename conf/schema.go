@@ -85,7 +85,7 @@ type pluginNamespace struct {
 // Any other name of a backend kind is an external plugin binary
 // egret-<kind>-<name>; metrics sinks have no plugins.
 var (
-	builtinSchedulers = []string{"aurora", "local", "nomad"}
+	builtinSchedulers = []string{"aurora", "local", "mesos", "nomad"}
 	builtinStateMgrs  = []string{"localfs", "zookeeper"}
 	builtinUploaders  = []string{"http", "localfs"}
 	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
@@ -244,6 +244,40 @@ var schema = []Key{
 		Description: "Attempts to kill the Aurora job when the scheduler is unreachable or answers a transient error (a failover)."},
 	{Name: "egret.aurora.kill.retry.interval", Type: TypeDuration, Default: "2s", File: "scheduler", Backend: "scheduler/aurora", check: checkPositive,
 		Description: "Pause between kill attempts."},
+	{Name: "egret.mesos.master.uri", Type: TypeString, Default: "http://127.0.0.1:5050", File: "scheduler", Backend: "scheduler/mesos", check: checkHTTPURL,
+		Description: "Mesos master address; the framework calls its v1 scheduler API at <uri>/api/v1/scheduler."},
+	{Name: "egret.mesos.role", Type: TypeString, Default: "*", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "Mesos role the framework subscribes with; offers of resources reserved for it, or unreserved (*), are used."},
+	{Name: "egret.mesos.principal", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "Mesos principal of the framework (FrameworkInfo.principal, and the HTTP basic authentication user); empty: none."},
+	{Name: "egret.mesos.secret", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "Secret of the principal for HTTP basic authentication; ${MESOS_SECRET:-} reads it from the environment. Empty: no authentication."},
+	{Name: "egret.mesos.user", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "User the tasks run as on the agents (FrameworkInfo.user); empty: the user running the framework."},
+	{Name: "egret.mesos.failover.timeout", Type: TypeDuration, Default: "168h", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "How long the master keeps the tasks of a disconnected framework for it to fail over (FrameworkInfo.failover_timeout)."},
+	{Name: "egret.mesos.checkpoint", Type: TypeBool, Default: "true", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "Agents checkpoint the tasks, so they survive an agent restart (FrameworkInfo.checkpoint)."},
+	{Name: "egret.mesos.subscribe.timeout", Type: TypeDuration, Default: "30s", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "How long a new framework tries to subscribe before the submission fails (an unreachable master)."},
+	{Name: "egret.mesos.offer.refuse", Type: TypeDuration, Default: "5s", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "Refuse filter of declined offers and of the unused part of accepted ones (refuse_seconds)."},
+	{Name: "egret.mesos.offer.timeout", Type: TypeDuration, Default: "2m", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "How long a container waits for an offer big enough before the framework reports which resource is short and by how much (submit and update fail)."},
+	{Name: "egret.mesos.launch.timeout", Type: TypeDuration, Default: "5m", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "How long submit and update wait for every container's task to run."},
+	{Name: "egret.mesos.relaunch.backoff.initial", Type: TypeDuration, Default: "1s", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "Delay before relaunching a container whose task ended unasked (failed, lost); it doubles per failure in a row."},
+	{Name: "egret.mesos.relaunch.backoff.max", Type: TypeDuration, Default: "1m", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "Upper bound of the relaunch delay."},
+	{Name: "egret.mesos.tmanager.cpu", Type: TypeFloat, Default: "1.0", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "CPU cores of container 0 (topology manager and metrics manager), which the packing plan does not size."},
+	{Name: "egret.mesos.tmanager.ram", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "Memory of container 0."},
+	{Name: "egret.mesos.tmanager.disk", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/mesos", check: checkPositive,
+		Description: "Disk of container 0."},
+	{Name: "egret.mesos.framework.binary", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
+		Description: "Binary that runs the topology's framework service (`<binary> mesos-framework --work-dir W`): egret or egret-scheduler-mesos; empty: the running one."},
 
 	// statemgr.yaml
 	{Name: "egret.statemgr", Type: TypeString, Required: true, File: "statemgr", check: checkName,
