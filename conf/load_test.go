@@ -177,6 +177,7 @@ func TestEmbeddedClusters(t *testing.T) {
 		"local":   {"local", "localfs", "localfs", "file,tmanager"},
 		"localzk": {"local", "zookeeper", "localfs", "file,tmanager"},
 		"nomad":   {"nomad", "zookeeper", "http", "file,tmanager"},
+		"yarn":    {"yarn", "zookeeper", "hdfs", "file,tmanager"},
 	}
 	empty := t.TempDir()
 	got := Clusters(empty)
@@ -408,7 +409,7 @@ func TestUnknownCluster(t *testing.T) {
 	if !errors.Is(err, ErrUnknownCluster) {
 		t.Fatalf("got %v, want ErrUnknownCluster", err)
 	}
-	for _, s := range []string{`"nomda"`, "edge, local, localzk, nomad;", filepath.Join(dir, "nomda")} {
+	for _, s := range []string{`"nomda"`, "edge, local, localzk, nomad, yarn;", filepath.Join(dir, "nomda")} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %q", err, s)
 		}

@@ -164,3 +164,23 @@ func Explain(err error, userName, what string) error {
 		return err
 	}
 }
+
+// CloseReplicated closes w, retrying while the NameNode has not yet heard
+// from enough DataNodes that the last block is stored (Close answers
+// "replication in progress" until then), for at most timeout.
+func CloseReplicated(ctx context.Context, w *hdfs.FileWriter, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	pause := 50 * time.Millisecond
+	for {
+		err := w.Close()
+		if err == nil || !hdfs.IsErrReplicating(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}

@@ -218,7 +218,7 @@ func (u *Uploader) upload(ctx context.Context, pkg spi.Package) (string, error) 
 	if _, err := pkgio.CopyContext(ctx, hw, src, 0); err != nil {
 		return "", fmt.Errorf("write %s: %w", tmp, err)
 	}
-	if err := w.Close(); err != nil {
+	if err := hdfsx.CloseReplicated(ctx, w, u.s.Timeout); err != nil {
 		return "", fmt.Errorf("close %s: %w", tmp, err)
 	}
 	if err := pkgio.CheckSHA256(want, hw.SHA256()); err != nil {

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -117,9 +118,16 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		return nil, err
 	}
 	o.Logf("yarntest: launcher ready after %s", time.Since(began).Round(time.Millisecond))
-	c, err := start(ctx, o, cp)
-	if err != nil {
-		return nil, err
+	var c *Cluster
+	for attempt := 1; ; attempt++ {
+		c, err = start(ctx, o, cp)
+		if err == nil {
+			break
+		}
+		if attempt == 3 || ctx.Err() != nil {
+			return nil, err
+		}
+		o.Logf("yarntest: attempt %d failed, trying other ports: %v", attempt, oneLine(err.Error()))
 	}
 	o.Logf("yarntest: cluster up after %s (rm %s, namenode %s)", time.Since(began).Round(time.Millisecond), c.RM, c.NameNode)
 	return c, nil
@@ -197,6 +205,9 @@ type ports struct {
 	zk                                         int
 }
 
+// freePorts picks free ports below Linux's ephemeral range (32768 and
+// up), so that the ports the JVMs open on port 0 meanwhile (DataNode, IPC
+// clients) cannot take them before the cluster binds them.
 func freePorts() (ports, error) {
 	var ls []net.Listener
 	defer func() {
@@ -205,14 +216,21 @@ func freePorts() (ports, error) {
 		}
 	}()
 	var p ports
+	next := 20000 + mrand.IntN(10000)
 	for _, dst := range []*int{&p.nn, &p.nnHTTP, &p.rm, &p.rmScheduler, &p.rmTracker, &p.rmAdmin, &p.rmWeb,
 		&p.nm, &p.nmLocalizer, &p.nmWeb, &p.nmCollector, &p.zk} {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return p, fmt.Errorf("find a free port: %w", err)
+		for {
+			if next >= 32000 {
+				return p, errors.New("find a free port: none left below 32000")
+			}
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", next))
+			next++
+			if err == nil {
+				ls = append(ls, l)
+				*dst = l.Addr().(*net.TCPAddr).Port
+				break
+			}
 		}
-		ls = append(ls, l)
-		*dst = l.Addr().(*net.TCPAddr).Port
 	}
 	return p, nil
 }
@@ -264,6 +282,9 @@ func start(ctx context.Context, o Options, classpath string) (*Cluster, error) {
 	c := &Cluster{Dir: dir, Log: filepath.Join(dir, "minicluster.log"), User: usr}
 	cp := confDir + string(os.PathListSeparator) + classpath
 	ready := filepath.Join(dir, "ready")
+	if err := os.Remove(ready); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("yarntest: %w", err)
+	}
 	c.master, err = c.run(javaHome, "master", append(jvmFlags("1g"),
 		"-Dtest.build.data="+filepath.Join(dir, "data"),
 		"-Djava.io.tmpdir="+filepath.Join(dir, "tmp"),
@@ -506,6 +527,11 @@ func javaHome() (string, error) {
 		return "", fmt.Errorf("yarntest: %w", err)
 	}
 	return filepath.Dir(filepath.Dir(real)), nil
+}
+
+func oneLine(s string) string {
+	first, _, _ := strings.Cut(s, "\n")
+	return first
 }
 
 func isDir(p string) bool {

@@ -38,7 +38,19 @@ import org.apache.hadoop.yarn.server.MiniYARNCluster;
 public final class MiniCluster {
   private MiniCluster() {}
 
-  public static void main(String[] args) throws Exception {
+  public static void main(String[] args) {
+    try {
+      run(args);
+    } catch (Throwable t) {
+      // A half-started cluster keeps non-daemon threads alive: exit, so
+      // that the caller sees the failure at once.
+      System.err.println("egret minicluster failed: " + t);
+      t.printStackTrace();
+      System.exit(1);
+    }
+  }
+
+  private static void run(String[] args) throws Exception {
     if (args.length != 4) {
       System.err.println("usage: MiniCluster <work-dir> <namenode-port> <namenode-http-port> <ready-file>");
       System.exit(2);
