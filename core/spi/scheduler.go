@@ -89,3 +89,11 @@ type Prober interface {
 type JobRenderer interface {
 	RenderJob(job Job) ([]byte, error)
 }
+
+// Checker is implemented by backends that can check that what their
+// config names is reachable and usable, without changing anything
+// (`egret config validate --check-connectivity`). Check returns nil, or
+// one line saying what is wrong.
+type Checker interface {
+	Check(ctx context.Context) error
+}

@@ -34,6 +34,7 @@ type Scheduler struct {
 var (
 	_ spi.Scheduler   = (*Scheduler)(nil)
 	_ spi.JobRenderer = (*Scheduler)(nil)
+	_ spi.Checker     = (*Scheduler)(nil)
 )
 
 // New builds the YARN scheduler from the cluster config. It does not
@@ -333,6 +334,25 @@ func (sc *Scheduler) Close() error {
 		sc.c.http.CloseIdleConnections()
 	}
 	return nil
+}
+
+// Check checks that the ResourceManager answers, has the Services API
+// enabled, a running NodeManager, and the configured queue.
+func (sc *Scheduler) Check(ctx context.Context) error {
+	if err := sc.check(ctx); err != nil {
+		return err
+	}
+	var v struct {
+		Version string `json:"hadoop_version"`
+	}
+	if err := sc.c.do(ctx, http.MethodGet, "/app/v1/services/version", nil, &v); err != nil {
+		if statusOf(err) == http.StatusNotFound {
+			return fmt.Errorf("yarn scheduler: ResourceManager %s has no Services API: set yarn.webapp.api-service.enable=true", sc.s.rm.Host)
+		}
+		return sc.fail(ctx, "reach the Services API", err)
+	}
+	probe := &Service{Queue: sc.s.queue, Components: []Component{{Name: ComponentWorker, Resource: &Resource{CPUs: 1, Memory: "1"}}}}
+	return sc.preflight(ctx, probe)
 }
 
 // ---- helpers ----

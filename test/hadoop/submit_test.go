@@ -161,7 +161,18 @@ func TestWordCountOnYARN(t *testing.T) {
 		"egret.metrics.export.interval=1s",
 		"egret.executor.restart.backoff.initial=200ms",
 	}}
-	out := x.must("submit", "yarn", "./examples/wordcount", "--wait", "5m", "--", "--containers", "2", "--rate", "200")
+	out := x.must("config", "validate", "yarn", "--check-connectivity")
+	for _, want := range []string{"state manager zookeeper: created", "uploader hdfs: reachable", "scheduler yarn: reachable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config validate --check-connectivity printed no %q:\n%s", want, out)
+		}
+	}
+	bad := &cli{t: t, egret: egret, home: x.home, props: append(append([]string(nil), x.props...), "egret.yarn.queue=nosuch")}
+	if out, errOut, code := bad.run("config", "validate", "yarn", "--check-connectivity"); code == 0 || !strings.Contains(errOut, `queue "nosuch" does not exist`) {
+		t.Errorf("--check-connectivity with an unknown queue: exit %d\n%s%s", code, out, errOut)
+	}
+
+	out = x.must("submit", "yarn", "./examples/wordcount", "--wait", "5m", "--", "--containers", "2", "--rate", "200")
 	if !strings.Contains(out, "is running") {
 		t.Fatalf("submit did not report a running topology:\n%s", out)
 	}
@@ -211,6 +222,13 @@ func TestWordCountOnYARN(t *testing.T) {
 		t.Errorf("list does not show wordcount:\n%s", links)
 	}
 
+	// The package's directory (one per topology) and the service's own.
+	hdfsDirs := []string{"/egret/topologies/yarn/" + c.User + "/wordcount", "/user/" + c.User + "/.yarn/services/" + yarn.ServiceName("wordcount")}
+	for _, dir := range hdfsDirs {
+		if _, err := cl.Stat(dir); err != nil {
+			t.Errorf("before kill, %s: %v", dir, err)
+		}
+	}
 	x.must("kill", "yarn", "wordcount")
 	killed = true
 	if now, err := observe(ctx, "wordcount"); err != nil || len(now) != 0 {
@@ -220,13 +238,9 @@ func TestWordCountOnYARN(t *testing.T) {
 	if err := cluster.GetJSON(ctx, "/app/v1/services/"+yarn.ServiceName("wordcount"), &svc); err == nil {
 		t.Errorf("the service survived kill (state %s)", svc.State)
 	}
-	for _, dir := range []string{"/egret/topologies/yarn", "/user/" + c.User + "/.yarn/services/" + yarn.ServiceName("wordcount")} {
-		entries, err := cl.ReadDir(dir)
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			t.Fatal(err)
-		}
-		for _, e := range entries {
-			t.Errorf("kill left %s/%s in HDFS", dir, e.Name())
+	for _, dir := range hdfsDirs {
+		if _, err := cl.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("kill left %s in HDFS (stat: %v)", dir, err)
 		}
 	}
 	if out, _, _ := x.run("list", "yarn"); strings.Contains(out, "wordcount") {

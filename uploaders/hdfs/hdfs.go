@@ -130,7 +130,10 @@ type Uploader struct {
 	closed atomic.Bool
 }
 
-var _ spi.Uploader = (*Uploader)(nil)
+var (
+	_ spi.Uploader = (*Uploader)(nil)
+	_ spi.Checker  = (*Uploader)(nil)
+)
 
 // New builds the uploader from cfg. It does not contact HDFS.
 func New(cfg spi.Config, log *zap.Logger) (spi.Uploader, error) {
@@ -284,6 +287,19 @@ func (u *Uploader) pathOf(uri string) (string, error) {
 		return "", fmt.Errorf("refusing to delete: %w", err)
 	}
 	return loc.Path, nil
+}
+
+// Check connects to the NameNode and reads its defaults.
+func (u *Uploader) Check(ctx context.Context) error {
+	c, err := u.dial(ctx)
+	if err != nil {
+		return fmt.Errorf("hdfs uploader: %w", err)
+	}
+	defer c.Close()
+	if _, err := c.ServerDefaults(); err != nil {
+		return fmt.Errorf("hdfs uploader: NameNode %s: %w", strings.Join(u.s.NameNodes, ","), err)
+	}
+	return nil
 }
 
 // Close marks the uploader closed; connections live only within a call.
