@@ -87,9 +87,16 @@ func TestUploaderWritesReplicationAndPermission(t *testing.T) {
 	}
 	defer u.Close()
 	pkg := makePackage(t, "attrs", map[string]string{"topology": "#!/bin/sh\n"})
+	preview, err := u.(spi.URIPreviewer).PreviewURI(context.Background(), pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	uri, err := u.Upload(context.Background(), pkg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if preview != uri {
+		t.Errorf("PreviewURI %s, Upload %s", preview, uri)
 	}
 	loc, err := hdfsx.ParseURI(uri)
 	if err != nil {

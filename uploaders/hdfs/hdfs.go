@@ -131,8 +131,9 @@ type Uploader struct {
 }
 
 var (
-	_ spi.Uploader = (*Uploader)(nil)
-	_ spi.Checker  = (*Uploader)(nil)
+	_ spi.Uploader     = (*Uploader)(nil)
+	_ spi.Checker      = (*Uploader)(nil)
+	_ spi.URIPreviewer = (*Uploader)(nil)
 )
 
 // New builds the uploader from cfg. It does not contact HDFS.
@@ -235,10 +236,28 @@ func (u *Uploader) upload(ctx context.Context, pkg spi.Package) (string, error) 
 		return "", hdfsx.Explain(err, u.user, "rename in "+u.s.Directory)
 	}
 	committed = true
-	uri := hdfsx.Location{NameNode: u.s.NameNodes[0], Path: dst}.String()
+	uri := u.uri(name)
 	u.log.Info("uploaded package", zap.String("topology", pkg.Topology), zap.String("uri", uri),
 		zap.Int64("bytes", hw.Size()), zap.String("sha256", want), zap.Int("replication", replication))
 	return uri, nil
+}
+
+// PreviewURI returns the URI Upload would return for pkg, without
+// contacting HDFS (for dry runs): the package file is read and hashed.
+func (u *Uploader) PreviewURI(ctx context.Context, pkg spi.Package) (string, error) {
+	sha, _, err := pkgio.PreparePackage(ctx, pkg)
+	if err != nil {
+		return "", fmt.Errorf("hdfs preview of %s: %w", pkg.Path, err)
+	}
+	name, err := pkgio.ObjectName(pkg, sha)
+	if err != nil {
+		return "", fmt.Errorf("hdfs preview of %s: %w", pkg.Path, err)
+	}
+	return u.uri(name), nil
+}
+
+func (u *Uploader) uri(name string) string {
+	return hdfsx.Location{NameNode: u.s.NameNodes[0], Path: path.Join(u.s.Directory, name)}.String()
 }
 
 // Undo removes the package uri names, then the directory if it is empty.

@@ -3,10 +3,13 @@ package hdfs
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
 // The uploader's behaviour against a real NameNode is tested in
@@ -77,5 +80,32 @@ func TestUnreachableNameNode(t *testing.T) {
 	err = u.Undo(context.Background(), "hdfs://127.0.0.1:1/egret/wc/wc-r-0123456789ab.tar.gz")
 	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), KeyNameNode) {
 		t.Errorf("Undo against an unreachable NameNode: %v; want one line naming %s", err, KeyNameNode)
+	}
+}
+
+// TestPreviewURI: the URI of a dry run is the one Upload returns (the
+// conformance tests in test/hadoop compare it with a real upload), computed
+// without a NameNode.
+func TestPreviewURI(t *testing.T) {
+	u, err := New(spi.Config{KeyNameNode: "127.0.0.1:1", KeyDirectory: "/egret/wc"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "topology")
+	if err := os.WriteFile(bin, []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pkgPath := filepath.Join(dir, "wc.tar.gz")
+	sha, err := fetch.CreateTarGz(pkgPath, map[string]string{"topology": bin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uri, err := u.(spi.URIPreviewer).PreviewURI(context.Background(), spi.Package{Topology: "wc", Role: "r", Path: pkgPath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "hdfs://127.0.0.1:1/egret/wc/wc-r-" + sha[:12] + ".tar.gz"; uri != want {
+		t.Errorf("PreviewURI = %s, want %s", uri, want)
 	}
 }
