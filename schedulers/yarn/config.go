@@ -29,6 +29,9 @@ const (
 
 	// Keys of the core config the scheduler also reads.
 	keyCoreURI = "egret.package.core.uri"
+	// keyCoreBundle, when true, makes the launcher put egret into the
+	// topology package (package/egret).
+	keyCoreBundle = "egret.package.core.bundle"
 )
 
 // settings is the scheduler's view of the config, parsed once.

@@ -263,6 +263,9 @@ func (s *settings) buildService(job spi.Job) (*Service, error) {
 	}
 	files := []ConfigFile{{Type: "ARCHIVE", SrcFile: job.PackageURI, DestFile: PackageDir}}
 	egret := "./" + PackageDir + "/" + CoreBinary // egret.package.core.bundle
+	if s.coreURI == "" && job.Config.String(keyCoreBundle, "") != "true" {
+		return nil, fmt.Errorf("yarn scheduler: the containers need the egret binary: put it in HDFS (hdfs dfs -put egret /egret/egret) and set %s to its hdfs:// URI", keyCoreURI)
+	}
 	if s.coreURI != "" {
 		files = append(files, ConfigFile{Type: "STATIC", SrcFile: s.coreURI, DestFile: CoreBinary})
 		egret = "./" + CoreBinary

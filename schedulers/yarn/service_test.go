@@ -119,6 +119,10 @@ func TestBuildService(t *testing.T) {
 func TestBuildServiceBundledEgret(t *testing.T) {
 	job := schedulertest.NewJob("wc", 1)
 	job.PackageURI = "hdfs://nn:8020/p.tar.gz"
+	if _, err := settingsFor(t).buildService(job); err == nil || !strings.Contains(err.Error(), keyCoreURI) {
+		t.Errorf("without %s nor a bundled egret: %v; want an error naming %s", keyCoreURI, err, keyCoreURI)
+	}
+	job.Config = spi.Config{keyCoreBundle: "true"}
 	svc, err := settingsFor(t).buildService(job)
 	if err != nil {
 		t.Fatal(err)
@@ -134,6 +138,7 @@ func TestBuildServiceBundledEgret(t *testing.T) {
 
 func TestBuildServiceRejects(t *testing.T) {
 	s := settingsFor(t)
+	s = settingsFor(t, keyCoreURI, "hdfs://nn/egret")
 	noURI := schedulertest.NewJob("wc", 2)
 	noURI.PackageURI = ""
 	gap := schedulertest.NewJob("wc", 3)

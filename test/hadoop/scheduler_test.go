@@ -31,6 +31,12 @@ func schedulerConfig(rm string) spi.Config {
 	}
 }
 
+// bundled marks a job whose package carries egret (the sleeper).
+func bundled(j *spi.Job, uri, sha string) {
+	j.PackageURI, j.PackageSHA256 = uri, sha
+	j.Config = spi.Config{"egret.package.core.bundle": "true"}
+}
+
 // uploadSleeper uploads a package whose egret is the sleeper.
 func uploadSleeper(t *testing.T) (uri, sha string) {
 	t.Helper()
@@ -67,7 +73,7 @@ func conformanceHarness(t *testing.T, newSched func(t *testing.T) spi.Scheduler)
 	return schedulertest.Harness{
 		New:          func(t *testing.T, _ string) spi.Scheduler { return newSched(t) },
 		Containers:   observe,
-		EditJob:      func(j *spi.Job) { j.PackageURI, j.PackageSHA256 = uri, sha },
+		EditJob:      func(j *spi.Job) { bundled(j, uri, sha) },
 		Timeout:      4 * time.Minute,
 		PollInterval: time.Second,
 		StrictErrors: true,
@@ -107,6 +113,7 @@ func TestSchedulerBadInput(t *testing.T) {
 		{"TooBigForAnyNode", nil, func(j *spi.Job) {
 			j.Plan.Containers[0].Required.CPU = 64
 		}, "needs 64 vcores"},
+		{"NoEgretBinary", nil, func(j *spi.Job) { j.Config = nil }, "egret.package.core.uri"},
 		{"UnreachableRM", map[string]string{yarn.KeyResourceManager: "http://127.0.0.1:1"}, nil, "does not answer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -121,7 +128,7 @@ func TestSchedulerBadInput(t *testing.T) {
 			defer s.Close()
 			topo := randomName("bad")
 			job := schedulertest.NewJob(topo, 1)
-			job.PackageURI, job.PackageSHA256 = uri, sha
+			bundled(&job, uri, sha)
 			if tc.edit != nil {
 				tc.edit(&job)
 			}
@@ -157,7 +164,7 @@ func TestSchedulerJobLinks(t *testing.T) {
 	defer s.Close()
 	topo := randomName("links")
 	job := schedulertest.NewJob(topo, 1)
-	job.PackageURI, job.PackageSHA256 = uri, sha
+	bundled(&job, uri, sha)
 	ctx := context.Background()
 	if err := s.Schedule(ctx, job); err != nil {
 		t.Fatal(err)
