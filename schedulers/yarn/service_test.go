@@ -137,8 +137,7 @@ func TestBuildServiceBundledEgret(t *testing.T) {
 }
 
 func TestBuildServiceRejects(t *testing.T) {
-	s := settingsFor(t)
-	s = settingsFor(t, keyCoreURI, "hdfs://nn/egret")
+	s := settingsFor(t, keyCoreURI, "hdfs://nn/egret")
 	noURI := schedulertest.NewJob("wc", 2)
 	noURI.PackageURI = ""
 	gap := schedulertest.NewJob("wc", 3)
