@@ -9,8 +9,10 @@ import (
 	_ "github.com/egret-stream/egret/schedulers/local"
 	_ "github.com/egret-stream/egret/schedulers/mesos"
 	_ "github.com/egret-stream/egret/schedulers/nomad"
+	_ "github.com/egret-stream/egret/schedulers/yarn"
 	_ "github.com/egret-stream/egret/statemgr/localfs"
 	_ "github.com/egret-stream/egret/statemgr/zookeeper"
+	_ "github.com/egret-stream/egret/uploaders/hdfs"
 	_ "github.com/egret-stream/egret/uploaders/http"
 	_ "github.com/egret-stream/egret/uploaders/localfs"
 )

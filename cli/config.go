@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -11,23 +13,31 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/conf"
+	"github.com/egret-stream/egret/core/spi"
 	egrethttp "github.com/egret-stream/egret/uploaders/http"
 )
 
 func configCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{Use: "config", Short: "Inspect and check per-cluster config"}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "validate cluster[/role[/env]]",
+	var connectivity bool
+	validate := &cobra.Command{
+		Use:   "validate cluster[/role[/env]] [--check-connectivity]",
 		Short: "Check a cluster's config without submitting; lists every problem with file and key",
 		Args:  exactArgs(1, "egret config validate local"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if _, err := g.loadCluster(args[0]); err != nil {
+			c, err := g.loadCluster(args[0])
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "config of cluster %s is valid\n", args[0])
+			if connectivity {
+				return checkConnectivity(cmd, g, c)
+			}
 			return nil
 		},
-	}, &cobra.Command{
+	}
+	validate.Flags().BoolVar(&connectivity, "check-connectivity", false, "also check that the scheduler, uploader and state manager the config names answer (changes nothing)")
+	cmd.AddCommand(validate, &cobra.Command{
 		Use:   "show cluster[/role[/env]]",
 		Short: "Print the resolved config of a cluster, with where each value comes from",
 		Args:  exactArgs(1, "egret config show local"),
@@ -52,6 +62,42 @@ func configCmd(g *globals) *cobra.Command {
 		},
 	})
 	return cmd
+}
+
+// checkConnectivity builds the cluster's state manager, uploader and
+// scheduler (for a topology named connectivity-check) and asks those that
+// implement spi.Checker to check what their config names.
+func checkConnectivity(cmd *cobra.Command, g *globals, c *conf.Cluster) error {
+	c, err := c.WithTopology("connectivity-check")
+	if err != nil {
+		return err
+	}
+	cfg := c.Config()
+	ctx := cmd.Context()
+	b := newBackends(g.logger())
+	defer b.Close()
+	out := cmd.OutOrStdout()
+	check := func(kind, key string, build func() (io.Closer, error)) error {
+		be, err := build()
+		if err != nil {
+			return fmt.Errorf("%s %s: %w", kind, cfg.String(key, ""), err)
+		}
+		defer be.Close()
+		if ck, ok := be.(spi.Checker); ok {
+			if err := ck.Check(ctx); err != nil {
+				return fmt.Errorf("%s %s: %w", kind, cfg.String(key, ""), err)
+			}
+			fmt.Fprintf(out, "%s %s: reachable\n", kind, cfg.String(key, ""))
+		} else {
+			fmt.Fprintf(out, "%s %s: created (it has no connectivity check of its own)\n", kind, cfg.String(key, ""))
+		}
+		return nil
+	}
+	return errors.Join(
+		check("state manager", "egret.statemgr", func() (io.Closer, error) { return b.StateManager(ctx, cfg) }),
+		check("uploader", "egret.uploader", func() (io.Closer, error) { return b.Uploader(ctx, cfg) }),
+		check("scheduler", "egret.scheduler", func() (io.Closer, error) { return b.Scheduler(ctx, cfg) }),
+	)
 }
 
 func servePackagesCmd(g *globals) *cobra.Command {

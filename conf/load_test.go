@@ -179,6 +179,7 @@ func TestEmbeddedClusters(t *testing.T) {
 		"mesos":   {"mesos", "zookeeper", "http", "file,tmanager"},
 		"nomad":   {"nomad", "zookeeper", "http", "file,tmanager"},
 		"aurora":  {"aurora", "zookeeper", "http", "file,tmanager"},
+		"yarn":    {"yarn", "zookeeper", "hdfs", "file,tmanager"},
 	}
 	empty := t.TempDir()
 	got := Clusters(empty)
@@ -413,7 +414,7 @@ func TestUnknownCluster(t *testing.T) {
 	if !errors.Is(err, ErrUnknownCluster) {
 		t.Fatalf("got %v, want ErrUnknownCluster", err)
 	}
-	for _, s := range []string{`"nomda"`, "edge, local, localzk, mesos, nomad;", filepath.Join(dir, "nomda")} {
+	for _, s := range []string{`"nomda"`, "edge, local, localzk, mesos, nomad, yarn;", filepath.Join(dir, "nomda")} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %q", err, s)
 		}

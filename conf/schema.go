@@ -85,9 +85,9 @@ type pluginNamespace struct {
 // Any other name of a backend kind is an external plugin binary
 // egret-<kind>-<name>; metrics sinks have no plugins.
 var (
-	builtinSchedulers = []string{"aurora", "local", "mesos", "nomad"}
+	builtinSchedulers = []string{"aurora", "local", "mesos", "nomad", "yarn"}
 	builtinStateMgrs  = []string{"localfs", "zookeeper"}
-	builtinUploaders  = []string{"http", "localfs"}
+	builtinUploaders  = []string{"hdfs", "http", "localfs"}
 	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
 	builtinSinks      = []string{"file", "tmanager"}
 	pluginNamespaces  = []pluginNamespace{
@@ -278,6 +278,26 @@ var schema = []Key{
 		Description: "Disk of container 0."},
 	{Name: "egret.mesos.framework.binary", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
 		Description: "Binary that runs the topology's framework service (`<binary> mesos-framework --work-dir W`): egret or egret-scheduler-mesos; empty: the running one."},
+	{Name: "egret.yarn.resourcemanager.address", Type: TypeString, Default: "http://127.0.0.1:8088", File: "scheduler", Backend: "scheduler/yarn", check: checkHTTPURL,
+		Description: "Web address of the YARN ResourceManager: its Services REST API (/app/v1/services, needs yarn.webapp.api-service.enable=true) and cluster REST API (/ws/v1/cluster)."},
+	{Name: "egret.yarn.user", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/yarn",
+		Description: "User the topology's service runs as (simple authentication, ?user.name=); empty: $HADOOP_USER_NAME, else the submitting OS user. Kerberos (SPNEGO) is not supported."},
+	{Name: "egret.yarn.queue", Type: TypeString, Default: "default", File: "scheduler", Backend: "scheduler/yarn",
+		Description: "YARN queue of the topology's application (a leaf queue of the capacity scheduler; checked before submitting)."},
+	{Name: "egret.yarn.priority", Type: TypeInt, Default: "0", File: "scheduler", Backend: "scheduler/yarn", check: checkNonNegative,
+		Description: "Application priority set after submission (at most yarn.cluster.max-application-priority); 0: the queue's default."},
+	{Name: "egret.yarn.node.label", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/yarn",
+		Description: "Node label (partition) the containers are placed on; empty: the default partition."},
+	{Name: "egret.yarn.am.memory", Type: TypeBytes, Default: "512MiB", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
+		Description: "Memory of the service's application master (Hadoop's YARN service AM, yarn.service.am-resource.memory)."},
+	{Name: "egret.yarn.tmanager.vcores", Type: TypeInt, Default: "1", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
+		Description: "Virtual cores of container 0 (the topology manager)."},
+	{Name: "egret.yarn.tmanager.memory", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
+		Description: "Memory of container 0 (the topology manager)."},
+	{Name: "egret.yarn.launch.timeout", Type: TypeDuration, Default: "3m", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
+		Description: "How long submit waits for every container to run; a service not up by then is deleted and the error carries YARN's diagnostics."},
+	{Name: "egret.yarn.request.timeout", Type: TypeDuration, Default: "60s", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
+		Description: "Timeout of one request to the ResourceManager."},
 
 	// statemgr.yaml
 	{Name: "egret.statemgr", Type: TypeString, Required: true, File: "statemgr", check: checkName,
@@ -304,6 +324,20 @@ var schema = []Key{
 		Description: "Bearer token sent with uploads; empty: none. ${EGRET_UPLOAD_TOKEN:-} reads it from the environment."},
 	{Name: "egret.uploader.http.timeout", Type: TypeDuration, Default: "60s", File: "uploader", Backend: "uploader/http", check: checkPositive,
 		Description: "Timeout of one upload or delete request."},
+	{Name: "egret.uploader.hdfs.namenode", Type: TypeString, Required: true, File: "uploader", Backend: "uploader/hdfs", check: checkHostPorts,
+		Description: "HDFS NameNode RPC address(es) as host:port[,host:port] (HA: every NameNode); the first names the returned hdfs:// URIs."},
+	{Name: "egret.uploader.hdfs.directory", Type: TypeString, Default: "/egret/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}", File: "uploader", Backend: "uploader/hdfs",
+		Description: "Absolute HDFS directory of the topology's package, one per topology (undo removes it when empty)."},
+	{Name: "egret.uploader.hdfs.user", Type: TypeString, Default: "", File: "uploader", Backend: "uploader/hdfs",
+		Description: "HDFS user (simple authentication) for uploads and for containers fetching hdfs:// packages; empty: $HADOOP_USER_NAME, else the OS user. Kerberos is not supported."},
+	{Name: "egret.uploader.hdfs.replication", Type: TypeInt, Default: "0", File: "uploader", Backend: "uploader/hdfs", check: checkNonNegative,
+		Description: "Replication of the package file; 0: the NameNode's default (dfs.replication)."},
+	{Name: "egret.uploader.hdfs.file.permission", Type: TypeString, Default: "0644", File: "uploader", Backend: "uploader/hdfs",
+		Description: "Octal permission of the package file (YARN's NodeManagers must be able to read it)."},
+	{Name: "egret.uploader.hdfs.directory.permission", Type: TypeString, Default: "0755", File: "uploader", Backend: "uploader/hdfs",
+		Description: "Octal permission of the directories the uploader creates."},
+	{Name: "egret.uploader.hdfs.timeout", Type: TypeDuration, Default: "30s", File: "uploader", Backend: "uploader/hdfs", check: checkPositive,
+		Description: "Longest wait for a connection to a NameNode or DataNode."},
 
 	// packing.yaml
 	{Name: "egret.packing", Type: TypeString, Default: "roundrobin", File: "packing", check: checkName,

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh machine lacks: ZooKeeper from
-# Debian's packages (the real server the state-manager tests start), and
-# the Python virtualenv of the multilang tests (pystorm and streamparse).
+# Debian's packages (the real server the state-manager tests start), the
+# Python virtualenv of the multilang tests (pystorm and streamparse), and
+# the Maven artifacts of the Hadoop mini-cluster tests.
 set -euo pipefail
 if [ ! -f /usr/share/java/zookeeper.jar ]; then
   echo "installing zookeeper (Debian package) for the state-manager tests"
@@ -16,4 +17,18 @@ if command -v python3 >/dev/null; then
   "$(dirname "$0")/pyvenv.sh" >/dev/null
 else
   echo "python3 is missing: the multilang tests need it (apt-get install python3 python3-venv)" >&2
+fi
+
+# The Hadoop mini-cluster tests (test/hadoop) build a small Java launcher
+# against Hadoop 3.4.2's artifacts from Maven Central: resolve them into
+# ~/.m2 now (about 105 MB the first time) so the tests do not download.
+# Java 17 and Maven must be installed (CI has both).
+if command -v mvn >/dev/null && command -v javac >/dev/null; then
+  pom="$(dirname "$0")/../schedulers/yarn/yarntest/minicluster/pom.xml"
+  if ! mvn -B -q -o -f "$pom" dependency:resolve >/dev/null 2>&1; then
+    echo "resolving the Hadoop mini-cluster's Maven artifacts (first run: about 105 MB)"
+    mvn -B -q -f "$pom" dependency:resolve
+  fi
+else
+  echo "java/javac or mvn missing: the Hadoop mini-cluster tests (test/hadoop) will fail under make test (EGRET_REQUIRE_HADOOP=1); install openjdk-17-jdk-headless and maven"
 fi

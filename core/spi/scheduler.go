@@ -100,3 +100,11 @@ type Diagnoser interface {
 	// further; "" when it sees nothing wrong.
 	Diagnose(ctx context.Context, topology string) (string, error)
 }
+
+// Checker is implemented by backends that can check that what their
+// config names is reachable and usable, without changing anything
+// (`egret config validate --check-connectivity`). Check returns nil, or
+// one line saying what is wrong.
+type Checker interface {
+	Check(ctx context.Context) error
+}

@@ -30,10 +30,16 @@ type build struct {
 // the tests start (a build error is reported by the first Build of the
 // package).
 func Main(m *testing.M, prebuild ...string) {
+	os.Exit(Run(m, prebuild...))
+}
+
+// Run is Main returning the exit code instead of exiting, for a TestMain
+// that has more to stop after the tests.
+func Run(m *testing.M, prebuild ...string) int {
 	dir, err := os.MkdirTemp("", "egret-plugintest-")
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "plugintest: %v\n", err)
-		os.Exit(2)
+		return 2
 	}
 	builds.mu.Lock()
 	builds.dir, builds.byPkg, builds.inMain = dir, map[string]*build{}, true
@@ -49,7 +55,7 @@ func Main(m *testing.M, prebuild ...string) {
 	wg.Wait()
 	code := m.Run()
 	_ = os.RemoveAll(dir)
-	os.Exit(code)
+	return code
 }
 
 // Build builds the main package pkg (as `go build` takes it: "./testdata/x"

@@ -1,6 +1,7 @@
 // Package fetch is the container side of Egret's package handling: Fetch
 // downloads a topology package from the URI an uploader returned (file://,
-// plain absolute paths, http://, https://), verifies its SHA-256 and writes
+// plain absolute paths, http://, https://, hdfs:// as Options.HDFSUser),
+// verifies its SHA-256 and writes
 // it atomically; Extract unpacks a .tar.gz safely into a directory; and
 // CreateTarGz builds a deterministic package on the submitter's side.
 //

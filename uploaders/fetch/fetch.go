@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/hdfsx"
 	"github.com/egret-stream/egret/uploaders/internal/httpx"
 	"github.com/egret-stream/egret/uploaders/internal/pkgio"
 )
@@ -31,6 +32,9 @@ var ErrTooLarge = pkgio.ErrTooLarge
 const (
 	KeyToken   = "egret.uploader.http.token"
 	KeyTimeout = "egret.uploader.http.timeout"
+	// KeyHDFSUser is the hdfs uploader's user, with which containers read
+	// hdfs:// packages.
+	KeyHDFSUser = "egret.uploader.hdfs.user"
 )
 
 // Defaults of Options.
@@ -56,6 +60,9 @@ type Options struct {
 	Backoff  time.Duration
 	// MaxBytes caps the download (default 4 GiB).
 	MaxBytes int64
+	// HDFSUser is the simple-auth user for hdfs:// URIs; empty:
+	// $HADOOP_USER_NAME, else the user running the process.
+	HDFSUser string
 	// Client replaces the HTTP client (for custom TLS); Timeout then
 	// only applies if the client sets it itself.
 	Client *http.Client
@@ -72,7 +79,7 @@ func OptionsFromConfig(cfg spi.Config, log *zap.Logger) (Options, error) {
 	if d <= 0 {
 		return Options{}, fmt.Errorf("config key %s: %s must be positive", KeyTimeout, d)
 	}
-	return Options{Token: cfg.String(KeyToken, ""), Timeout: d, Log: log}, nil
+	return Options{Token: cfg.String(KeyToken, ""), Timeout: d, HDFSUser: cfg.String(KeyHDFSUser, ""), Log: log}, nil
 }
 
 func (o Options) withDefaults() Options {
@@ -103,7 +110,8 @@ func Fetch(ctx context.Context, uri, dst string, sha256hex string, log *zap.Logg
 }
 
 // FetchWith downloads uri to the file dst. Supported: file:// URIs and plain
-// absolute paths (copied), http:// and https:// (GET). The file appears at
+// absolute paths (copied), http:// and https:// (GET), hdfs:// (read from
+// the NameNode and DataNodes as Options.HDFSUser). The file appears at
 // dst complete or not at all (temp file + rename in dst's directory, which
 // is created if needed). When sha256hex is given, or else when an http
 // server sends X-Egret-Sha256, the bytes must match it: on a mismatch the
@@ -128,9 +136,12 @@ func FetchWith(ctx context.Context, uri, dst string, sha256hex string, opts Opti
 	}
 	var sha string
 	var n int64
-	if u == nil {
+	switch {
+	case u == nil:
 		sha, n, err = fetchFile(ctx, src, dst, want, opts)
-	} else {
+	case u.Scheme == hdfsx.Scheme:
+		sha, n, err = fetchHDFS(ctx, uri, dst, want, opts)
+	default:
 		sha, n, err = fetchHTTP(ctx, u, dst, want, opts)
 	}
 	if err != nil {
@@ -146,7 +157,7 @@ func FetchWith(ctx context.Context, uri, dst string, sha256hex string, opts Opti
 	return nil
 }
 
-// parseURI returns a local path, or an http(s) URL.
+// parseURI returns a local path, or an http(s) or hdfs URL.
 func parseURI(uri string) (string, *url.URL, error) {
 	if uri == "" {
 		return "", nil, errors.New("empty URI")
@@ -172,10 +183,16 @@ func parseURI(uri string) (string, *url.URL, error) {
 			return "", nil, errors.New("URL has no host")
 		}
 		return "", u, nil
+	case hdfsx.Scheme:
+		if _, err := hdfsx.ParseURI(uri); err != nil {
+			return "", nil, err
+		}
+		u.Scheme = hdfsx.Scheme
+		return "", u, nil
 	case "":
-		return "", nil, errors.New("relative path; give an absolute path or a file://, http:// or https:// URI")
+		return "", nil, errors.New("relative path; give an absolute path or a file://, http://, https:// or hdfs:// URI")
 	default:
-		return "", nil, fmt.Errorf("scheme %q: %w (supported: file, http, https)", u.Scheme, spi.ErrUnsupported)
+		return "", nil, fmt.Errorf("scheme %q: %w (supported: file, http, https, hdfs)", u.Scheme, spi.ErrUnsupported)
 	}
 }
 
@@ -197,6 +214,33 @@ func fetchFile(ctx context.Context, src, dst, want string, opts Options) (string
 	}
 	if fi.Size() > opts.MaxBytes {
 		return "", 0, fmt.Errorf("package %s has %d bytes, more than %d: %w", src, fi.Size(), opts.MaxBytes, pkgio.ErrTooLarge)
+	}
+	return pkgio.WriteFile(ctx, dst, f, want, opts.MaxBytes, 0o644)
+}
+
+func fetchHDFS(ctx context.Context, uri, dst, want string, opts Options) (string, int64, error) {
+	loc, err := hdfsx.ParseURI(uri)
+	if err != nil {
+		return "", 0, err
+	}
+	user, err := hdfsx.User(opts.HDFSUser)
+	if err != nil {
+		return "", 0, err
+	}
+	c, err := hdfsx.Dial(ctx, []string{loc.NameNode}, user, opts.Timeout)
+	if err != nil {
+		return "", 0, err
+	}
+	defer c.Close()
+	f, err := c.Open(loc.Path)
+	if err != nil {
+		return "", 0, hdfsx.Explain(err, user, "read "+loc.Path)
+	}
+	defer f.Close()
+	if fi := f.Stat(); fi.IsDir() {
+		return "", 0, fmt.Errorf("package %s is a directory", loc.Path)
+	} else if fi.Size() > opts.MaxBytes {
+		return "", 0, fmt.Errorf("package %s has %d bytes, more than %d: %w", loc.Path, fi.Size(), opts.MaxBytes, pkgio.ErrTooLarge)
 	}
 	return pkgio.WriteFile(ctx, dst, f, want, opts.MaxBytes, 0o644)
 }

@@ -32,39 +32,36 @@ const TempPrefix = ".egret-tmp-"
 
 const copyBuf = 256 << 10
 
-// Writer writes a file under a temporary name in its final directory,
-// hashing what it writes; Commit renames it into place so a reader never
-// sees a partial file. Abort (safe to defer) removes the temp file unless
-// Commit succeeded.
-type Writer struct {
-	f    *os.File
-	h    hash.Hash
-	n    int64
-	done bool
+// HashWriter passes writes on to an io.Writer, counting and hashing
+// (SHA-256) what was written.
+type HashWriter struct {
+	w io.Writer
+	h hash.Hash
+	n int64
 }
 
-// NewWriter creates a temp file in dir.
-func NewWriter(dir string) (*Writer, error) {
-	f, err := os.CreateTemp(dir, TempPrefix+"*")
-	if err != nil {
-		return nil, fmt.Errorf("create temporary file in %s: %w", dir, err)
-	}
-	return &Writer{f: f, h: sha256.New()}, nil
-}
+// NewHashWriter returns a HashWriter writing to w.
+func NewHashWriter(w io.Writer) *HashWriter { return &HashWriter{w: w, h: sha256.New()} }
 
 // Write implements io.Writer.
-func (w *Writer) Write(p []byte) (int, error) {
-	n, err := w.f.Write(p)
+func (w *HashWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
 	w.h.Write(p[:n])
 	w.n += int64(n)
 	return n, err
 }
 
-// Copy copies r into the file, checking ctx between chunks. When max > 0 a
-// source longer than max bytes fails with ErrTooLarge.
-func (w *Writer) Copy(ctx context.Context, r io.Reader, max int64) (int64, error) {
+// Size is the number of bytes written so far.
+func (w *HashWriter) Size() int64 { return w.n }
+
+// SHA256 is the hex digest of the bytes written so far.
+func (w *HashWriter) SHA256() string { return hex.EncodeToString(w.h.Sum(nil)) }
+
+// CopyContext copies r to w in chunks, checking ctx between them. When
+// max > 0 a source longer than max bytes fails with ErrTooLarge.
+func CopyContext(ctx context.Context, w io.Writer, r io.Reader, max int64) (int64, error) {
 	if max > 0 {
-		r = io.LimitReader(r, max-w.n+1)
+		r = io.LimitReader(r, max+1)
 	}
 	buf := make([]byte, copyBuf)
 	var total int64
@@ -74,13 +71,13 @@ func (w *Writer) Copy(ctx context.Context, r io.Reader, max int64) (int64, error
 		}
 		nr, rerr := r.Read(buf)
 		if nr > 0 {
-			if max > 0 && w.n+int64(nr) > max {
+			if max > 0 && total+int64(nr) > max {
 				return total, fmt.Errorf("more than %d bytes: %w", max, ErrTooLarge)
 			}
 			nw, werr := w.Write(buf[:nr])
 			total += int64(nw)
 			if werr != nil {
-				return total, fmt.Errorf("write %s: %w", w.f.Name(), werr)
+				return total, werr
 			}
 		}
 		if rerr == io.EOF {
@@ -92,15 +89,42 @@ func (w *Writer) Copy(ctx context.Context, r io.Reader, max int64) (int64, error
 	}
 }
 
+// Writer writes a file under a temporary name in its final directory,
+// hashing what it writes; Commit renames it into place so a reader never
+// sees a partial file. Abort (safe to defer) removes the temp file unless
+// Commit succeeded.
+type Writer struct {
+	*HashWriter
+	f    *os.File
+	done bool
+}
+
+// NewWriter creates a temp file in dir.
+func NewWriter(dir string) (*Writer, error) {
+	f, err := os.CreateTemp(dir, TempPrefix+"*")
+	if err != nil {
+		return nil, fmt.Errorf("create temporary file in %s: %w", dir, err)
+	}
+	return &Writer{HashWriter: NewHashWriter(f), f: f}, nil
+}
+
+// Copy copies r into the file, checking ctx between chunks. When max > 0 a
+// file longer than max bytes in all fails with ErrTooLarge.
+func (w *Writer) Copy(ctx context.Context, r io.Reader, max int64) (int64, error) {
+	limit := int64(0)
+	if max > 0 {
+		limit = max - w.n
+	}
+	n, err := CopyContext(ctx, w.HashWriter, r, limit)
+	if errors.Is(err, ErrTooLarge) {
+		return n, fmt.Errorf("more than %d bytes: %w", max, ErrTooLarge)
+	}
+	return n, err
+}
+
 // Stat describes the temp file; the FileInfo stays valid for the committed
 // file (os.SameFile), because rename keeps the inode.
 func (w *Writer) Stat() (os.FileInfo, error) { return w.f.Stat() }
-
-// Size is the number of bytes written so far.
-func (w *Writer) Size() int64 { return w.n }
-
-// SHA256 is the hex digest of the bytes written so far.
-func (w *Writer) SHA256() string { return hex.EncodeToString(w.h.Sum(nil)) }
 
 // Commit flushes the file to disk, sets perm and renames it to path, which
 // must be in the directory given to NewWriter.

@@ -1,0 +1,186 @@
+package hdfsx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"os/user"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+
+	"github.com/egret-stream/egret/core/spi"
+)
+
+// Scheme is the URI scheme of HDFS paths.
+const Scheme = "hdfs"
+
+// DefaultPort is the NameNode RPC port of Hadoop 3 when an address has none.
+const DefaultPort = "8020"
+
+// EnvUser is the variable Hadoop's own clients read the simple-auth user
+// name from.
+const EnvUser = "HADOOP_USER_NAME"
+
+// Location is a parsed hdfs:// URI.
+type Location struct {
+	// NameNode is host:port.
+	NameNode string
+	// Path is absolute and clean.
+	Path string
+}
+
+// String renders the location as an hdfs:// URI.
+func (l Location) String() string {
+	return (&url.URL{Scheme: Scheme, Host: l.NameNode, Path: l.Path}).String()
+}
+
+// ParseURI parses hdfs://host[:port]/abs/path. The port defaults to 8020.
+func ParseURI(uri string) (Location, error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return Location{}, fmt.Errorf("not a URI: %w", err)
+	}
+	if !strings.EqualFold(u.Scheme, Scheme) {
+		return Location{}, fmt.Errorf("%q is not an hdfs:// URI", uri)
+	}
+	if u.Host == "" {
+		return Location{}, fmt.Errorf("%q names no NameNode (want hdfs://namenode:port/path)", uri)
+	}
+	if u.Path == "" || !path.IsAbs(u.Path) {
+		return Location{}, fmt.Errorf("%q has no absolute path", uri)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return Location{}, fmt.Errorf("%q: an hdfs:// URI takes no user, query or fragment", uri)
+	}
+	nn, err := NormalizeAddress(u.Host)
+	if err != nil {
+		return Location{}, err
+	}
+	return Location{NameNode: nn, Path: path.Clean(u.Path)}, nil
+}
+
+// NormalizeAddress checks a NameNode address (host or host:port) and adds
+// the default port.
+func NormalizeAddress(addr string) (string, error) {
+	addr = strings.TrimSpace(addr)
+	if addr == "" {
+		return "", errors.New("empty NameNode address")
+	}
+	if strings.Contains(addr, "://") {
+		return "", fmt.Errorf("NameNode address %q: give host:port, without a scheme", addr)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		host, port = addr, DefaultPort
+		if strings.ContainsAny(addr, ":/") {
+			return "", fmt.Errorf("NameNode address %q is not host:port", addr)
+		}
+	}
+	if host == "" {
+		return "", fmt.Errorf("NameNode address %q has no host", addr)
+	}
+	if p, err := net.LookupPort("tcp", port); err != nil || p <= 0 || p > 65535 {
+		return "", fmt.Errorf("NameNode address %q: bad port %q", addr, port)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// User returns the simple-auth user: name when set, else $HADOOP_USER_NAME,
+// else the user running this process.
+func User(name string) (string, error) {
+	if name != "" {
+		return name, nil
+	}
+	if env := os.Getenv(EnvUser); env != "" {
+		return env, nil
+	}
+	u, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("cannot tell the HDFS user (set it in the config or in $%s): %w", EnvUser, err)
+	}
+	return u.Username, nil
+}
+
+// Dial connects to the NameNode(s) as user. Every TCP connection, to the
+// NameNode and to DataNodes, must be made within timeout. ctx bounds the
+// connection to the NameNode.
+func Dial(ctx context.Context, namenodes []string, userName string, timeout time.Duration) (*hdfs.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	dial := func(dctx context.Context, network, addr string) (net.Conn, error) {
+		// The client dials without a context of its own; bound it by ours.
+		c, cancel := context.WithCancel(dctx)
+		defer cancel()
+		stop := context.AfterFunc(ctx, cancel)
+		defer stop()
+		return d.DialContext(c, network, addr)
+	}
+	dataDial := func(dctx context.Context, network, addr string) (net.Conn, error) {
+		return d.DialContext(dctx, network, addr)
+	}
+	c, err := hdfs.NewClient(hdfs.ClientOptions{
+		Addresses:        namenodes,
+		User:             userName,
+		NamenodeDialFunc: dial,
+		DatanodeDialFunc: dataDial,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("connect to HDFS NameNode %s as %s: %w", strings.Join(namenodes, ","), userName, err)
+	}
+	return c, nil
+}
+
+// IsNotExist reports whether err means a missing file or directory.
+func IsNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// IsNotEmpty reports whether err means a directory that still has entries.
+func IsNotEmpty(err error) bool { return errors.Is(err, syscall.ENOTEMPTY) }
+
+// Explain adds the SPI sentinel to errors that have one (a missing file
+// wraps spi.ErrNotFound) and turns an HDFS permission error into a line
+// saying what to change.
+func Explain(err error, userName, what string) error {
+	switch {
+	case err == nil:
+		return nil
+	case IsNotExist(err):
+		return fmt.Errorf("%w (%w)", err, spi.ErrNotFound)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: HDFS user %q may not %s (grant it with hdfs dfs -chown/-chmod, or set the HDFS user in the config)", err, userName, what)
+	default:
+		return err
+	}
+}
+
+// CloseReplicated closes w, retrying while the NameNode has not yet heard
+// from enough DataNodes that the last block is stored (Close answers
+// "replication in progress" until then), for at most timeout.
+func CloseReplicated(ctx context.Context, w *hdfs.FileWriter, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	pause := 50 * time.Millisecond
+	for {
+		err := w.Close()
+		if err == nil || !hdfs.IsErrReplicating(err) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, time.Second)
+	}
+}

@@ -1,0 +1,269 @@
+package hadoop
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/colinmarc/hdfs/v2"
+
+	"github.com/egret-stream/egret/internal/hdfsx"
+	"github.com/egret-stream/egret/internal/zktest"
+	"github.com/egret-stream/egret/plugins/plugintest"
+	"github.com/egret-stream/egret/schedulers/yarn"
+)
+
+// cli runs the egret CLI against the yarn cluster of the mini-cluster.
+type cli struct {
+	t     *testing.T
+	egret string
+	home  string
+	props []string
+}
+
+func (c *cli) run(args ...string) (string, string, int) {
+	c.t.Helper()
+	full := []string{}
+	for _, p := range c.props {
+		full = append(full, "--config-property", p)
+	}
+	full = append(full, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.egret, full...)
+	cmd.Dir = repoRoot(c.t)
+	cmd.Env = append(os.Environ(), "EGRET_HOME="+c.home)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		code = -1
+	}
+	return out.String(), errb.String(), code
+}
+
+func (c *cli) must(args ...string) string {
+	c.t.Helper()
+	out, errOut, code := c.run(args...)
+	if code != 0 {
+		c.t.Fatalf("egret %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
+	}
+	return out
+}
+
+func repoRoot(t *testing.T) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}
+
+// executed sums the tuples the topology's bolts executed, from `egret
+// metrics`.
+func (c *cli) executed() float64 {
+	out, _, code := c.run("metrics", "yarn", "wordcount", "-o", "json")
+	if code != 0 {
+		return -1
+	}
+	var st struct {
+		Components map[string]map[string]float64 `json:"components"`
+	}
+	if json.Unmarshal([]byte(out), &st) != nil {
+		return -1
+	}
+	var n float64
+	for _, m := range st.Components {
+		n += m["instance.executed"]
+	}
+	return n
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// executorPid finds the pid of the executor of container c among the
+// cluster's processes.
+func executorPid(t *testing.T, c int) int {
+	t.Helper()
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if len(args) < 3 || filepath.Base(args[0]) != "egret" || args[1] != "executor" {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if !strings.HasPrefix(cwd, cluster.Dir) {
+			continue
+		}
+		for i := range args[:len(args)-1] {
+			if args[i] == "--container" && args[i+1] == fmt.Sprint(c) {
+				var pid int
+				fmt.Sscan(e.Name(), &pid)
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// TestWordCountOnYARN runs `egret submit yarn ./examples/wordcount` on the
+// mini-cluster: counts rise, a kill -9 of an executor is repaired by
+// YARN, an update to 3 containers flexes the service with data flowing,
+// and kill removes the application, the HDFS files and the state.
+func TestWordCountOnYARN(t *testing.T) {
+	c := needCluster(t)
+	zk := zktest.Start(t)
+	egret := plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret")
+	cl := dfs(t)
+	core := "/egret/core/" + randomName("egret") + "/egret"
+	if err := cl.MkdirAll(filepath.Dir(core), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, cl, egret, core)
+	defer cl.RemoveAll(filepath.Dir(core))
+	x := &cli{t: t, egret: egret, home: t.TempDir(), props: []string{
+		"egret.yarn.resourcemanager.address=" + c.RM,
+		"egret.uploader.hdfs.namenode=" + c.NameNode,
+		"egret.uploader.hdfs.replication=1",
+		"egret.statemgr.connection.string=" + zk,
+		"egret.package.core.uri=" + hdfsx.Location{NameNode: c.NameNode, Path: core}.String(),
+		"egret.yarn.tmanager.memory=256MiB",
+		"egret.packing.default.instance.ram=128MiB",
+		"egret.packing.padding.ram=128MiB",
+		"egret.metrics.export.interval=1s",
+		"egret.executor.restart.backoff.initial=200ms",
+	}}
+	out := x.must("config", "validate", "yarn", "--check-connectivity")
+	for _, want := range []string{"state manager zookeeper: created", "uploader hdfs: reachable", "scheduler yarn: reachable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("config validate --check-connectivity printed no %q:\n%s", want, out)
+		}
+	}
+	bad := &cli{t: t, egret: egret, home: x.home, props: append(append([]string(nil), x.props...), "egret.yarn.queue=nosuch")}
+	if out, errOut, code := bad.run("config", "validate", "yarn", "--check-connectivity"); code == 0 || !strings.Contains(errOut, `queue "nosuch" does not exist`) {
+		t.Errorf("--check-connectivity with an unknown queue: exit %d\n%s%s", code, out, errOut)
+	}
+
+	out = x.must("submit", "yarn", "./examples/wordcount", "--wait", "5m", "--", "--containers", "2", "--rate", "200")
+	if !strings.Contains(out, "is running") {
+		t.Fatalf("submit did not report a running topology:\n%s", out)
+	}
+	killed := false
+	defer func() {
+		if !killed {
+			x.run("kill", "yarn", "wordcount")
+		}
+	}()
+	ctx := context.Background()
+	containers, err := observe(ctx, "wordcount")
+	if err != nil || len(containers) != 3 {
+		t.Fatalf("YARN runs containers %v (%v), want 0, 1 and 2", containers, err)
+	}
+	var last float64
+	waitFor(t, "word counts to rise", 3*time.Minute, func() bool { last = x.executed(); return last > 0 })
+	t.Logf("executed %.0f tuples", last)
+
+	// kill -9 of container 1's executor: its YARN container exits and the
+	// service's application master starts a new one.
+	pid := executorPid(t, 1)
+	if pid == 0 {
+		t.Fatal("no executor process of container 1 found")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	old := containers[1]
+	waitFor(t, "YARN to replace container 1", 3*time.Minute, func() bool {
+		now, err := observe(ctx, "wordcount")
+		return err == nil && now[1] != "" && now[1] != old
+	})
+	before := x.executed()
+	waitFor(t, "counts to rise after the restart", 3*time.Minute, func() bool { return x.executed() > before })
+
+	// update to 3 containers: YARN flexes the worker component.
+	x.must("update", "yarn", "wordcount", "--container-number", "3")
+	waitFor(t, "a third worker container", 3*time.Minute, func() bool {
+		now, err := observe(ctx, "wordcount")
+		return err == nil && len(now) == 4
+	})
+	before = x.executed()
+	waitFor(t, "counts to rise on 3 containers", 3*time.Minute, func() bool { return x.executed() > before })
+
+	links := x.must("list", "yarn")
+	if !strings.Contains(links, "wordcount") {
+		t.Errorf("list does not show wordcount:\n%s", links)
+	}
+
+	// The package's directory (one per topology) and the service's own.
+	hdfsDirs := []string{"/egret/topologies/yarn/" + c.User + "/wordcount", "/user/" + c.User + "/.yarn/services/" + yarn.ServiceName("wordcount")}
+	for _, dir := range hdfsDirs {
+		if _, err := cl.Stat(dir); err != nil {
+			t.Errorf("before kill, %s: %v", dir, err)
+		}
+	}
+	x.must("kill", "yarn", "wordcount")
+	killed = true
+	if now, err := observe(ctx, "wordcount"); err != nil || len(now) != 0 {
+		t.Errorf("after kill YARN runs %v (%v)", now, err)
+	}
+	var svc yarn.Service
+	if err := cluster.GetJSON(ctx, "/app/v1/services/"+yarn.ServiceName("wordcount"), &svc); err == nil {
+		t.Errorf("the service survived kill (state %s)", svc.State)
+	}
+	for _, dir := range hdfsDirs {
+		if _, err := cl.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("kill left %s in HDFS (stat: %v)", dir, err)
+		}
+	}
+	if out, _, _ := x.run("list", "yarn"); strings.Contains(out, "wordcount") {
+		t.Errorf("the state survived kill:\n%s", out)
+	}
+}
+
+// putFile copies a local file into HDFS.
+func putFile(t *testing.T, cl *hdfs.Client, local, remote string) {
+	t.Helper()
+	src, err := os.Open(local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	w, err := cl.Create(remote)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(w, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := hdfsx.CloseReplicated(context.Background(), w, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
