@@ -161,7 +161,7 @@ func TestRenderJobGolden(t *testing.T) {
 // the ports Aurora assigned to the task.
 func TestExecutorCommandLine(t *testing.T) {
 	f := fakeServer(t)
-	core := coreServer(t, "#!/bin/sh\nprintf '%s\\n' \"$@\" > args.txt\nenv | grep '^EGRET_' | sort > env.txt\nexec sleep 3600\n")
+	core := coreServer(t, "#!/bin/sh\nprintf '%s\\n' \"$@\" > args.txt\nenv | grep -E '^EGRET_(CONTAINER_INDEX|HOST|PORT_)' | sort > env.txt\nexec sleep 3600\n")
 	sc := newSched(t, schedConfig(f.URL, core.URL+"/egret", KeyRole, "www", KeyEnviron, "prod"))
 	job := wordcount(2)
 	if err := sc.Schedule(ctx(t), job); err != nil {
