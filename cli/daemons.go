@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"net"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,7 +137,22 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return usageError{err}
 			}
-			cfg := metricsmgr.Config{TopologyName: topology, Container: container, Socket: socket, Sinks: sinks, FilePath: file}
+			cfg := metricsmgr.Config{TopologyName: topology, Container: container, Socket: socket, Sinks: sinks, FilePath: file,
+				GraphiteAddr:   d.cfg.String(metricsmgr.KeyGraphiteAddress, ""),
+				GraphitePrefix: d.cfg.String(metricsmgr.KeyGraphitePrefix, "egret"),
+			}
+			if slices.Contains(sinks, metricsmgr.SinkPrometheus) {
+				// A port the resource manager assigned wins over the
+				// config's; the targets file goes next to the metrics
+				// file, in the container's working directory.
+				port := envPort("EGRET_PORT_METRICS")
+				if port == 0 {
+					if port, err = d.cfg.Int(metricsmgr.KeyPrometheusPort, 0); err != nil {
+						return usageError{err}
+					}
+				}
+				cfg.PrometheusAddr = net.JoinHostPort(bindHost(), strconv.Itoa(port))
+			}
 			if slices.Contains(sinks, metricsmgr.SinkTManager) {
 				sm, err := d.stateManager(ctx)
 				if err != nil {
@@ -147,6 +164,9 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 			if cfg.FilePath == "" {
 				wd, _ := os.Getwd()
 				cfg.FilePath = filepath.Join(wd, "metrics.jsonl")
+			}
+			if cfg.PrometheusAddr != "" {
+				cfg.PrometheusTargetsFile = metricsmgr.TargetsFile(filepath.Dir(cfg.FilePath))
 			}
 			return metricsmgr.Run(ctx, cfg, d.log)
 		})

@@ -269,6 +269,7 @@ func (l *loader) load() (*Cluster, error) {
 		}
 	}
 	l.crossCheck(cfg, valid)
+	l.sinkCheck(cfg, valid)
 	l.findBackends(cfg, valid)
 
 	if len(l.problems) > 0 {
@@ -611,6 +612,16 @@ func (l *loader) crossCheck(cfg spi.Config, valid map[string]bool) {
 		l.problem(Problem{File: e.origin, Line: e.line, Key: c.a,
 			Message: fmt.Sprintf("%q must be %s %s (%q)", cfg[c.a], rel, c.b, cfg[c.b])})
 	}
+}
+
+// sinkCheck reports a graphite sink without the address of its receiver.
+func (l *loader) sinkCheck(cfg spi.Config, valid map[string]bool) {
+	if !valid["egret.metrics.sinks"] || !slices.Contains(splitList(cfg["egret.metrics.sinks"]), "graphite") || cfg["egret.metrics.graphite.address"] != "" {
+		return
+	}
+	e := l.values["egret.metrics.sinks"]
+	l.problem(Problem{File: e.origin, Line: e.line, Key: "egret.metrics.sinks",
+		Message: "the graphite sink needs egret.metrics.graphite.address, the host:port of a carbon line receiver"})
 }
 
 // findBackends reports each selected backend that FindBackend cannot find.

@@ -101,7 +101,7 @@ func TestProblems(t *testing.T) {
 		{
 			dir: "bad/missing", cluster: "bare",
 			want: []string{
-				`{dir}/bare/metrics_sinks.yaml:1: egret.metrics.sinks: there is no metrics sink "prometeus": use file, tmanager`,
+				`{dir}/bare/metrics_sinks.yaml:1: egret.metrics.sinks: there is no metrics sink "prometeus" (did you mean prometheus?): use file, graphite, prometheus, tmanager`,
 				`egret.statemgr.connection.string: required by the zookeeper state manager; set it in statemgr.yaml of cluster bare`,
 				`egret.statemgr.root.path: required key is missing; set it in statemgr.yaml of cluster bare`,
 				`egret.uploader.http.uri: required by the http uploader; set it in uploader.yaml of cluster bare`,
@@ -128,6 +128,10 @@ func TestProblems(t *testing.T) {
 				`{dir}/strict/client.yaml:2: egret.config.role.required: cluster strict requires a role: give strict/<role>/<environ>`,
 				`{dir}/strict/client.yaml:3: egret.config.env.required: cluster strict requires an environment: give strict/<role>/<environ>`,
 			},
+		},
+		{
+			dir: "good/nested", cluster: "local", overrides: []string{"egret.metrics.sinks=file,graphite"},
+			want: []string{`--config-property: egret.metrics.sinks: the graphite sink needs egret.metrics.graphite.address, the host:port of a carbon line receiver`},
 		},
 		{
 			dir: "good/nested", cluster: "local", role: "../etc",

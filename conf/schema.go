@@ -89,7 +89,7 @@ var (
 	builtinStateMgrs  = []string{"localfs", "zookeeper"}
 	builtinUploaders  = []string{"hdfs", "http", "localfs"}
 	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
-	builtinSinks      = []string{"file", "tmanager"}
+	builtinSinks      = []string{"file", "graphite", "prometheus", "tmanager"}
 	pluginNamespaces  = []pluginNamespace{
 		{"egret.scheduler", KindScheduler, builtinSchedulers},
 		{"egret.statemgr", KindStateManager, builtinStateMgrs},
@@ -399,7 +399,13 @@ var schema = []Key{
 
 	// metrics_sinks.yaml
 	{Name: "egret.metrics.sinks", Type: TypeList, Default: "file,tmanager", File: "metrics_sinks", check: checkSinks,
-		Description: "Metrics sinks each metrics manager feeds: file (JSON lines in the container's metrics.jsonl, rotated once at 64MiB) and tmanager (forwarded to the topology manager, for egret metrics and the tracker); empty: none."},
+		Description: "Metrics sinks each metrics manager feeds: file (JSON lines in the container's metrics.jsonl, rotated once at 64MiB), tmanager (forwarded to the topology manager, for egret metrics and the tracker), prometheus (a scrape endpoint per container, GET /metrics) and graphite (plaintext lines to a carbon receiver); empty: none."},
+	{Name: "egret.metrics.prometheus.port", Type: TypeInt, Default: "0", File: "metrics_sinks", Backend: "metrics.sink/prometheus", check: checkPort,
+		Description: "Port of each container's Prometheus endpoint, on $EGRET_BIND_HOST (else every interface); 0: any free port. A port the resource manager assigns ($EGRET_PORT_METRICS: Nomad, Mesos) wins. The bound address is written to prometheus-targets.json (file_sd format) in the container's working directory."},
+	{Name: "egret.metrics.graphite.address", Type: TypeString, Default: "", File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkHostPorts,
+		Description: "host:port of the carbon plaintext line receiver the graphite sink writes to (required by it)."},
+	{Name: "egret.metrics.graphite.prefix", Type: TypeString, Default: "egret", File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkGraphitePrefix,
+		Description: "First part of every Graphite path: <prefix>.<topology>.<component>.<task>.<metric> for an instance, <prefix>.<topology>.<daemon>.<container>.<metric> for a daemon."},
 }
 
 // removedKeys were once documented but nothing read them; a config that

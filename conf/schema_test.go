@@ -21,6 +21,7 @@ func TestSchema(t *testing.T) {
 	for _, ns := range pluginNamespaces {
 		kinds[ns.kind] = ns.builtins
 	}
+	kinds["metrics.sink"] = builtinSinks
 	for _, k := range Schema() {
 		if k.Name != strings.ToLower(k.Name) || !strings.HasPrefix(k.Name, "egret.") {
 			t.Errorf("%s: keys are lower-case and start with egret.", k.Name)
@@ -84,8 +85,15 @@ func TestCanonical(t *testing.T) {
 		{key: "egret.metrics.sinks", in: "file,file", err: `sink "file" is listed twice`},
 		{key: "egret.metrics.sinks", in: " tmanager ", want: "tmanager"},
 		{key: "egret.metrics.sinks", in: "", want: ""},
-		{key: "egret.metrics.sinks", in: "file,prometheus", err: `there is no metrics sink "prometheus": use file, tmanager`},
-		{key: "egret.metrics.sinks", in: "tmanagr", err: `there is no metrics sink "tmanagr" (did you mean tmanager?): use file, tmanager`},
+		{key: "egret.metrics.sinks", in: "file,prometheus", want: "file,prometheus"},
+		{key: "egret.metrics.sinks", in: "file,statsd", err: `there is no metrics sink "statsd": use file, graphite, prometheus, tmanager`},
+		{key: "egret.metrics.sinks", in: "tmanagr", err: `there is no metrics sink "tmanagr" (did you mean tmanager?): use file, graphite, prometheus, tmanager`},
+		{key: "egret.metrics.prometheus.port", in: "65536", err: `"65536" is not a port (0 to 65535)`},
+		{key: "egret.metrics.prometheus.port", in: "9091", want: "9091"},
+		{key: "egret.metrics.graphite.address", in: "carbon:2003", want: "carbon:2003"},
+		{key: "egret.metrics.graphite.address", in: "carbon", err: `"carbon" is not a list of host:port`},
+		{key: "egret.metrics.graphite.prefix", in: "egret.prod", want: "egret.prod"},
+		{key: "egret.metrics.graphite.prefix", in: "a..b", err: `"a..b" is not a Graphite path prefix`},
 		{key: "egret.nomad.driver", in: "Docker", err: "allowed values: raw_exec, exec, docker"},
 	}
 	for _, tc := range cases {

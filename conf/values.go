@@ -181,6 +181,26 @@ func checkHTTPURL(v string) error {
 	return nil
 }
 
+func checkPort(v string) error {
+	if n, err := strconv.Atoi(v); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q is not a port (0 to 65535)", v)
+	}
+	return nil
+}
+
+func checkGraphitePrefix(v string) error {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') || strings.HasPrefix(v, ".") || strings.HasSuffix(v, ".") || strings.Contains(v, "..") {
+			return fmt.Errorf("%q is not a Graphite path prefix (letters, digits, _ and -, parts separated by single dots)", v)
+		}
+	}
+	if v == "" {
+		return errors.New("the prefix is empty")
+	}
+	return nil
+}
+
 func checkHostPorts(v string) error {
 	if v == "" {
 		return nil

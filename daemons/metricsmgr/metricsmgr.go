@@ -36,6 +36,15 @@ type Config struct {
 	// StateManager locates the topology manager for the tmanager sink
 	// (required by it).
 	StateManager spi.StateManager
+	// PrometheusAddr is the host:port the prometheus sink serves /metrics
+	// on (port 0: any); PrometheusTargetsFile, when set, receives the bound
+	// address in Prometheus' file_sd format.
+	PrometheusAddr        string
+	PrometheusTargetsFile string
+	// GraphiteAddr is the host:port of the graphite sink's line receiver;
+	// GraphitePrefix starts every path (default "egret").
+	GraphiteAddr   string
+	GraphitePrefix string
 	// MaxFrame bounds an accepted frame (default wire.DefaultMaxFrame).
 	MaxFrame int
 	// Ready, when set, is called once the socket listens.
@@ -77,6 +86,7 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 	_ = os.Remove(cfg.Socket)
 	ln, err := net.Listen("unix", cfg.Socket)
 	if err != nil {
+		closeSinks(sinks)
 		return nil, fmt.Errorf("metricsmgr: listen on %s: %w", cfg.Socket, err)
 	}
 	defer os.Remove(cfg.Socket)

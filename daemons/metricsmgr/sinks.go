@@ -2,6 +2,7 @@ package metricsmgr
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,9 +26,14 @@ const sinkQueue = 1024
 
 // The sinks a metrics manager can feed (egret.metrics.sinks).
 const (
-	SinkFile     = "file"
-	SinkTManager = "tmanager"
+	SinkFile       = "file"
+	SinkTManager   = "tmanager"
+	SinkPrometheus = "prometheus"
+	SinkGraphite   = "graphite"
 )
+
+// Sinks are every sink's name.
+var Sinks = []string{SinkFile, SinkTManager, SinkPrometheus, SinkGraphite}
 
 // KeySinks is the cluster config key listing the enabled sinks.
 const KeySinks = "egret.metrics.sinks"
@@ -47,8 +53,8 @@ func SinksFromConfig(cfg spi.Config) ([]string, error) {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		if s != SinkFile && s != SinkTManager {
-			return nil, fmt.Errorf("config key %s: there is no metrics sink %q: use %s, %s", KeySinks, s, SinkFile, SinkTManager)
+		if !slices.Contains(Sinks, s) {
+			return nil, fmt.Errorf("config key %s: there is no metrics sink %q: use %s", KeySinks, s, strings.Join(Sinks, ", "))
 		}
 		if !slices.Contains(out, s) {
 			out = append(out, s)
@@ -57,9 +63,14 @@ func SinksFromConfig(cfg spi.Config) ([]string, error) {
 	return out, nil
 }
 
-// newSinks creates the sinks cfg.Sinks names.
-func newSinks(cfg Config, log *zap.Logger) ([]sink, error) {
-	var sinks []sink
+// newSinks creates the sinks cfg.Sinks names; the prometheus sink binds its
+// endpoint here, so that a port that cannot be had fails the start.
+func newSinks(cfg Config, log *zap.Logger) (sinks []sink, err error) {
+	defer func() {
+		if err != nil {
+			closeSinks(sinks)
+		}
+	}()
 	for _, name := range cfg.Sinks {
 		switch name {
 		case SinkFile:
@@ -72,12 +83,46 @@ func newSinks(cfg Config, log *zap.Logger) ([]sink, error) {
 				return nil, errors.New("metricsmgr: the tmanager sink needs a state manager to find the topology manager")
 			}
 			sinks = append(sinks, newTManagerSink(cfg.TopologyName, cfg.StateManager, log))
+		case SinkPrometheus:
+			if cfg.PrometheusAddr == "" {
+				return sinks, errors.New("metricsmgr: the prometheus sink needs an address to listen on (--prometheus-addr)")
+			}
+			p := newPromSink(cfg.TopologyName, cfg.Container, cfg.PrometheusAddr, cfg.PrometheusTargetsFile, log.Named("prometheus"))
+			if err := p.listen(); err != nil {
+				return sinks, err
+			}
+			sinks = append(sinks, p)
+		case SinkGraphite:
+			if cfg.GraphiteAddr == "" {
+				return sinks, fmt.Errorf("metricsmgr: the graphite sink needs the address of a line receiver (%s)", KeyGraphiteAddress)
+			}
+			if _, _, err := net.SplitHostPort(cfg.GraphiteAddr); err != nil {
+				return sinks, fmt.Errorf("metricsmgr: %s: %q is not host:port", KeyGraphiteAddress, cfg.GraphiteAddr)
+			}
+			sinks = append(sinks, newGraphiteSink(cfg.TopologyName, cfg.GraphiteAddr, cmp.Or(cfg.GraphitePrefix, "egret"), log.Named("graphite")))
 		default:
-			return nil, fmt.Errorf("metricsmgr: there is no metrics sink %q: use %s, %s", name, SinkFile, SinkTManager)
+			return sinks, fmt.Errorf("metricsmgr: there is no metrics sink %q: use %s", name, strings.Join(Sinks, ", "))
 		}
 	}
 	return sinks, nil
 }
+
+// closeSinks releases what sinks hold before they run (the prometheus
+// sink's listener).
+func closeSinks(sinks []sink) {
+	for _, s := range sinks {
+		if p, ok := s.(*promSink); ok {
+			p.close()
+		}
+	}
+}
+
+// Config keys of the prometheus and graphite sinks.
+const (
+	KeyPrometheusPort  = "egret.metrics.prometheus.port"
+	KeyGraphiteAddress = "egret.metrics.graphite.address"
+	KeyGraphitePrefix  = "egret.metrics.graphite.prefix"
+)
 
 // fileSink appends reports as JSON lines to a file rotated once at its
 // size cap.

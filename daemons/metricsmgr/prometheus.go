@@ -1,0 +1,304 @@
+package metricsmgr
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/proto/egretpb"
+)
+
+// Bounds of the prometheus sink: a series source (one process's report)
+// not heard from for promStaleAfter is dropped from the scrape, and at most
+// promMaxSources sources are held (reports of further sources are dropped
+// and counted).
+const (
+	promStaleAfter = 5 * time.Minute
+	promMaxSources = 4096
+)
+
+// gauges are the published metrics that are levels, not running totals;
+// every other metric (user counters included) is a counter since the
+// process started, exported as <name>_total.
+var gauges = map[string]bool{
+	"gateway.in.queue.bytes":    true,
+	"gateway.out.queue.bytes":   true,
+	"instance.pending.roots":    true,
+	"stmgr.ack.roots.pending":   true,
+	"stmgr.backpressure.active": true,
+	"stmgr.instances.connected": true,
+	"stmgr.peers.connected":     true,
+	"stmgr.queue.bytes":         true,
+}
+
+// summaries pairs the sum (nanoseconds) and count metrics of a latency:
+// they are exported as one Prometheus summary in seconds (sum and count, no
+// quantiles: instances publish no distribution), and the sum is not
+// exported on its own.
+var summaries = map[string]struct{ sum, count string }{
+	"egret_instance_execute_latency_seconds":  {"instance.execute.nanos", "instance.executed"},
+	"egret_instance_complete_latency_seconds": {"instance.complete.latency.nanos", "instance.complete.latency.count"},
+}
+
+// promSource identifies the process a report came from.
+type promSource struct {
+	source, component string
+	container, task   int32
+}
+
+type promReport struct {
+	values map[string]float64
+	at     time.Time
+}
+
+// promSink serves the latest report of every process of the container on a
+// Prometheus scrape endpoint (GET /metrics).
+type promSink struct {
+	topology string
+	addr     string // host:port to listen on; port 0: any
+	// targetsFile, when set, receives the bound address in Prometheus'
+	// file_sd format once the endpoint listens.
+	targetsFile string
+	container   int
+	log         *zap.Logger
+	ch          chan *egretpb.MetricsPublish
+	now         func() time.Time
+
+	ln net.Listener
+
+	mu      sync.Mutex
+	reports map[promSource]promReport
+	dropped float64 // reports of sources beyond promMaxSources
+}
+
+func newPromSink(topology string, container int, addr, targetsFile string, log *zap.Logger) *promSink {
+	return &promSink{topology: topology, container: container, addr: addr, targetsFile: targetsFile, log: log,
+		ch: make(chan *egretpb.MetricsPublish, sinkQueue), now: time.Now,
+		reports: map[promSource]promReport{}}
+}
+
+func (s *promSink) name() string { return SinkPrometheus }
+
+func (s *promSink) offer(m *egretpb.MetricsPublish) bool {
+	select {
+	case s.ch <- m:
+		return true
+	default:
+		return false
+	}
+}
+
+// listen binds the scrape endpoint. The metrics manager fails to start
+// when it cannot: a port that is taken is an operator's error to see at
+// once, not a sink that silently exports nothing.
+func (s *promSink) listen() error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("metricsmgr: prometheus sink: listen on %s: %w", s.addr, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+func (s *promSink) close() { _ = s.ln.Close() }
+
+func (s *promSink) run(ctx context.Context) {
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(s)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: zap.NewStdLog(s.log), ErrorHandling: promhttp.ContinueOnError}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(s.ln) }()
+	defer srv.Close()
+	addr := s.ln.Addr().String()
+	if err := s.writeTargets(addr); err != nil {
+		s.log.Warn("prometheus sink cannot write its targets file", zap.String("path", s.targetsFile), zap.Error(err))
+	}
+	s.log.Info("prometheus sink listening", zap.String("address", addr))
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-s.ch:
+			s.apply(m)
+		}
+	}
+}
+
+// apply records m as its source's latest report.
+func (s *promSink) apply(m *egretpb.MetricsPublish) {
+	k := promSource{source: m.GetSource(), component: m.GetComponent(), container: m.GetContainer(), task: m.GetTaskId()}
+	values := make(map[string]float64, len(m.GetMetrics()))
+	for _, mt := range m.GetMetrics() {
+		values[mt.GetName()] = mt.GetValue()
+	}
+	now := s.now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.reports[k]; !ok && len(s.reports) >= promMaxSources {
+		s.expireLocked(now)
+		if len(s.reports) >= promMaxSources {
+			s.dropped++
+			return
+		}
+	}
+	s.reports[k] = promReport{values: values, at: now}
+}
+
+func (s *promSink) expireLocked(now time.Time) {
+	for k, r := range s.reports {
+		if now.Sub(r.at) > promStaleAfter {
+			delete(s.reports, k)
+		}
+	}
+}
+
+// Describe sends no descriptors: the series depend on what processes
+// report (an unchecked collector).
+func (s *promSink) Describe(chan<- *prometheus.Desc) {}
+
+// Collect turns the latest reports into Prometheus series.
+func (s *promSink) Collect(ch chan<- prometheus.Metric) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireLocked(s.now())
+	descs := map[string]*prometheus.Desc{}
+	desc := func(name, help string, labels []string) *prometheus.Desc {
+		d, ok := descs[name]
+		if !ok {
+			d = prometheus.NewDesc(name, help, labels, nil)
+			descs[name] = d
+		}
+		return d
+	}
+	for k, r := range s.reports {
+		names, values := promLabels(s.topology, k)
+		covered := map[string]bool{}
+		for name, sum := range summaries {
+			if v, ok := r.values[sum.sum]; ok {
+				if n, ok := r.values[sum.count]; ok {
+					covered[sum.sum] = true
+					m, err := prometheus.NewConstSummary(desc(name, "Latency in seconds (sum and count of the measured tuples).", names), uint64(max(n, 0)), v/1e9, nil, values...)
+					if err == nil {
+						ch <- m
+					}
+				}
+			}
+		}
+		for metric, v := range r.values {
+			if covered[metric] {
+				continue
+			}
+			name, typ, scale := PromName(metric)
+			if name == "" {
+				continue
+			}
+			m, err := prometheus.NewConstMetric(desc(name, "Egret metric "+metric+".", names), typ, v*scale, values...)
+			if err == nil {
+				ch <- m
+			}
+		}
+	}
+	d := prometheus.NewDesc("egret_metricsmgr_prometheus_reports_dropped_total", "Reports dropped because the prometheus sink holds its maximum number of sources.", []string{"topology", "container"}, nil)
+	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, s.dropped, s.topology, strconv.Itoa(s.container))
+}
+
+// promLabels returns the label names and values of a source's series.
+func promLabels(topology string, k promSource) ([]string, []string) {
+	names := []string{"topology", "container", "source"}
+	values := []string{topology, strconv.Itoa(int(k.container)), k.source}
+	if k.component != "" {
+		names = append(names, "component", "task")
+		values = append(values, k.component, strconv.Itoa(int(k.task)))
+	}
+	return names, values
+}
+
+// PromName maps a published metric name to its Prometheus name, type and
+// the factor its value is multiplied by: "instance.executed" is the counter
+// egret_instance_executed_total, a gauge keeps its name
+// (egret_stmgr_queue_bytes), a counter of nanoseconds becomes seconds
+// (egret_stmgr_backpressure_time_throttled_seconds_total, factor 1e-9).
+// Characters outside [a-zA-Z0-9_] become '_'; an empty name maps to "".
+func PromName(metric string) (string, prometheus.ValueType, float64) {
+	if metric == "" {
+		return "", prometheus.UntypedValue, 0
+	}
+	base, scale := metric, 1.0
+	for _, unit := range []string{".ns", ".nanos"} {
+		if n, ok := strings.CutSuffix(base, unit); ok {
+			base, scale = n+".seconds", 1e-9
+			break
+		}
+	}
+	var b strings.Builder
+	b.WriteString("egret_")
+	for _, r := range base {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+	}
+	if gauges[metric] {
+		return b.String(), prometheus.GaugeValue, scale
+	}
+	return b.String() + "_total", prometheus.CounterValue, scale
+}
+
+// writeTargets writes the endpoint in Prometheus' file_sd format, so that a
+// Prometheus with a file_sd_configs entry over these files finds every
+// container.
+func (s *promSink) writeTargets(addr string) error {
+	if s.targetsFile == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = advertise()
+	}
+	body, err := json.Marshal([]map[string]any{{
+		"targets": []string{net.JoinHostPort(host, port)},
+		"labels":  map[string]string{"egret_topology": s.topology, "egret_container": strconv.Itoa(s.container)},
+	}})
+	if err != nil {
+		return err
+	}
+	tmp := s.targetsFile + ".tmp"
+	if err := os.WriteFile(tmp, append(body, '\n'), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, s.targetsFile)
+}
+
+// advertise is the host other machines scrape this one at when the
+// endpoint listens on every interface: $EGRET_HOST, else 127.0.0.1.
+func advertise() string {
+	if h := os.Getenv("EGRET_HOST"); h != "" {
+		return h
+	}
+	return "127.0.0.1"
+}
+
+// TargetsFileName is the file_sd file the prometheus sink writes in the
+// container's working directory.
+const TargetsFileName = "prometheus-targets.json"
+
+// TargetsFile returns the targets file of a container working directory.
+func TargetsFile(workDir string) string { return filepath.Join(workDir, TargetsFileName) }
