@@ -3,6 +3,7 @@ package metricsmgr
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -21,7 +22,8 @@ import (
 // for an instance, and <prefix>.<topology>.<source>.<container>.<metric>
 // for a daemon. While the receiver is down reports wait in the sink's
 // bounded queue (sinkQueue reports); beyond it they are dropped and
-// counted. It reconnects with backoff.
+// counted. It reconnects with backoff. The protocol has no
+// acknowledgement: lines written just before a receiver dies are lost.
 type graphiteSink struct {
 	topology string
 	addr     string
@@ -87,6 +89,14 @@ func (s *graphiteSink) send(ctx context.Context, pending []byte) ([]byte, bool, 
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	s.log.Info("graphite sink connected", zap.String("address", s.addr))
+	// A receiver never writes: a read returning means it closed, noticed
+	// before the next write would vanish into a dead connection.
+	closed := make(chan struct{})
+	go func() {
+		var b [1]byte
+		_, _ = conn.Read(b[:])
+		close(closed)
+	}()
 	buf := pending
 	for {
 		if len(buf) > 0 {
@@ -109,6 +119,8 @@ func (s *graphiteSink) send(ctx context.Context, pending []byte) ([]byte, bool, 
 		select {
 		case <-ctx.Done():
 			return nil, true, ctx.Err()
+		case <-closed:
+			return buf, true, errors.New("the receiver closed the connection")
 		case m := <-s.ch:
 			buf = s.appendLines(buf, m)
 			// Batch what is already queued into one write.

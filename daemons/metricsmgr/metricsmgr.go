@@ -49,6 +49,8 @@ type Config struct {
 	MaxFrame int
 	// Ready, when set, is called once the socket listens.
 	Ready func()
+
+	stats *Stats // counters to use (tests read them while it runs)
 }
 
 // Stats are the metrics manager's counters.
@@ -90,7 +92,10 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 		return nil, fmt.Errorf("metricsmgr: listen on %s: %w", cfg.Socket, err)
 	}
 	defer os.Remove(cfg.Socket)
-	stats := &Stats{}
+	stats := cfg.stats
+	if stats == nil {
+		stats = &Stats{}
+	}
 	var wg sync.WaitGroup
 	for _, s := range sinks {
 		wg.Add(1)

@@ -44,6 +44,7 @@ func start(t *testing.T, cfg Config) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan struct{})
 	cfg.Ready = func() { close(ready) }
+	cfg.stats = &Stats{}
 	h := &harness{cfg: cfg, done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
@@ -61,6 +62,9 @@ func start(t *testing.T, cfg Config) *harness {
 	}
 	return h
 }
+
+// statsNow returns the counters of the running metrics manager.
+func (h *harness) statsNow() *Stats { return h.cfg.stats }
 
 func publish(t *testing.T, socket string, reports ...*egretpb.MetricsPublish) net.Conn {
 	t.Helper()
@@ -265,7 +269,8 @@ func TestSinksFromConfig(t *testing.T) {
 		{cfg: spi.Config{KeySinks: "tmanager"}, want: []string{"tmanager"}},
 		{cfg: spi.Config{KeySinks: " file , file,"}, want: []string{"file"}},
 		{cfg: spi.Config{KeySinks: ""}, want: nil},
-		{cfg: spi.Config{KeySinks: "file,prometheus"}, err: `config key egret.metrics.sinks: there is no metrics sink "prometheus": use file, tmanager`},
+		{cfg: spi.Config{KeySinks: "file,prometheus,graphite"}, want: []string{"file", "prometheus", "graphite"}},
+		{cfg: spi.Config{KeySinks: "file,statsd"}, err: `config key egret.metrics.sinks: there is no metrics sink "statsd": use file, tmanager, prometheus, graphite`},
 	} {
 		got, err := SinksFromConfig(tc.cfg)
 		if tc.err != "" {
@@ -286,7 +291,7 @@ func TestOnlySelectedSinksRun(t *testing.T) {
 	log := zaptest.NewLogger(t)
 	sm := memory.NewStore().NewSession()
 	defer sm.Close()
-	all := Config{FilePath: filepath.Join(t.TempDir(), "metrics.jsonl"), StateManager: sm}
+	all := Config{FilePath: filepath.Join(t.TempDir(), "metrics.jsonl"), StateManager: sm, PrometheusAddr: "127.0.0.1:0", GraphiteAddr: "127.0.0.1:2003"}
 	for _, tc := range []struct {
 		sinks []string
 		want  []string
@@ -296,7 +301,8 @@ func TestOnlySelectedSinksRun(t *testing.T) {
 		{sinks: []string{SinkTManager}, want: []string{"tmanager"}},
 		{sinks: []string{SinkFile}, want: []string{"file"}},
 		{sinks: nil, want: nil},
-		{sinks: []string{"graphite"}, err: `there is no metrics sink "graphite"`},
+		{sinks: []string{SinkPrometheus, SinkGraphite}, want: []string{"prometheus", "graphite"}},
+		{sinks: []string{"statsd"}, err: `there is no metrics sink "statsd"`},
 	} {
 		cfg := all
 		cfg.Sinks = tc.sinks
@@ -311,6 +317,7 @@ func TestOnlySelectedSinksRun(t *testing.T) {
 		for _, s := range sinks {
 			got = append(got, s.name())
 		}
+		closeSinks(sinks)
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("%v: sinks %v, %v; want %v", tc.sinks, got, err, tc.want)
 		}
