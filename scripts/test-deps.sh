@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Installs what `make test` needs and a fresh machine lacks: ZooKeeper from
-# Debian's packages (the real server the state-manager tests start), the
-# Python virtualenv of the multilang tests (pystorm and streamparse), and
-# the Maven artifacts of the Hadoop mini-cluster tests.
+# Installs what `make test` needs and a fresh machine lacks: ZooKeeper and
+# Prometheus from Debian's packages, the Python virtualenv of the multilang
+# tests (pystorm and streamparse), and the Maven artifacts of the Hadoop
+# mini-cluster tests.
 set -euo pipefail
-if [ ! -f /usr/share/java/zookeeper.jar ]; then
-  echo "installing zookeeper (Debian package) for the state-manager tests"
+# Debian packages: ZooKeeper (the real server the state-manager tests
+# start) and Prometheus (the real server that scrapes a topology in
+# test/e2e), each installed when missing.
+pkgs=()
+[ -f /usr/share/java/zookeeper.jar ] || pkgs+=(zookeeper)
+command -v prometheus >/dev/null || pkgs+=(prometheus)
+if [ ${#pkgs[@]} -gt 0 ]; then
+  echo "installing ${pkgs[*]} (Debian packages) for the tests"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends zookeeper >/dev/null
+  $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 fi
 # The Python virtualenv of the multilang tests: pystorm and streamparse
 # from PyPI (scripts/pyvenv.sh; instant once installed).

@@ -1,0 +1,202 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/daemons/metricsmgr"
+)
+
+// prometheusBinary returns Debian's prometheus, skipping the test when it
+// is absent (failing it when EGRET_REQUIRE_PROMETHEUS=1, as make test sets).
+func prometheusBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("EGRET_PROMETHEUS_BIN"); p != "" {
+		return p
+	}
+	p, err := exec.LookPath("prometheus")
+	if err != nil {
+		if os.Getenv("EGRET_REQUIRE_PROMETHEUS") == "1" {
+			t.Fatal("prometheus is not installed and EGRET_REQUIRE_PROMETHEUS=1: apt-get install --no-install-recommends prometheus (make test-deps does)")
+		}
+		t.Skip("prometheus is not installed (apt-get install --no-install-recommends prometheus, or set EGRET_PROMETHEUS_BIN)")
+	}
+	return p
+}
+
+// startPrometheus runs a real Prometheus that discovers its targets from
+// files (file_sd) and returns its HTTP address.
+func startPrometheus(t *testing.T, targetFiles []string) string {
+	t.Helper()
+	bin := prometheusBinary(t)
+	dir := t.TempDir()
+	quoted := make([]string, len(targetFiles))
+	for i, f := range targetFiles {
+		quoted[i] = strconv.Quote(f)
+	}
+	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: egret\n    file_sd_configs:\n      - files: [%s]\n        refresh_interval: 1s\n",
+		strings.Join(quoted, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"), "--storage.tsdb.path="+filepath.Join(dir, "data"),
+		"--web.listen-address=127.0.0.1:0")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	addr := make(chan string, 1)
+	var logTail []string
+	go func() {
+		defer close(done)
+		listening := regexp.MustCompile(`msg="Listening on" address=(127\.0\.0\.1:\d+)`)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+			if len(logTail) < 200 {
+				logTail = append(logTail, sc.Text())
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	select {
+	case a := <-addr:
+		return "http://" + a
+	case <-done:
+		t.Fatalf("prometheus exited before listening:\n%s", strings.Join(logTail, "\n"))
+	case <-time.After(time.Minute):
+		t.Fatal("prometheus did not listen within a minute")
+	}
+	return ""
+}
+
+// promQuery runs an instant query and returns each series' labels and value.
+func promQuery(promURL, q string) (map[string]float64, error) {
+	var r struct {
+		Status string
+		Data   struct {
+			Result []struct {
+				Metric map[string]string
+				Value  [2]any
+			}
+		}
+	}
+	if err := getJSON(promURL+"/api/v1/query?query="+url.QueryEscape(q), &r); err != nil {
+		return nil, err
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %s: status %s", q, r.Status)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		v, _ := strconv.ParseFloat(fmt.Sprint(s.Value[1]), 64)
+		b, _ := json.Marshal(s.Metric)
+		out[string(b)] = v
+	}
+	return out, nil
+}
+
+// promScalar returns the value of a query that yields one series (0, false
+// when it yields none).
+func promScalar(promURL, q string) (float64, bool) {
+	res, err := promQuery(promURL, q)
+	if err != nil || len(res) != 1 {
+		return 0, false
+	}
+	for _, v := range res {
+		return v, true
+	}
+	return 0, false
+}
+
+// TestPrometheusScrapesATopology: a real Prometheus, given the targets
+// files the metrics managers write, scrapes every container of a running
+// word count, and the query API returns its series with rising values.
+func TestPrometheusScrapesATopology(t *testing.T) {
+	prometheusBinary(t)
+	c := newCluster(t, "local", "egret.metrics.sinks=file,tmanager,prometheus")
+	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--", "--containers", "2")
+	var files []string
+	waitFor(t, "the targets files of containers 0, 1 and 2", 2*time.Minute, func() bool {
+		files = nil
+		_ = filepath.WalkDir(c.home, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == metricsmgr.TargetsFileName {
+				files = append(files, p)
+			}
+			return nil
+		})
+		return len(files) == 3
+	})
+	prom := startPrometheus(t, files)
+
+	waitFor(t, "prometheus to see every container up", 2*time.Minute, func() bool {
+		v, ok := promScalar(prom, `count(up{job="egret"} == 1)`)
+		return ok && v == 3
+	})
+	count := `sum(egret_instance_executed_total{topology="wordcount",component="count"})`
+	var first float64
+	waitFor(t, "executed tuples of the count bolts in prometheus", 2*time.Minute, func() bool {
+		v, ok := promScalar(prom, count)
+		first = v
+		return ok && v > 0
+	})
+	waitFor(t, "the count to rise", 2*time.Minute, func() bool {
+		v, ok := promScalar(prom, count)
+		return ok && v > first
+	})
+	// One series per task, labelled with its container and component.
+	perTask, err := promQuery(prom, `egret_instance_executed_total{topology="wordcount"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	components := map[string]bool{}
+	for labels := range perTask {
+		var l map[string]string
+		_ = json.Unmarshal([]byte(labels), &l)
+		if l["task"] == "" || l["container"] == "" || l["egret_container"] != l["container"] {
+			t.Errorf("series without task/container labels, or scraped from another container: %v", l)
+		}
+		components[l["component"]] = true
+	}
+	for _, comp := range []string{"sentence", "split", "count"} {
+		if !components[comp] {
+			t.Errorf("no egret_instance_executed_total series of component %s (got %v)", comp, components)
+		}
+	}
+	if _, ok := promScalar(prom, `sum(egret_stmgr_tuples_to_instances_total{topology="wordcount"})`); !ok {
+		t.Error("no stream manager series")
+	}
+	if _, ok := promScalar(prom, `sum(rate(egret_instance_execute_latency_seconds_sum{component="count"}[30s])) / sum(rate(egret_instance_execute_latency_seconds_count{component="count"}[30s]))`); !ok {
+		t.Error("the execute latency summary gives no average")
+	}
+	c.mustEgret("kill", c.name, "wordcount")
+	c.waitGone(t)
+}
