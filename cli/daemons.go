@@ -3,8 +3,8 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
