@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -488,6 +490,63 @@ func TestNomadExecDriver(t *testing.T) {
 		t.Fatalf("list: %q", row)
 	}
 	waitCounting(t, c, "with the exec driver")
+	c.mustEgret("kill", "nomad", "wordcount")
+	assertNothingLeft(t, c, agent, pkgs)
+}
+
+// TestNomadPrometheusService: with the prometheus sink on, every container
+// gets a metrics port from Nomad, the metrics managers listen on it, Nomad's
+// service registry lists one egret-metrics-<topology> entry per container,
+// and a real Prometheus scrapes the addresses it lists.
+func TestNomadPrometheusService(t *testing.T) {
+	agent := startNomad(t)
+	prometheusBinary(t)
+	c, pkgs := nomadCluster(t, agent)
+	c.props = append(c.props, "egret.metrics.sinks=file,tmanager,prometheus")
+	c.mustEgret("submit", "nomad", binary(t, "wordcount"), "--wait", "2m", "--", "--containers", "2")
+
+	type entry struct {
+		Address string
+		Port    int
+		AllocID string
+	}
+	var entries []entry
+	waitFor(t, "the metrics service of every container in Nomad's registry", 2*time.Minute, func() bool {
+		entries = nil
+		return getJSON(agent.addr+"/v1/service/egret-metrics-wordcount", &entries) == nil && len(entries) == 3
+	})
+	for _, e := range entries {
+		target := net.JoinHostPort(e.Address, strconv.Itoa(e.Port))
+		waitFor(t, "egret_ series on "+target, time.Minute, func() bool {
+			resp, err := (&http.Client{Timeout: 5 * time.Second}).Get("http://" + target + "/metrics")
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode == 200 && bytes.Contains(b, []byte(`egret_`)) && bytes.Contains(b, []byte(`topology="wordcount"`))
+		})
+	}
+
+	// A real Prometheus scrapes the addresses Nomad's registry gives (the
+	// Debian build of Prometheus has no nomad_sd_configs: the test turns
+	// the registry's entries into static targets).
+	var targets []string
+	for _, e := range entries {
+		targets = append(targets, strconv.Quote(net.JoinHostPort(e.Address, strconv.Itoa(e.Port))))
+	}
+	prom := startPrometheusWith(t, fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: egret\n    static_configs:\n      - targets: [%s]\n", strings.Join(targets, ", ")))
+	count := `sum(egret_instance_executed_total{topology="wordcount",component="count"})`
+	var first float64
+	waitFor(t, "prometheus to scrape the count bolts at the registered addresses", 2*time.Minute, func() bool {
+		v, ok := promScalar(prom, count)
+		first = v
+		return ok && v > 0
+	})
+	waitFor(t, "the count to rise in prometheus", 2*time.Minute, func() bool {
+		v, ok := promScalar(prom, count)
+		return ok && v > first
+	})
 	c.mustEgret("kill", "nomad", "wordcount")
 	assertNothingLeft(t, c, agent, pkgs)
 }

@@ -37,17 +37,23 @@ func prometheusBinary(t *testing.T) string {
 }
 
 // startPrometheus runs a real Prometheus that discovers its targets from
-// files (file_sd) and returns its HTTP address.
+// files (file_sd).
 func startPrometheus(t *testing.T, targetFiles []string) string {
 	t.Helper()
-	bin := prometheusBinary(t)
-	dir := t.TempDir()
 	quoted := make([]string, len(targetFiles))
 	for i, f := range targetFiles {
 		quoted[i] = strconv.Quote(f)
 	}
-	cfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: egret\n    file_sd_configs:\n      - files: [%s]\n        refresh_interval: 1s\n",
-		strings.Join(quoted, ", "))
+	return startPrometheusWith(t, fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nscrape_configs:\n  - job_name: egret\n    file_sd_configs:\n      - files: [%s]\n        refresh_interval: 1s\n",
+		strings.Join(quoted, ", ")))
+}
+
+// startPrometheusWith runs a real Prometheus with the given configuration
+// and returns its HTTP address.
+func startPrometheusWith(t *testing.T, cfg string) string {
+	t.Helper()
+	bin := prometheusBinary(t)
+	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
