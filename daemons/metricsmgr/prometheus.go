@@ -41,6 +41,9 @@ var gauges = map[string]bool{
 	"stmgr.instances.connected": true,
 	"stmgr.peers.connected":     true,
 	"stmgr.queue.bytes":         true,
+	"process.rss.bytes":         true,
+	"process.open.fds":          true,
+	"process.goroutines":        true,
 }
 
 // summaries pairs the sum (nanoseconds) and count metrics of a latency:
@@ -184,7 +187,7 @@ func (s *promSink) Collect(ch chan<- prometheus.Metric) {
 		return d
 	}
 	for k, r := range s.reports {
-		names, values := promLabels(s.topology, k)
+		names, values := promLabelNames, promLabels(s.topology, k)
 		covered := map[string]bool{}
 		for name, sum := range summaries {
 			if v, ok := r.values[sum.sum]; ok {
@@ -215,15 +218,18 @@ func (s *promSink) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, s.dropped, s.topology, strconv.Itoa(s.container))
 }
 
-// promLabels returns the label names and values of a source's series.
-func promLabels(topology string, k promSource) ([]string, []string) {
-	names := []string{"topology", "container", "source"}
-	values := []string{topology, strconv.Itoa(int(k.container)), k.source}
+// promLabelNames are the labels of every series. A family's series must
+// all have the same label names, so a daemon's series have an empty
+// component and task (Prometheus drops empty labels on ingestion).
+var promLabelNames = []string{"topology", "container", "source", "component", "task"}
+
+// promLabels returns the label values of a source's series.
+func promLabels(topology string, k promSource) []string {
+	task := ""
 	if k.component != "" {
-		names = append(names, "component", "task")
-		values = append(values, k.component, strconv.Itoa(int(k.task)))
+		task = strconv.Itoa(int(k.task))
 	}
-	return names, values
+	return []string{topology, strconv.Itoa(int(k.container)), k.source, k.component, task}
 }
 
 // PromName maps a published metric name to its Prometheus name, type and

@@ -27,6 +27,7 @@ func instanceReport(component string, task int32, executed, executeNanos float64
 			{Name: "instance.execute.nanos", Value: executeNanos},
 			{Name: "gateway.out.queue.bytes", Value: 4096},
 			{Name: "user.words counted", Value: 7},
+			{Name: "process.rss.bytes", Value: 1 << 25},
 		}}
 }
 
@@ -35,6 +36,7 @@ func stmgrReport(throttledNanos float64) *egretpb.MetricsPublish {
 		Metrics: []*egretpb.Metric{
 			{Name: "stmgr.backpressure.time.throttled.ns", Value: throttledNanos},
 			{Name: "stmgr.peers.connected", Value: 2},
+			{Name: "process.rss.bytes", Value: 1 << 26},
 		}}
 }
 
@@ -153,8 +155,12 @@ func TestPrometheusSinkServesLatestReports(t *testing.T) {
 	}
 	if bp := fams["egret_stmgr_backpressure_time_throttled_seconds_total"]; bp == nil || bp.series[0].value != 0.5 {
 		t.Errorf("back pressure seconds: %+v", bp)
-	} else if _, ok := bp.series[0].labels["component"]; ok {
-		t.Errorf("a daemon's series carries a component label: %v", bp.series[0].labels)
+	} else if bp.series[0].labels["component"] != "" || bp.series[0].labels["task"] != "" {
+		t.Errorf("a daemon's series carries a component or task: %v", bp.series[0].labels)
+	}
+	// A metric both kinds of process publish has a series for each.
+	if rss := fams["egret_process_rss_bytes"]; rss == nil || len(rss.series) != 2 {
+		t.Errorf("egret_process_rss_bytes of the instance and the stream manager: %+v", rss)
 	}
 
 	// A newer report replaces the older one.

@@ -4,8 +4,11 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
+	"runtime"
+	"runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -68,19 +71,56 @@ func PublishMetrics(ctx context.Context, socket string, interval time.Duration, 
 	}
 }
 
-// ProcessMetrics returns the cpu time (seconds, user+system) and the
-// resident memory (bytes) of this process read from /proc/self, as
-// metrics "process.cpu.seconds" and "process.rss.bytes". Where /proc is
-// missing (not Linux) it returns what it could read, possibly nothing.
+// ProcessMetrics returns the metrics every Egret process publishes about
+// itself: its cpu time ("process.cpu.seconds", user+system, a running
+// total), resident memory ("process.rss.bytes") and open file descriptors
+// ("process.open.fds") from /proc/self, its goroutines
+// ("process.goroutines"), and the Go collector's cycles and total
+// stop-the-world pause time ("process.gc.cycles", "process.gc.pause.ns",
+// running totals). Where /proc is missing (not Linux) the /proc metrics
+// are left out.
 func ProcessMetrics() []*egretpb.Metric {
 	var out []*egretpb.Metric
+	add := func(name string, v float64) { out = append(out, &egretpb.Metric{Name: name, Value: v}) }
 	if cpu, err := processCPU(); err == nil {
-		out = append(out, &egretpb.Metric{Name: "process.cpu.seconds", Value: cpu})
+		add("process.cpu.seconds", cpu)
 	}
 	if rss, err := processRSS(); err == nil {
-		out = append(out, &egretpb.Metric{Name: "process.rss.bytes", Value: rss})
+		add("process.rss.bytes", rss)
+	}
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		add("process.open.fds", float64(len(fds)-1)) // less the directory being read
+	}
+	add("process.goroutines", float64(runtime.NumGoroutine()))
+	samples := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}}
+	metrics.Read(samples)
+	if samples[0].Value.Kind() == metrics.KindUint64 {
+		add("process.gc.cycles", float64(samples[0].Value.Uint64()))
+	}
+	if samples[1].Value.Kind() == metrics.KindFloat64Histogram {
+		add("process.gc.pause.ns", histogramSum(samples[1].Value.Float64Histogram())*1e9)
 	}
 	return out
+}
+
+// histogramSum estimates the sum of a runtime/metrics histogram from its
+// buckets' midpoints (the runtime keeps no exact sum of pauses).
+func histogramSum(h *metrics.Float64Histogram) float64 {
+	var sum float64
+	for i, n := range h.Counts {
+		if n == 0 {
+			continue
+		}
+		lo, hi := h.Buckets[i], h.Buckets[i+1]
+		switch {
+		case math.IsInf(lo, -1):
+			lo = hi
+		case math.IsInf(hi, 1):
+			hi = lo
+		}
+		sum += float64(n) * (lo + hi) / 2
+	}
+	return sum
 }
 
 // clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
