@@ -3,13 +3,13 @@ package packingtest
 import (
 	"errors"
 	"fmt"
-	"github.com/egret-stream/egret/core/spi/spitest"
 	"reflect"
 	"strings"
 	"time"
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/spi/spitest"
 	"github.com/egret-stream/egret/core/topology"
 )
 
