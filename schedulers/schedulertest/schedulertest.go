@@ -182,7 +182,7 @@ func (s *suite) topology(t spitest.T, check string) string {
 // call runs f on a fresh scheduler for topology and closes it.
 func (s *suite) call(t spitest.T, ctx context.Context, topology string, f func(spi.Scheduler) error) error {
 	t.Helper()
-	sc := s.open(t, ctx, topology)
+	sc := s.open(t, topology)
 	err := f(sc)
 	if cerr := sc.Close(); cerr != nil {
 		t.Errorf("Close: %v", cerr)
@@ -191,10 +191,13 @@ func (s *suite) call(t spitest.T, ctx context.Context, topology string, f func(s
 }
 
 // open returns a fresh scheduler for topology from Harness.Open, or else
-// from Harness.New.
-func (s *suite) open(t spitest.T, ctx context.Context, topology string) spi.Scheduler {
+// from Harness.New. Opening has a context of its own: the operation's may
+// be cancelled on purpose.
+func (s *suite) open(t spitest.T, topology string) spi.Scheduler {
 	t.Helper()
 	if s.h.Open != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
+		defer cancel()
 		sc, err := s.h.Open(ctx, topology)
 		if err != nil {
 			t.Fatalf("open a scheduler for %s: %v", topology, err)
@@ -473,9 +476,7 @@ func (s *suite) testUpdate(t spitest.T) {
 
 func (s *suite) testScalable(t spitest.T) {
 	topo := s.topology(t, "scale")
-	ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
-	defer cancel()
-	probe := s.open(t, ctx, topo)
+	probe := s.open(t, topo)
 	_, ok := probe.(spi.Scalable)
 	if err := probe.Close(); err != nil {
 		t.Errorf("Close: %v", err)
