@@ -39,7 +39,12 @@ an Egret plugin, an unknown kind, a config the plugin rejects.`,
 			if err != nil {
 				return usageError{err}
 			}
-			o.Path, o.Config, o.Out, o.Log, o.Verbose = args[0], cfg, cmd.OutOrStdout(), g.logger(), g.verbose
+			o.Path, o.Config, o.Out, o.Verbose = args[0], cfg, cmd.OutOrStdout(), g.verbose
+			if g.verbose {
+				// The plugin's own log says why it failed; without -v it
+				// would drown the report.
+				o.Log = g.logger()
+			}
 			rep, err := verify.Run(cmd.Context(), o)
 			switch {
 			case errors.Is(err, verify.ErrBadInput):

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -379,12 +380,12 @@ func (l *Loader) startPath(ctx context.Context, kind, name, path string) (*Proce
 	case <-ctx.Done():
 		proc.Kill()
 		<-done
-		return nil, nil, fmt.Errorf("start %s plugin %s: %w", kind, path, ctx.Err())
+		return nil, nil, fmt.Errorf("start %s plugin %s: no handshake before the deadline (does it hang? is it an Egret plugin?): %w", kind, path, ctx.Err())
 	}
 	if r.err != nil {
 		proc.Kill()
 		return nil, nil, fmt.Errorf("start %s plugin %s: %w (is it an Egret %s plugin built for protocol version %d? run it with %s=debug and read the log)",
-			kind, path, r.err, kind, ProtocolVersion, EnvLogLevel)
+			kind, path, oneLineErr{r.err}, kind, ProtocolVersion, EnvLogLevel)
 	}
 	if rc := pc.ReattachConfig(); rc != nil {
 		proc.Pid = rc.Pid
@@ -411,3 +412,14 @@ var kindNames = map[string]string{
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+// oneLineErr keeps the first part of go-plugin's start errors on one line:
+// they add a multi-line list of usual causes after "This usually means".
+type oneLineErr struct{ err error }
+
+func (e oneLineErr) Error() string {
+	msg, _, _ := strings.Cut(e.err.Error(), "\nThis usually means")
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+func (e oneLineErr) Unwrap() error { return e.err }

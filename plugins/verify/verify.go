@@ -87,8 +87,15 @@ func ParseBinaryName(file string) (kind, name string, ok bool) {
 }
 
 func badInput(format string, args ...any) error {
-	return fmt.Errorf("%w: %w", fmt.Errorf(format, args...), ErrBadInput)
+	return badInputError{fmt.Errorf(format, args...)}
 }
+
+// badInputError is an error of the input; errors.Is finds ErrBadInput.
+type badInputError struct{ err error }
+
+func (e badInputError) Error() string        { return e.err.Error() }
+func (e badInputError) Unwrap() error        { return e.err }
+func (e badInputError) Is(target error) bool { return target == ErrBadInput }
 
 // Run verifies the plugin o describes, printing one line per check and a
 // summary to o.Out. The error is nil when every check ran (some may have

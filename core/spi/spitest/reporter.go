@@ -153,9 +153,18 @@ func (r *Reporter) run(parent context.Context, name string, f func(T)) bool {
 	}()
 	timer := time.NewTimer(r.opts.CheckTimeout)
 	defer timer.Stop()
+wait:
 	select {
 	case <-done:
 	case <-timer.C:
+		// The time a check spends in its own checks is theirs.
+		c.mu.Lock()
+		busy := c.running > 0 || time.Since(c.lastChild) < r.opts.CheckTimeout
+		c.mu.Unlock()
+		if busy {
+			timer.Reset(r.opts.CheckTimeout / 10)
+			goto wait
+		}
 		cancel()
 		msg := fmt.Sprintf("check %s did not finish within %s (does the backend hang?)", name, r.opts.CheckTimeout)
 		r.mu.Lock()
@@ -210,6 +219,10 @@ type check struct {
 	ownReason string
 	cleanups  []func()
 	children  int
+	// running counts the checks under this one that run now; lastChild is
+	// when the last one ended.
+	running   int
+	lastChild time.Time
 	// childFailed is set when a check under this one failed.
 	childFailed bool
 }
@@ -334,12 +347,15 @@ func (c *check) TempDir() string {
 func (c *check) RunCheck(name string, f func(T)) bool {
 	c.mu.Lock()
 	c.children++
+	c.running++
 	c.mu.Unlock()
 	ok := c.r.run(c.ctx, c.name+"/"+name, f)
+	c.mu.Lock()
+	c.running--
+	c.lastChild = time.Now()
 	if !ok {
-		c.mu.Lock()
 		c.childFailed = true
-		c.mu.Unlock()
 	}
+	c.mu.Unlock()
 	return ok
 }
