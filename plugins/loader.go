@@ -186,7 +186,7 @@ func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg sp
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	proc, rpc, err := l.startPath(ctx, kind, name, path)
+	proc, rpc, err := l.startPath(ctx, kind, name, path, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -313,13 +313,18 @@ func (l *Loader) start(ctx context.Context, kind, name string, builtins []string
 	if err != nil {
 		return nil, nil, err
 	}
-	return l.startPath(ctx, kind, name, path)
+	return l.startPath(ctx, kind, name, path, false)
 }
 
 // startPath starts the plugin binary at path as the backend of kind named
-// name and completes the handshake.
-func (l *Loader) startPath(ctx context.Context, kind, name, path string) (*Process, plugin.ClientProtocol, error) {
+// name and completes the handshake. A probe (Kind) does not know the kind
+// yet: its errors do not name one.
+func (l *Loader) startPath(ctx context.Context, kind, name, path string, probe bool) (*Process, plugin.ClientProtocol, error) {
 	what := kindNames[kind]
+	label := kind + " "
+	if probe {
+		label = ""
+	}
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
@@ -380,12 +385,12 @@ func (l *Loader) startPath(ctx context.Context, kind, name, path string) (*Proce
 	case <-ctx.Done():
 		proc.Kill()
 		<-done
-		return nil, nil, fmt.Errorf("start %s plugin %s: no handshake before the deadline (does it hang? is it an Egret plugin?): %w", kind, path, ctx.Err())
+		return nil, nil, fmt.Errorf("start %splugin %s: no handshake before the deadline (does it hang? is it an Egret plugin?): %w", label, path, ctx.Err())
 	}
 	if r.err != nil {
 		proc.Kill()
-		return nil, nil, fmt.Errorf("start %s plugin %s: %w (is it an Egret %s plugin built for protocol version %d? run it with %s=debug and read the log)",
-			kind, path, oneLineErr{r.err}, kind, ProtocolVersion, EnvLogLevel)
+		return nil, nil, fmt.Errorf("start %splugin %s: %w (is it an Egret %splugin built for protocol version %d? run it with %s=debug and read the log)",
+			label, path, oneLineErr{r.err}, label, ProtocolVersion, EnvLogLevel)
 	}
 	if rc := pc.ReattachConfig(); rc != nil {
 		proc.Pid = rc.Pid

@@ -39,10 +39,11 @@ type Options struct {
 	// (built with `go build` into a temporary directory first).
 	Path string
 	// Kind is the plugin kind (plugins.KindScheduler, ...); empty: told
-	// from the binary name egret-<kind>-<name>.
+	// from the binary name egret-<kind>-<name>, else asked of the plugin
+	// (the gRPC service it serves).
 	Kind string
 	// Name is the backend name given to the plugin's Configure; empty:
-	// from the binary name, else "verify".
+	// from the binary name egret-<kind>-<name>, else the file name.
 	Name string
 	// Config is the plugin's config: the target it runs the checks
 	// against (a dev agent's address, a test namespace, a state file).
@@ -132,18 +133,24 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		kind = o.Kind
 	}
+	loader := plugins.NewLoader(filepath.Dir(path), o.Log.Named("plugins"))
+	defer loader.Close()
 	if kind == "" {
-		return nil, badInput("cannot tell the kind of plugin %s: name it egret-<kind>-<name> or pass --kind (%s)", path, strings.Join(plugins.Kinds, ", "))
+		// Ask the plugin which service it serves.
+		kctx, cancel := context.WithTimeout(ctx, o.StartTimeout)
+		kind, err = loader.Kind(kctx, path)
+		cancel()
+		if err != nil {
+			return nil, badInput("cannot tell the kind of plugin %s (name it egret-<kind>-<name> or pass --kind %s): %w",
+				path, strings.Join(plugins.Kinds, "|"), err)
+		}
 	}
 	if o.Name != "" {
 		name = o.Name
 	}
 	if name == "" {
-		name = "verify"
+		name = filepath.Base(path)
 	}
-
-	loader := plugins.NewLoader(filepath.Dir(path), o.Log.Named("plugins"))
-	defer loader.Close()
 	v := &verifier{o: o, kind: kind, name: name, path: path, loader: loader}
 
 	// The probe: the plugin must start, answer the handshake and accept

@@ -161,21 +161,38 @@ func TestOtherKinds(t *testing.T) {
 	}
 }
 
-// --kind names the kind of a binary whose name does not.
-func TestKindFlag(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "my-packing")
-	if err := os.Symlink(plugintest.Build(t, packingPkg), bin); err != nil {
+// The kind of a binary whose name does not tell it is asked of the plugin;
+// --kind names it and wins over the name.
+func TestKind(t *testing.T) {
+	mine := filepath.Join(t.TempDir(), "my-scheduler")
+	if err := os.Symlink(plugintest.Build(t, brokenPkg), mine); err != nil {
 		t.Fatal(err)
 	}
-	// egret-packing-builtins serves the algorithm its name ends with.
-	_, _, err := run(t, verify.Options{Path: bin})
-	if !errors.Is(err, verify.ErrBadInput) || !strings.Contains(err.Error(), "--kind") {
-		t.Errorf("no kind: %v", err)
+	rep, out, err := run(t, verify.Options{Path: mine, Config: stateFile(t)})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if rep.Kind != plugins.KindScheduler || rep.Name != "my-scheduler" {
+		t.Errorf("kind %q, name %q; want scheduler, my-scheduler:\n%s", rep.Kind, rep.Name, out)
+	}
+
 	named := plugintest.Install(t, t.TempDir(), plugins.KindPacking, "plugin-rcrr", plugintest.Build(t, packingPkg))
-	rep, out, err := run(t, verify.Options{Path: named, Kind: plugins.KindPacking})
-	if err != nil || !rep.OK() {
-		t.Errorf("--kind packing: %v\n%s", err, out)
+	rep, out, err = run(t, verify.Options{Path: named, Kind: plugins.KindPacking})
+	if err != nil || !rep.OK() || rep.Name != "plugin-rcrr" {
+		t.Errorf("--kind packing: %v %+v\n%s", err, rep, out)
+	}
+
+	// An uploader verified as a packing plugin does not serve Packing.
+	uploader := install(t, multiPkg, plugins.KindUploader, "fs")
+	_, _, err = run(t, verify.Options{Path: uploader, Kind: plugins.KindPacking})
+	if !errors.Is(err, verify.ErrBadInput) || !strings.Contains(err.Error(), "packing") {
+		t.Errorf("an uploader verified as packing: %v", err)
+	}
+
+	// A program that serves none of Egret's services.
+	_, _, err = run(t, verify.Options{Path: filepath.Join(t.TempDir(), "none")})
+	if !errors.Is(err, verify.ErrBadInput) {
+		t.Errorf("missing: %v", err)
 	}
 }
 
