@@ -142,7 +142,7 @@ func TestOtherKinds(t *testing.T) {
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			cfg := spi.Config{
-				"egret.statemgr.root.path":        t.TempDir(),
+				"egret.statemgr.root.path":         t.TempDir(),
 				"egret.uploader.localfs.directory": t.TempDir(),
 			}
 			for k, v := range tc.cfg {
