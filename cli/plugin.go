@@ -64,6 +64,7 @@ an Egret plugin, an unknown kind, a config the plugin rejects.`,
 	f.DurationVar(&o.StartTimeout, "start-timeout", 30*time.Second, "bound on the plugin's start, handshake and configuration")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", 5*time.Minute, "bound on each check; a check that runs longer fails and ends the run")
 	f.DurationVar(&o.OpTimeout, "op-timeout", 30*time.Second, "scheduler suite: bound on each operation and each wait for containers")
+	f.StringVar(&o.FetchToken, "fetch-token", "", "uploader suite: bearer token for fetching uploaded packages back over http(s), as executors do")
 	cmd.AddCommand(v)
 	return cmd
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
 	"github.com/egret-stream/egret/statemgr/statemgrtest"
+	"github.com/egret-stream/egret/uploaders/fetch"
 	"github.com/egret-stream/egret/uploaders/uploadertest"
 )
 
@@ -60,6 +61,9 @@ type Options struct {
 	// OpTimeout bounds each scheduler operation and each wait of the
 	// scheduler suite for containers (default 30s).
 	OpTimeout time.Duration
+	// FetchToken is the bearer token the uploader suite sends when it
+	// fetches uploaded packages back over http(s), as executors would.
+	FetchToken string
 	// Verbose prints the checks' logs.
 	Verbose bool
 }
@@ -185,7 +189,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			}
 			return u.(spi.Uploader), nil
 		}
-		rep.Run(ctx, kind, func(t spitest.T) { uploadertest.Suite{Open: open}.Run(t) })
+		rep.Run(ctx, kind, func(t spitest.T) { uploadertest.Suite{Open: open, Fetch: fetch.Options{Token: o.FetchToken}}.Run(t) })
 	case plugins.KindPacking:
 		factory := func(cfg spi.Config) (spi.Packing, error) {
 			// The suite's config replaces the operator's for packing: it
