@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,6 +165,70 @@ func (l *Loader) LoadScheduler(ctx context.Context, name string, cfg spi.Config)
 	return c.typed(), nil
 }
 
+// LoadBinary starts the plugin binary at path as a backend of kind named
+// name, whatever the plugin directory holds and even when name is built in,
+// and configures it with cfg. It returns the backend (a spi.StateManager,
+// spi.Uploader, spi.Packing or spi.Scheduler, as for the Load methods) and
+// the closer that stops the process. `egret plugin verify` uses it.
+func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg spi.Config) (any, io.Closer, error) {
+	if _, ok := kindNames[kind]; !ok {
+		return nil, nil, fmt.Errorf("unknown plugin kind %q (kinds: %v)", kind, Kinds)
+	}
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return nil, nil, fmt.Errorf("plugin binary %s: %w", path, err)
+	case fi.IsDir():
+		return nil, nil, fmt.Errorf("plugin binary %s is a directory", path)
+	case fi.Mode().Perm()&0o111 == 0:
+		return nil, nil, fmt.Errorf("plugin binary %s is not executable (chmod +x %s)", path, path)
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	proc, rpc, err := l.startPath(ctx, kind, name, path, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	var v any
+	var closer io.Closer
+	switch kind {
+	case KindStateManager:
+		var c *stateManagerClient
+		if c, err = dispense[*stateManagerClient](rpc, kind, proc); err == nil {
+			err = c.configure(ctx, name, cfg)
+		}
+		v, closer = c, c
+	case KindUploader:
+		var c *uploaderClient
+		if c, err = dispense[*uploaderClient](rpc, kind, proc); err == nil {
+			err = c.configure(ctx, name, cfg)
+		}
+		v, closer = c, c
+	case KindPacking:
+		var c *packingClient
+		if c, err = dispense[*packingClient](rpc, kind, proc); err == nil {
+			if err = c.configure(ctx, name, cfg); err == nil {
+				v = c.typed()
+			}
+		}
+		closer = c
+	case KindScheduler:
+		var c *schedulerClient
+		if c, err = dispense[*schedulerClient](rpc, kind, proc); err == nil {
+			if err = c.configure(ctx, name, cfg); err == nil {
+				v = c.typed()
+			}
+		}
+		closer = c
+	}
+	if err != nil {
+		proc.Kill()
+		return nil, nil, l.startErr(proc, err)
+	}
+	return v, closer, nil
+}
+
 // Close stops every plugin process the loader started that is still
 // running. Values backed by them fail with ErrPluginExited afterwards.
 // Later loads fail.
@@ -244,12 +309,22 @@ func (l *Loader) binary(kind, name string, builtins []string) (string, error) {
 // start finds and starts the plugin binary of kind and name and completes
 // the handshake.
 func (l *Loader) start(ctx context.Context, kind, name string, builtins []string) (*Process, plugin.ClientProtocol, error) {
-	what := kindNames[kind]
 	path, err := l.binary(kind, name, builtins)
 	if err != nil {
 		return nil, nil, err
 	}
+	return l.startPath(ctx, kind, name, path, false)
+}
 
+// startPath starts the plugin binary at path as the backend of kind named
+// name and completes the handshake. A probe (Kind) does not know the kind
+// yet: its errors do not name one.
+func (l *Loader) startPath(ctx context.Context, kind, name, path string, probe bool) (*Process, plugin.ClientProtocol, error) {
+	what := kindNames[kind]
+	label := kind + " "
+	if probe {
+		label = ""
+	}
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
@@ -310,12 +385,12 @@ func (l *Loader) start(ctx context.Context, kind, name string, builtins []string
 	case <-ctx.Done():
 		proc.Kill()
 		<-done
-		return nil, nil, fmt.Errorf("start %s plugin %s: %w", kind, path, ctx.Err())
+		return nil, nil, fmt.Errorf("start %splugin %s: no handshake before the deadline (does it hang? is it an Egret plugin?): %w", label, path, ctx.Err())
 	}
 	if r.err != nil {
 		proc.Kill()
-		return nil, nil, fmt.Errorf("start %s plugin %s: %w (is it an Egret %s plugin built for protocol version %d? run it with %s=debug and read the log)",
-			kind, path, r.err, kind, ProtocolVersion, EnvLogLevel)
+		return nil, nil, fmt.Errorf("start %splugin %s: %w (is it an Egret %splugin built for protocol version %d? run it with %s=debug and read the log)",
+			label, path, oneLineErr{r.err}, label, ProtocolVersion, EnvLogLevel)
 	}
 	if rc := pc.ReattachConfig(); rc != nil {
 		proc.Pid = rc.Pid
@@ -342,3 +417,14 @@ var kindNames = map[string]string{
 type nopCloser struct{}
 
 func (nopCloser) Close() error { return nil }
+
+// oneLineErr keeps the first part of go-plugin's start errors on one line:
+// they add a multi-line list of usual causes after "This usually means".
+type oneLineErr struct{ err error }
+
+func (e oneLineErr) Error() string {
+	msg, _, _ := strings.Cut(e.err.Error(), "\nThis usually means")
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+func (e oneLineErr) Unwrap() error { return e.err }

@@ -24,6 +24,9 @@ type SchedulerPlugin struct {
 	Factory spi.SchedulerFactory
 	// Log is passed to Factory; nil means no logging.
 	Log *zap.Logger
+	// Observer, when set on the plugin side, also serves the
+	// SchedulerObserver service (see WithObserver).
+	Observer ObserverFactory
 
 	srv *schedulerServer
 }
@@ -38,13 +41,16 @@ func (p *SchedulerPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error
 	}
 	p.srv = &schedulerServer{b: newBackend(KindScheduler, p.Log, create)}
 	pluginpb.RegisterSchedulerServer(s, p.srv)
+	if p.Observer != nil {
+		p.srv.observer = registerObserver(s, p.Observer, p.Log)
+	}
 	return nil
 }
 
 // GRPCClient returns the unconfigured host-side adapter; see
 // DispenseScheduler.
 func (p *SchedulerPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &schedulerClient{client: newClient(KindScheduler, ctx), rpc: pluginpb.NewSchedulerClient(c)}, nil
+	return &schedulerClient{client: newClient(KindScheduler, ctx), rpc: pluginpb.NewSchedulerClient(c), conn: c}, nil
 }
 
 func (p *SchedulerPlugin) closeBackend() error {
@@ -57,10 +63,18 @@ func (p *SchedulerPlugin) closeBackend() error {
 type schedulerServer struct {
 	pluginpb.UnimplementedSchedulerServer
 	b *backend[spi.Scheduler]
+	// observer is the SchedulerObserver service, or nil.
+	observer *observerServer
 }
 
 func (s *schedulerServer) Configure(_ context.Context, req *pluginpb.ConfigureRequest) (*pluginpb.Empty, error) {
-	return &pluginpb.Empty{}, s.b.configure(req)
+	if err := s.b.configure(req); err != nil {
+		return nil, err
+	}
+	if s.observer != nil {
+		s.observer.configure(req.GetName(), spi.Config(req.GetConfig()))
+	}
+	return &pluginpb.Empty{}, nil
 }
 
 func (s *schedulerServer) Capabilities(context.Context, *pluginpb.Empty) (*pluginpb.SchedulerCapabilities, error) {
@@ -186,6 +200,7 @@ func jobFromProto(pb *pluginpb.Job) spi.Job {
 type schedulerClient struct {
 	client
 	rpc          pluginpb.SchedulerClient
+	conn         *grpc.ClientConn
 	launch, scal bool
 }
 

@@ -28,8 +28,9 @@ func ServeUploader(f spi.UploaderFactory) { Serve(KindUploader, f) }
 // ServePacking serves the packing algorithm built by f as a plugin.
 func ServePacking(f spi.PackingFactory) { Serve(KindPacking, f) }
 
-// ServeScheduler serves the scheduler built by f as a plugin.
-func ServeScheduler(f spi.SchedulerFactory) { Serve(KindScheduler, f) }
+// ServeScheduler serves the scheduler built by f as a plugin. Options add
+// optional services, e.g. WithObserver for `egret plugin verify`.
+func ServeScheduler(f spi.SchedulerFactory, opts ...ServeOption) { Serve(KindScheduler, f, opts...) }
 
 // ServeBuiltin serves the built-in implementation of kind registered as
 // name (blank-import its package), e.g. to run a built-in out of process.
@@ -67,9 +68,16 @@ func ServeBuiltin(kind, name string) {
 // The plugin exits when the host asks it to (closing the implementation
 // first), and within a fraction of a second after the host process dies
 // (a parent watchdog; EGRET_PLUGIN_WATCH_PARENT=false turns it off).
-func Serve(kind string, impl any) {
+func Serve(kind string, impl any, opts ...ServeOption) {
 	log := NewPluginLogger()
-	set, closeBackend, err := pluginSet(kind, impl, log)
+	var o serveOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.observer != nil && kind != KindScheduler {
+		fail(fmt.Errorf("serve %s: WithObserver is for scheduler plugins only", kind))
+	}
+	set, closeBackend, err := pluginSet(kind, impl, log, o)
 	if err != nil {
 		fail(err)
 	}
@@ -96,7 +104,7 @@ func fail(err error) {
 }
 
 // pluginSet builds the plugin-side plugin set of kind around impl.
-func pluginSet(kind string, impl any, log *zap.Logger) (plugin.PluginSet, func() error, error) {
+func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.PluginSet, func() error, error) {
 	bad := func(want string) error {
 		return fmt.Errorf("serve %s: got %T, want %s", kind, impl, want)
 	}
@@ -159,7 +167,7 @@ func pluginSet(kind string, impl any, log *zap.Logger) (plugin.PluginSet, func()
 		if f == nil {
 			return nil, nil, bad("spi.SchedulerFactory or spi.Scheduler")
 		}
-		p := &SchedulerPlugin{Factory: f, Log: log}
+		p := &SchedulerPlugin{Factory: f, Log: log, Observer: o.observer}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
 	}
 	return nil, nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)

@@ -5,8 +5,18 @@
 package main
 
 import (
+	"go.uber.org/zap"
+
 	"github.com/egret-stream/egret/cmd/egret-scheduler-example/example"
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 )
 
-func main() { plugins.ServeScheduler(example.New) }
+func main() {
+	// The observer lets `egret plugin verify` run the scheduler conformance
+	// suite against this binary: it reads the resource manager (the state
+	// file), never the scheduler's report.
+	plugins.ServeScheduler(example.New, plugins.WithObserver(func(cfg spi.Config, _ *zap.Logger) (plugins.Observer, error) {
+		return example.NewObserver(cfg)
+	}))
+}

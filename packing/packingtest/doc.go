@@ -10,4 +10,7 @@
 // egret.packing.default.instance.* and egret.packing.padding.* config keys,
 // the topology.component.* and topology.container.max.* settings, task ids
 // from plan.TaskIDs, and container ids 1..N (see packing/README.md).
+//
+// Run and RunRepacking take a spitest.T: *testing.T under go test, or a
+// spitest.Reporter's T outside it (`egret plugin verify`).
 package packingtest

@@ -4,16 +4,16 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"testing"
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/spi/spitest"
 	"github.com/egret-stream/egret/core/topology"
 )
 
 // RunRepacking checks an algorithm's Repack against the repacking
 // contract; the Packing newPacking returns must implement spi.Repacking.
-func RunRepacking(t *testing.T, newPacking Factory) {
+func RunRepacking(t spitest.T, newPacking Factory) {
 	t.Helper()
 	base := NewTopology("scale", map[string]string{topology.KeyContainers: "2"},
 		Comp{Name: "spout", Parallelism: 2}, Comp{Name: "bolt", Parallelism: 3})
@@ -36,7 +36,7 @@ func RunRepacking(t *testing.T, newPacking Factory) {
 		{"scale-and-containers", []step{{map[string]int{"bolt": 6}, 4}}},
 	}
 	for _, tc := range cases {
-		t.Run("repack/"+tc.name, func(t *testing.T) {
+		spitest.Run(t, "repack/"+tc.name, func(t spitest.T) {
 			p := build(t, newPacking, nil)
 			rp := repacker(t, p)
 			topo := base.Clone()
@@ -69,7 +69,7 @@ func RunRepacking(t *testing.T, newPacking Factory) {
 		})
 	}
 
-	t.Run("repack/limits", func(t *testing.T) {
+	spitest.Run(t, "repack/limits", func(t spitest.T) {
 		limited := NewTopology("limited", map[string]string{topology.KeyContainers: "2", topology.KeyContainerRAM: "4GiB"},
 			Comp{Name: "spout", Parallelism: 2}, Comp{Name: "bolt", Parallelism: 3})
 		p := build(t, newPacking, nil)
@@ -93,7 +93,7 @@ func RunRepacking(t *testing.T, newPacking Factory) {
 		}
 	})
 
-	t.Run("repack/invalid", func(t *testing.T) {
+	spitest.Run(t, "repack/invalid", func(t spitest.T) {
 		p := build(t, newPacking, nil)
 		rp := repacker(t, p)
 		cur, err := p.Pack(base)
@@ -116,7 +116,7 @@ func RunRepacking(t *testing.T, newPacking Factory) {
 	})
 }
 
-func repacker(t *testing.T, p spi.Packing) spi.Repacking {
+func repacker(t spitest.T, p spi.Packing) spi.Repacking {
 	t.Helper()
 	rp, ok := p.(spi.Repacking)
 	if !ok {

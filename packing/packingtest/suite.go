@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"testing"
 	"time"
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/spi/spitest"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -95,10 +95,10 @@ func packCases() []packCase {
 }
 
 // Run checks an algorithm's Pack against the packing contract.
-func Run(t *testing.T, newPacking Factory) {
+func Run(t spitest.T, newPacking Factory) {
 	t.Helper()
 	for _, tc := range packCases() {
-		t.Run("pack/"+tc.name, func(t *testing.T) {
+		spitest.Run(t, "pack/"+tc.name, func(t spitest.T) {
 			orig := tc.topo.Clone()
 			p := build(t, newPacking, tc.cfg)
 			start := time.Now()
@@ -128,7 +128,7 @@ func Run(t *testing.T, newPacking Factory) {
 	runInvalid(t, newPacking)
 }
 
-func build(t *testing.T, newPacking Factory, cfg spi.Config) spi.Packing {
+func build(t spitest.T, newPacking Factory, cfg spi.Config) spi.Packing {
 	t.Helper()
 	p, err := newPacking(cfg)
 	if err != nil {
@@ -140,7 +140,7 @@ func build(t *testing.T, newPacking Factory, cfg spi.Config) spi.Packing {
 	return p
 }
 
-func runCannotFit(t *testing.T, newPacking Factory) {
+func runCannotFit(t spitest.T, newPacking Factory) {
 	cases := []struct {
 		name, key, limit, need, resource string
 	}{
@@ -150,7 +150,7 @@ func runCannotFit(t *testing.T, newPacking Factory) {
 	}
 	limitKey := map[string]string{topology.KeyRAM: topology.KeyContainerRAM, topology.KeyCPU: topology.KeyContainerCPU, topology.KeyDisk: topology.KeyContainerDisk}
 	for _, tc := range cases {
-		t.Run("cannot-fit/"+tc.name, func(t *testing.T) {
+		spitest.Run(t, "cannot-fit/"+tc.name, func(t spitest.T) {
 			topo := NewTopology("big", map[string]string{limitKey[tc.key]: tc.limit},
 				Comp{Name: "spout", Parallelism: 1}, Comp{Name: "hugebolt", Parallelism: 2, Config: map[string]string{tc.key: tc.need}})
 			_, err := build(t, newPacking, nil).Pack(topo)
@@ -162,7 +162,7 @@ func runCannotFit(t *testing.T, newPacking Factory) {
 			}
 		})
 	}
-	t.Run("cannot-fit/padding", func(t *testing.T) {
+	spitest.Run(t, "cannot-fit/padding", func(t spitest.T) {
 		topo := NewTopology("pad", map[string]string{topology.KeyContainerRAM: "512MiB"}, Comp{Name: "spout", Parallelism: 1, Config: map[string]string{topology.KeyRAM: "256MiB"}})
 		if _, err := build(t, newPacking, nil).Pack(topo); !errors.Is(err, spi.ErrCannotFit) {
 			t.Fatalf("container smaller than the 1GiB default padding: err = %v, want spi.ErrCannotFit", err)
@@ -170,7 +170,7 @@ func runCannotFit(t *testing.T, newPacking Factory) {
 	})
 }
 
-func runInvalid(t *testing.T, newPacking Factory) {
+func runInvalid(t spitest.T, newPacking Factory) {
 	base := func() *topology.Topology {
 		return NewTopology("bad", nil, Comp{Name: "spout", Parallelism: 1}, Comp{Name: "bolt", Parallelism: 2})
 	}
@@ -186,7 +186,7 @@ func runInvalid(t *testing.T, newPacking Factory) {
 		{"egret.packing.padding.ram", "1 parsec"},
 		{"egret.packing.padding.disk", "-1"},
 	} {
-		t.Run("invalid-config/"+tc.key+"="+tc.value, func(t *testing.T) {
+		spitest.Run(t, "invalid-config/"+tc.key+"="+tc.value, func(t spitest.T) {
 			cfg := spi.Config{tc.key: tc.value}
 			p, err := newPacking(cfg)
 			if err == nil {
@@ -225,7 +225,7 @@ func runInvalid(t *testing.T, newPacking Factory) {
 		{"no-components", func() *topology.Topology { return NewTopology("empty", nil) }, nil},
 		{"nil-topology", func() *topology.Topology { return nil }, nil},
 	} {
-		t.Run("invalid-topology/"+tc.name, func(t *testing.T) {
+		spitest.Run(t, "invalid-topology/"+tc.name, func(t spitest.T) {
 			_, err := build(t, newPacking, nil).Pack(tc.topo())
 			if err == nil {
 				t.Fatalf("Pack accepted an invalid topology")

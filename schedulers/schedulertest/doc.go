@@ -20,4 +20,10 @@
 // The same Harness works for a scheduler in process and for one loaded over
 // the plugin boundary: New returns whatever spi.Scheduler the host gets, and
 // Containers still observes the resource manager directly.
+//
+// Run takes a spitest.T, so the same checks also run outside go test: set
+// Harness.Open (a context-and-error factory) instead of Harness.New, as
+// `egret plugin verify` does with the plugin's observer
+// (plugins.WithObserver) as Containers. FailOver needs go test and is
+// skipped elsewhere.
 package schedulertest

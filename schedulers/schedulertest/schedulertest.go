@@ -15,6 +15,7 @@ import (
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/spi/spitest"
 )
 
 // Harness connects the suite to one scheduler implementation.
@@ -23,8 +24,14 @@ type Harness struct {
 	// config depends on the topology, such as local's working directory,
 	// resolve it here). The suite calls New for every operation, as the CLI
 	// builds a scheduler per command, and closes each scheduler it gets.
-	// Required.
+	// New or Open is required; under go test New may be used, outside of it
+	// (egret plugin verify) only Open.
 	New func(t *testing.T, topology string) spi.Scheduler
+
+	// Open is New for harnesses that also run outside go test: it returns
+	// a scheduler configured for topology, or an error that fails the
+	// check. When set, the suite uses it instead of New.
+	Open func(ctx context.Context, topology string) (spi.Scheduler, error)
 
 	// Containers observes the resource manager directly and returns the
 	// running containers of topology: container id → an identity that
@@ -78,10 +85,13 @@ type Harness struct {
 
 // Run runs the conformance suite as subtests of t. Each subtest uses its own
 // topology (named conformance-<check>-<random>) and kills it when done.
-func Run(t *testing.T, h Harness) {
+func Run(t spitest.T, h Harness) {
 	t.Helper()
-	if h.New == nil || h.Containers == nil {
-		t.Fatal("schedulertest: Harness.New and Harness.Containers are required")
+	if (h.New == nil && h.Open == nil) || h.Containers == nil {
+		t.Fatal("schedulertest: Harness.New (or Open) and Harness.Containers are required")
+	}
+	if h.Open == nil && spitest.Testing(t) == nil {
+		t.Fatal("schedulertest: Harness.New needs go test (a *testing.T); set Harness.Open to run the suite elsewhere")
 	}
 	if h.Timeout <= 0 {
 		h.Timeout = 30 * time.Second
@@ -92,7 +102,7 @@ func Run(t *testing.T, h Harness) {
 	s := &suite{h: h}
 	for _, c := range []struct {
 		name string
-		run  func(*testing.T)
+		run  func(spitest.T)
 	}{
 		{"Schedule", s.testSchedule},
 		{"ScheduleRunning", s.testScheduleRunning},
@@ -108,7 +118,7 @@ func Run(t *testing.T, h Harness) {
 		{"Unplaceable", s.testUnplaceable},
 		{"FailOver", s.testFailOver},
 	} {
-		t.Run(c.name, c.run)
+		spitest.Run(t, c.name, c.run)
 	}
 }
 
@@ -150,7 +160,7 @@ func (s *suite) job(topology string, containers int) spi.Job {
 }
 
 // topology returns a fresh topology name for t and kills it when t ends.
-func (s *suite) topology(t *testing.T, check string) string {
+func (s *suite) topology(t spitest.T, check string) string {
 	t.Helper()
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
@@ -170,12 +180,9 @@ func (s *suite) topology(t *testing.T, check string) string {
 }
 
 // call runs f on a fresh scheduler for topology and closes it.
-func (s *suite) call(t *testing.T, ctx context.Context, topology string, f func(spi.Scheduler) error) error {
+func (s *suite) call(t spitest.T, ctx context.Context, topology string, f func(spi.Scheduler) error) error {
 	t.Helper()
-	sc := s.h.New(t, topology)
-	if sc == nil {
-		t.Fatal("Harness.New returned a nil scheduler")
-	}
+	sc := s.open(t, topology)
 	err := f(sc)
 	if cerr := sc.Close(); cerr != nil {
 		t.Errorf("Close: %v", cerr)
@@ -183,8 +190,32 @@ func (s *suite) call(t *testing.T, ctx context.Context, topology string, f func(
 	return err
 }
 
+// open returns a fresh scheduler for topology from Harness.Open, or else
+// from Harness.New. Opening has a context of its own: the operation's may
+// be cancelled on purpose.
+func (s *suite) open(t spitest.T, topology string) spi.Scheduler {
+	t.Helper()
+	if s.h.Open != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
+		defer cancel()
+		sc, err := s.h.Open(ctx, topology)
+		if err != nil {
+			t.Fatalf("open a scheduler for %s: %v", topology, err)
+		}
+		if sc == nil {
+			t.Fatal("Harness.Open returned a nil scheduler")
+		}
+		return sc
+	}
+	sc := s.h.New(spitest.Testing(t), topology)
+	if sc == nil {
+		t.Fatal("Harness.New returned a nil scheduler")
+	}
+	return sc
+}
+
 // do runs one operation with the harness timeout.
-func (s *suite) do(t *testing.T, topology string, f func(context.Context, spi.Scheduler) error) error {
+func (s *suite) do(t spitest.T, topology string, f func(context.Context, spi.Scheduler) error) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
 	defer cancel()
@@ -201,7 +232,7 @@ func submit(ctx context.Context, sc spi.Scheduler, job spi.Job) error {
 }
 
 // start submits a job of n containers and waits for containers 0..n.
-func (s *suite) start(t *testing.T, topology string, n int) map[int]string {
+func (s *suite) start(t spitest.T, topology string, n int) map[int]string {
 	t.Helper()
 	if err := s.do(t, topology, func(ctx context.Context, sc spi.Scheduler) error { return submit(ctx, sc, s.job(topology, n)) }); err != nil {
 		t.Fatalf("submit %s with %d containers: %v", topology, n, err)
@@ -292,7 +323,7 @@ func (s *suite) pollErr(ctx context.Context, topology string, cond condition) (m
 }
 
 // waitFor waits until cond holds and fails t at the deadline.
-func (s *suite) waitFor(t *testing.T, topology, what string, cond condition) map[int]string {
+func (s *suite) waitFor(t spitest.T, topology, what string, cond condition) map[int]string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), s.h.Timeout)
 	defer cancel()
@@ -304,13 +335,13 @@ func (s *suite) waitFor(t *testing.T, topology, what string, cond condition) map
 }
 
 // observe returns the current containers of topology.
-func (s *suite) observe(t *testing.T, topology string) map[int]string {
+func (s *suite) observe(t spitest.T, topology string) map[int]string {
 	t.Helper()
 	return s.waitFor(t, topology, "an observation", func(map[int]string) bool { return true })
 }
 
 // same fails t unless each of ids has the identity it had in before.
-func same(t *testing.T, what string, before, after map[int]string, ids ...int) {
+func same(t spitest.T, what string, before, after map[int]string, ids ...int) {
 	t.Helper()
 	for _, id := range ids {
 		if after[id] != before[id] {
@@ -337,7 +368,7 @@ func show(m map[int]string) string {
 
 // sentinel checks that err wraps target: required with StrictErrors,
 // logged otherwise.
-func (s *suite) sentinel(t *testing.T, what string, err, target error) {
+func (s *suite) sentinel(t spitest.T, what string, err, target error) {
 	t.Helper()
 	if errors.Is(err, target) {
 		return
@@ -349,7 +380,7 @@ func (s *suite) sentinel(t *testing.T, what string, err, target error) {
 	}
 }
 
-func (s *suite) testSchedule(t *testing.T) {
+func (s *suite) testSchedule(t spitest.T) {
 	topo := s.topology(t, "schedule")
 	before := s.start(t, topo, 2)
 	var links []string
@@ -363,7 +394,7 @@ func (s *suite) testSchedule(t *testing.T) {
 	same(t, "after JobLinks", before, s.observe(t, topo), 0, 1, 2)
 }
 
-func (s *suite) testScheduleRunning(t *testing.T) {
+func (s *suite) testScheduleRunning(t spitest.T) {
 	topo := s.topology(t, "twice")
 	before := s.start(t, topo, 2)
 	err := s.do(t, topo, func(ctx context.Context, sc spi.Scheduler) error { return submit(ctx, sc, s.job(topo, 2)) })
@@ -378,14 +409,14 @@ func (s *suite) testScheduleRunning(t *testing.T) {
 	same(t, "after the failed second submit", before, after, 0, 1, 2)
 }
 
-func (s *suite) restart(t *testing.T, topo string, container int) {
+func (s *suite) restart(t spitest.T, topo string, container int) {
 	t.Helper()
 	if err := s.do(t, topo, func(ctx context.Context, sc spi.Scheduler) error { return sc.Restart(ctx, topo, container) }); err != nil {
 		t.Fatalf("Restart(%d): %v", container, err)
 	}
 }
 
-func (s *suite) testRestartOne(t *testing.T) {
+func (s *suite) testRestartOne(t spitest.T) {
 	topo := s.topology(t, "restart")
 	before := s.start(t, topo, 2)
 	s.restart(t, topo, 1)
@@ -393,14 +424,14 @@ func (s *suite) testRestartOne(t *testing.T) {
 	same(t, "Restart(1)", before, after, 0, 2)
 }
 
-func (s *suite) testRestartAll(t *testing.T) {
+func (s *suite) testRestartAll(t spitest.T) {
 	topo := s.topology(t, "restartall")
 	before := s.start(t, topo, 2)
 	s.restart(t, topo, spi.AllContainers)
 	s.waitFor(t, topo, "every container to be replaced", and(want(0, 1, 2), replaced(before, 0, 1, 2)))
 }
 
-func (s *suite) testRestartUnknown(t *testing.T) {
+func (s *suite) testRestartUnknown(t spitest.T) {
 	topo := s.topology(t, "restart99")
 	before := s.start(t, topo, 2)
 	err := s.do(t, topo, func(ctx context.Context, sc spi.Scheduler) error { return sc.Restart(ctx, topo, 99) })
@@ -415,7 +446,7 @@ func (s *suite) testRestartUnknown(t *testing.T) {
 	same(t, "after Restart(99)", before, after, 0, 1, 2)
 }
 
-func (s *suite) update(t *testing.T, topo string, n int) {
+func (s *suite) update(t spitest.T, topo string, n int) {
 	t.Helper()
 	err := s.do(t, topo, func(ctx context.Context, sc spi.Scheduler) error { return sc.Update(ctx, s.job(topo, n)) })
 	if errors.Is(err, spi.ErrUnsupported) {
@@ -426,7 +457,7 @@ func (s *suite) update(t *testing.T, topo string, n int) {
 	}
 }
 
-func (s *suite) testUpdate(t *testing.T) {
+func (s *suite) testUpdate(t spitest.T) {
 	topo := s.topology(t, "update")
 	before := s.start(t, topo, 2)
 
@@ -443,9 +474,9 @@ func (s *suite) testUpdate(t *testing.T) {
 	}
 }
 
-func (s *suite) testScalable(t *testing.T) {
+func (s *suite) testScalable(t spitest.T) {
 	topo := s.topology(t, "scale")
-	probe := s.h.New(t, topo)
+	probe := s.open(t, topo)
 	_, ok := probe.(spi.Scalable)
 	if err := probe.Close(); err != nil {
 		t.Errorf("Close: %v", err)
@@ -471,14 +502,14 @@ func (s *suite) testScalable(t *testing.T) {
 	same(t, "RemoveContainers(3)", before, shrunk, 0, 1, 2)
 }
 
-func (s *suite) kill(t *testing.T, topo, what string) {
+func (s *suite) kill(t spitest.T, topo, what string) {
 	t.Helper()
 	if err := s.do(t, topo, func(ctx context.Context, sc spi.Scheduler) error { return sc.Kill(ctx, topo) }); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
 
-func (s *suite) testKill(t *testing.T) {
+func (s *suite) testKill(t spitest.T) {
 	topo := s.topology(t, "kill")
 	s.start(t, topo, 2)
 	s.kill(t, topo, "Kill")
@@ -491,7 +522,7 @@ func (s *suite) testKill(t *testing.T) {
 	s.waitFor(t, topo, "every container to stop", want())
 }
 
-func (s *suite) testKillNeverScheduled(t *testing.T) {
+func (s *suite) testKillNeverScheduled(t spitest.T) {
 	topo := s.topology(t, "never")
 	s.kill(t, topo, "Kill of a topology that was never scheduled")
 	if got := s.observe(t, topo); len(got) != 0 {
@@ -499,7 +530,7 @@ func (s *suite) testKillNeverScheduled(t *testing.T) {
 	}
 }
 
-func (s *suite) testCancelled(t *testing.T) {
+func (s *suite) testCancelled(t spitest.T) {
 	topo := s.topology(t, "cancel")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -535,7 +566,7 @@ func (s *suite) testCancelled(t *testing.T) {
 	same(t, "after calls with a cancelled context", before, after, 0, 1, 2)
 }
 
-func (s *suite) testLost(t *testing.T) {
+func (s *suite) testLost(t spitest.T) {
 	if s.h.LoseContainer == nil {
 		t.Skip("Harness.LoseContainer is not set")
 	}
@@ -550,7 +581,7 @@ func (s *suite) testLost(t *testing.T) {
 	same(t, "after container 1 was lost", before, after, 0, 2)
 }
 
-func (s *suite) testUnplaceable(t *testing.T) {
+func (s *suite) testUnplaceable(t spitest.T) {
 	if s.h.Unplaceable == nil {
 		t.Skip("Harness.Unplaceable is not set")
 	}
@@ -567,13 +598,16 @@ func (s *suite) testUnplaceable(t *testing.T) {
 	s.start(t, topo, 1)
 }
 
-func (s *suite) testFailOver(t *testing.T) {
+func (s *suite) testFailOver(t spitest.T) {
 	if s.h.FailOver == nil {
 		t.Skip("Harness.FailOver is not set")
 	}
+	if spitest.Testing(t) == nil {
+		t.Skip("Harness.FailOver needs go test")
+	}
 	topo := s.topology(t, "failover")
 	before := s.start(t, topo, 2)
-	s.h.FailOver(t)
+	s.h.FailOver(spitest.Testing(t))
 	same(t, "after the resource manager failed over", before, s.observe(t, topo), 0, 1, 2)
 	s.restart(t, topo, 1)
 	after := s.waitFor(t, topo, "container 1 to be replaced after the failover", and(want(0, 1, 2), replaced(before, 1)))

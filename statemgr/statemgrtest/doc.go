@@ -19,4 +19,9 @@
 // session's ephemeral nodes and locks vanish within SessionTimeout plus a
 // margin. Both wait on conditions with deadlines; both leave the store as
 // they found it.
+//
+// The checks take a spitest.T, so they also run outside go test: RunOpen
+// and RunExpiryOpen take a context-and-error session opener and crash
+// function instead of the *testing.T ones (`egret plugin verify` uses
+// them with a spitest.Reporter).
 package statemgrtest

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/spi/spitest"
 )
 
 // NewSession returns a new session of the store under test. Every call
@@ -29,6 +30,42 @@ type NewSession func(t *testing.T) spi.StateManager
 // to reconnect; for a lease-based backend: stop refreshing the lease.
 type Kill func(t *testing.T, sm spi.StateManager)
 
+// Open is NewSession for suites that also run outside go test (egret
+// plugin verify): it returns a new session, or an error that fails the
+// check.
+type Open func(ctx context.Context) (spi.StateManager, error)
+
+// Crash is Kill for suites that also run outside go test: it ends sm the
+// way a crashed process would, or returns why it cannot.
+type Crash func(ctx context.Context, sm spi.StateManager) error
+
+// session returns a new session for a check.
+type session func(t spitest.T) spi.StateManager
+
+func fromNewSession(newSession NewSession) session {
+	return func(t spitest.T) spi.StateManager {
+		t.Helper()
+		tt := spitest.Testing(t)
+		if tt == nil {
+			t.Fatal("statemgrtest: NewSession needs go test (a *testing.T); use RunOpen to run the suite elsewhere")
+		}
+		return newSession(tt)
+	}
+}
+
+func fromOpen(open Open) session {
+	return func(t spitest.T) spi.StateManager {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		sm, err := open(ctx)
+		if err != nil {
+			t.Fatalf("open a session: %v", err)
+		}
+		return sm
+	}
+}
+
 // Timing of the suite.
 const (
 	// opTimeout bounds each test's operations.
@@ -40,14 +77,20 @@ const (
 )
 
 type suite struct {
-	newSession NewSession
+	newSession session
 	base       string
 }
 
 // Run runs the conformance suite against the store behind newSession. All
 // nodes are created below a fresh random top-level node, which is deleted
 // at the end, so the suite may run against a shared store.
-func Run(t *testing.T, newSession NewSession) {
+func Run(t spitest.T, newSession NewSession) { run(t, fromNewSession(newSession)) }
+
+// RunOpen is Run for sessions that open returns; unlike Run it also runs
+// outside go test.
+func RunOpen(t spitest.T, open Open) { run(t, fromOpen(open)) }
+
+func run(t spitest.T, newSession session) {
 	s := &suite{newSession: newSession, base: "/conformance-" + randomName()}
 	t.Cleanup(func() {
 		sm := newSession(t)
@@ -60,7 +103,7 @@ func Run(t *testing.T, newSession NewSession) {
 	})
 	for _, tc := range []struct {
 		name string
-		f    func(*testing.T, *suite, string)
+		f    func(spitest.T, *suite, string)
 	}{
 		{"CreateGet", testCreateGet},
 		{"CreateMakesParents", testCreateParents},
@@ -87,7 +130,7 @@ func Run(t *testing.T, newSession NewSession) {
 		{"ConcurrentCompareAndSet", testConcurrentCAS},
 		{"ClosedSession", testClosed},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		spitest.Run(t, tc.name, func(t spitest.T) {
 			tc.f(t, s, s.base+"/"+tc.name)
 		})
 	}
@@ -99,7 +142,25 @@ func Run(t *testing.T, newSession NewSession) {
 // take the ephemeral path and the lock. It also checks that a live
 // session's ephemeral node outlives SessionTimeout. Configure the backend
 // with a short session timeout (about a second): the test waits for it.
-func RunExpiry(t *testing.T, newSession NewSession, kill Kill) {
+func RunExpiry(t spitest.T, newSession NewSession, kill Kill) {
+	runExpiry(t, fromNewSession(newSession), func(t spitest.T, sm spi.StateManager) {
+		kill(spitest.Testing(t), sm)
+	})
+}
+
+// RunExpiryOpen is RunExpiry for sessions that open returns, ended by
+// crash; unlike RunExpiry it also runs outside go test.
+func RunExpiryOpen(t spitest.T, open Open, crash Crash) {
+	runExpiry(t, fromOpen(open), func(t spitest.T, sm spi.StateManager) {
+		ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
+		defer cancel()
+		if err := crash(ctx, sm); err != nil {
+			t.Fatalf("crash a session: %v", err)
+		}
+	})
+}
+
+func runExpiry(t spitest.T, newSession session, kill func(spitest.T, spi.StateManager)) {
 	base := "/expiry-" + randomName()
 	ctx := testContext(t)
 	s1, s2 := newSession(t), newSession(t)
@@ -166,7 +227,7 @@ func RunExpiry(t *testing.T, newSession NewSession, kill Kill) {
 	}
 }
 
-func (s *suite) open(t *testing.T) spi.StateManager {
+func (s *suite) open(t spitest.T) spi.StateManager {
 	t.Helper()
 	sm := s.newSession(t)
 	if sm == nil {
@@ -180,7 +241,7 @@ func (s *suite) open(t *testing.T) spi.StateManager {
 	return sm
 }
 
-func testContext(t *testing.T) context.Context {
+func testContext(t spitest.T) context.Context {
 	ctx, cancel := context.WithTimeout(t.Context(), opTimeout)
 	t.Cleanup(cancel)
 	return ctx
@@ -192,21 +253,21 @@ func randomName() string {
 	return hex.EncodeToString(b[:])
 }
 
-func must(t *testing.T, err error) {
+func must(t spitest.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
 	}
 }
 
-func wantErr(t *testing.T, what string, err, sentinel error) {
+func wantErr(t spitest.T, what string, err, sentinel error) {
 	t.Helper()
 	if !errors.Is(err, sentinel) {
 		t.Fatalf("%s: got error %v, want %v", what, err, sentinel)
 	}
 }
 
-func wantNode(t *testing.T, sm spi.StateManager, path, data string, version int64, ephemeral bool) {
+func wantNode(t spitest.T, sm spi.StateManager, path, data string, version int64, ephemeral bool) {
 	t.Helper()
 	n, err := sm.Get(testContext(t), path)
 	if err != nil {
@@ -218,7 +279,7 @@ func wantNode(t *testing.T, sm spi.StateManager, path, data string, version int6
 	}
 }
 
-func wantAbsent(t *testing.T, sm spi.StateManager, path string) {
+func wantAbsent(t spitest.T, sm spi.StateManager, path string) {
 	t.Helper()
 	n, err := sm.Get(testContext(t), path)
 	if !errors.Is(err, spi.ErrNotFound) {
@@ -226,7 +287,7 @@ func wantAbsent(t *testing.T, sm spi.StateManager, path string) {
 	}
 }
 
-func eventually(t *testing.T, what string, cond func() (bool, error)) {
+func eventually(t spitest.T, what string, cond func() (bool, error)) {
 	t.Helper()
 	deadline := time.Now().Add(eventWait)
 	for {
@@ -247,7 +308,7 @@ func eventually(t *testing.T, what string, cond func() (bool, error)) {
 // waitEvent reads events until one of type want for path arrives. Other
 // event types are tolerated (backends may report more than asked), but a
 // closed channel, a lost session or the deadline fail the test.
-func waitEvent(t *testing.T, ch <-chan spi.Event, want spi.EventType, path string) {
+func waitEvent(t spitest.T, ch <-chan spi.Event, want spi.EventType, path string) {
 	t.Helper()
 	timer := time.NewTimer(eventWait)
 	defer timer.Stop()
@@ -290,7 +351,7 @@ func eventName(e spi.EventType) string {
 	return "EventType(" + strconv.Itoa(int(e)) + ")"
 }
 
-func testCreateGet(t *testing.T, s *suite, p string) {
+func testCreateGet(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	must(t, sm.Create(ctx, p, []byte("hello"), false))
 	wantNode(t, sm, p, "hello", 0, false)
@@ -310,7 +371,7 @@ func testCreateGet(t *testing.T, s *suite, p string) {
 	wantErr(t, "create /", sm.Create(ctx, "/", nil, false), spi.ErrExists)
 }
 
-func testCreateParents(t *testing.T, s *suite, p string) {
+func testCreateParents(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	must(t, sm.Create(ctx, p+"/a/b/c", []byte("leaf"), false))
 	wantNode(t, sm, p+"/a", "", 0, false)
@@ -326,7 +387,7 @@ func testCreateParents(t *testing.T, s *suite, p string) {
 	wantErr(t, "create existing parent", sm.Create(ctx, p+"/a", nil, false), spi.ErrExists)
 }
 
-func testDataCopied(t *testing.T, s *suite, p string) {
+func testDataCopied(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	data := []byte("original")
 	must(t, sm.Create(ctx, p, data, false))
@@ -345,7 +406,7 @@ func testDataCopied(t *testing.T, s *suite, p string) {
 	wantNode(t, sm, p, "second", 1, false)
 }
 
-func testBinaryData(t *testing.T, s *suite, p string) {
+func testBinaryData(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	bin := make([]byte, 256)
 	for i := range bin {
@@ -363,7 +424,7 @@ func testBinaryData(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testSetVersions(t *testing.T, s *suite, p string) {
+func testSetVersions(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	_, err := sm.Set(ctx, p, []byte("x"), spi.AnyVersion)
 	wantErr(t, "set of a missing node", err, spi.ErrNotFound)
@@ -395,7 +456,7 @@ func testSetVersions(t *testing.T, s *suite, p string) {
 	wantErr(t, "conditional set of a missing node", err, spi.ErrNotFound)
 }
 
-func testDelete(t *testing.T, s *suite, p string) {
+func testDelete(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	must(t, sm.Create(ctx, p+"/n", []byte("x"), false))
 	_, err := sm.Set(ctx, p+"/n", []byte("y"), 0)
@@ -413,7 +474,7 @@ func testDelete(t *testing.T, s *suite, p string) {
 	wantNode(t, sm, p+"/n", "again", 0, false)
 }
 
-func testDeleteRecursive(t *testing.T, s *suite, p string) {
+func testDeleteRecursive(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	for _, q := range []string{"/d/x/y/z", "/d/x/w", "/d/v", "/keep"} {
 		must(t, sm.Create(ctx, p+q, []byte(q), false))
@@ -431,7 +492,7 @@ func testDeleteRecursive(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testChildren(t *testing.T, s *suite, p string) {
+func testChildren(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	for _, name := range []string{"zeta", "alpha", "Beta", "m-1", "m.0", "m_2", "10", "9"} {
 		must(t, sm.Create(ctx, p+"/"+name, nil, false))
@@ -452,7 +513,7 @@ func testChildren(t *testing.T, s *suite, p string) {
 	wantErr(t, "children of a missing node", err, spi.ErrNotFound)
 }
 
-func testMultiApplies(t *testing.T, s *suite, p string) {
+func testMultiApplies(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	must(t, sm.Create(ctx, p+"/set", []byte("old"), false))
 	must(t, sm.Create(ctx, p+"/del/child", nil, false))
@@ -473,7 +534,7 @@ func testMultiApplies(t *testing.T, s *suite, p string) {
 	must(t, sm.Multi(ctx))
 }
 
-func testMultiSequential(t *testing.T, s *suite, p string) {
+func testMultiSequential(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	must(t, sm.Multi(ctx,
 		spi.Op{Kind: spi.OpCreate, Path: p + "/a", Data: []byte("0")},
@@ -488,7 +549,7 @@ func testMultiSequential(t *testing.T, s *suite, p string) {
 	wantAbsent(t, sm, p+"/b")
 }
 
-func testMultiAtomic(t *testing.T, s *suite, p string) {
+func testMultiAtomic(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	must(t, sm.Create(ctx, p+"/existing", []byte("keep"), false))
 	must(t, sm.Create(ctx, p+"/victim/child", []byte("keep"), false))
@@ -504,7 +565,7 @@ func testMultiAtomic(t *testing.T, s *suite, p string) {
 		{"check-missing", spi.Op{Kind: spi.OpCheck, Path: p + "/nosuchnode", Version: spi.AnyVersion}, spi.ErrNotFound},
 		{"check-version", spi.Op{Kind: spi.OpCheck, Path: p + "/existing", Version: 3}, spi.ErrVersionConflict},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
+		spitest.Run(t, tc.name, func(t spitest.T) {
 			err := sm.Multi(ctx,
 				spi.Op{Kind: spi.OpCreate, Path: p + "/fresh/deep/node", Data: []byte("no")},
 				spi.Op{Kind: spi.OpSet, Path: p + "/existing", Data: []byte("changed"), Version: 0},
@@ -524,7 +585,7 @@ func testMultiAtomic(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testMultiRecursiveDelete(t *testing.T, s *suite, p string) {
+func testMultiRecursiveDelete(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	for _, q := range []string{"/t/x/y", "/t/x/z", "/t/w"} {
 		must(t, sm.Create(ctx, p+q, nil, false))
@@ -541,7 +602,7 @@ func testMultiRecursiveDelete(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testEphemeral(t *testing.T, s *suite, p string) {
+func testEphemeral(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	s1, s2 := s.open(t), s.open(t)
 	must(t, s1.Create(ctx, p+"/parent/eph", []byte("mine"), true))
@@ -579,7 +640,7 @@ func testEphemeral(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testEphemeralNoChildren(t *testing.T, s *suite, p string) {
+func testEphemeralNoChildren(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	s1, s2 := s.open(t), s.open(t)
 	must(t, s1.Create(ctx, p+"/eph", nil, true))
@@ -598,7 +659,7 @@ func testEphemeralNoChildren(t *testing.T, s *suite, p string) {
 	wantAbsent(t, s1, p+"/eph/child")
 }
 
-func testEphemeralTakeover(t *testing.T, s *suite, p string) {
+func testEphemeralTakeover(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	s1, s2 := s.open(t), s.open(t)
 	loc := p + "/tmanager"
@@ -620,7 +681,7 @@ func testEphemeralTakeover(t *testing.T, s *suite, p string) {
 	wantErr(t, "third session creates a live ephemeral", s3.Create(ctx, loc, nil, true), spi.ErrExists)
 }
 
-func testWatch(t *testing.T, s *suite, p string) {
+func testWatch(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	watcher, writer := s.open(t), s.open(t)
 	n := p + "/node"
@@ -647,7 +708,7 @@ func testWatch(t *testing.T, s *suite, p string) {
 	waitEvent(t, events, spi.EventDataChanged, n)
 }
 
-func testWatchEphemeralClose(t *testing.T, s *suite, p string) {
+func testWatchEphemeralClose(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	watcher, owner := s.open(t), s.open(t)
 	n := p + "/eph"
@@ -661,7 +722,7 @@ func testWatchEphemeralClose(t *testing.T, s *suite, p string) {
 	waitEvent(t, parentEvents, spi.EventChildrenChanged, p)
 }
 
-func testWatchEnds(t *testing.T, s *suite, p string) {
+func testWatchEnds(t spitest.T, s *suite, p string) {
 	sm := s.open(t)
 	ctx, cancel := context.WithCancel(testContext(t))
 	events, err := sm.Watch(ctx, p)
@@ -681,7 +742,7 @@ func testWatchEnds(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testLock(t *testing.T, s *suite, p string) {
+func testLock(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	s1, s2 := s.open(t), s.open(t)
 	l := p + "/lock"
@@ -729,7 +790,7 @@ func testLock(t *testing.T, s *suite, p string) {
 	must(t, unlock1())
 }
 
-func testLockClose(t *testing.T, s *suite, p string) {
+func testLockClose(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	s1, s2 := s.open(t), s.open(t)
 	l := p + "/lock"
@@ -758,7 +819,7 @@ func testLockClose(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testInvalidPaths(t *testing.T, s *suite, p string) {
+func testInvalidPaths(t spitest.T, s *suite, p string) {
 	ctx, sm := testContext(t), s.open(t)
 	bad := []string{
 		"", "relative", "relative/x", p + "/", p + "//x", p + "/../x", p + "/./x", p + "/..",
@@ -793,7 +854,7 @@ func testInvalidPaths(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testConcurrentSets(t *testing.T, s *suite, p string) {
+func testConcurrentSets(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	sessions := []spi.StateManager{s.open(t), s.open(t)}
 	must(t, sessions[0].Create(ctx, p, nil, false))
@@ -840,7 +901,7 @@ func testConcurrentSets(t *testing.T, s *suite, p string) {
 	}
 }
 
-func testConcurrentCAS(t *testing.T, s *suite, p string) {
+func testConcurrentCAS(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	sessions := []spi.StateManager{s.open(t), s.open(t)}
 	must(t, sessions[0].Create(ctx, p, []byte("0"), false))
@@ -882,7 +943,7 @@ func testConcurrentCAS(t *testing.T, s *suite, p string) {
 	wantNode(t, sessions[0], p, strconv.Itoa(workers*each), workers*each, false)
 }
 
-func testClosed(t *testing.T, s *suite, p string) {
+func testClosed(t spitest.T, s *suite, p string) {
 	ctx := testContext(t)
 	sm := s.open(t)
 	must(t, sm.Close())

@@ -21,6 +21,9 @@ import (
 var packages = map[string]string{
 	"egret":     "./cmd/egret",
 	"wordcount": "./examples/wordcount",
+	// plugin binaries for the plugin tests (plugins_test.go)
+	"egretplugin":            "./plugins/testdata/egretplugin",
+	"egret-scheduler-broken": "./plugins/testdata/egret-scheduler-broken",
 }
 
 // binaries are built once per test run, on first use.

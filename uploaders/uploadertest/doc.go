@@ -17,4 +17,8 @@
 // extraction, Undo, errors, concurrency and cancellation. It closes every
 // uploader it creates; the factory must not. Use Suite to pass fetch options
 // such as a bearer token.
+//
+// The checks take a spitest.T, so they also run outside go test: set
+// Suite.Open (a context-and-error factory) instead of Suite.New and call
+// Suite.Run with a spitest.Reporter's T, as `egret plugin verify` does.
 package uploadertest

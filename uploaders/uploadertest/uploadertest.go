@@ -20,13 +20,19 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/spi/spitest"
 	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
 // Suite is the conformance suite with options.
 type Suite struct {
-	// New returns a fresh uploader for one subtest. Required.
+	// New returns a fresh uploader for one subtest. New or Open is
+	// required.
 	New func(t *testing.T) spi.Uploader
+	// Open is New for suites that also run outside go test (egret plugin
+	// verify): its error fails the check. When set, it is used instead of
+	// New.
+	Open func(ctx context.Context) (spi.Uploader, error)
 	// Fetch are the options used to fetch uploaded packages back, e.g.
 	// the bearer token of an http package server. Log defaults to a test
 	// logger.
@@ -38,14 +44,17 @@ type Suite struct {
 
 // Run runs the suite with default options against the uploaders that
 // newUploader returns.
-func Run(t *testing.T, newUploader func(t *testing.T) spi.Uploader) {
+func Run(t spitest.T, newUploader func(t *testing.T) spi.Uploader) {
 	Suite{New: newUploader}.Run(t)
 }
 
 // Run runs every conformance test as a subtest of t.
-func (s Suite) Run(t *testing.T) {
-	if s.New == nil {
-		t.Fatal("uploadertest: Suite.New is nil")
+func (s Suite) Run(t spitest.T) {
+	if s.New == nil && s.Open == nil {
+		t.Fatal("uploadertest: Suite.New and Suite.Open are nil")
+	}
+	if s.Open == nil && spitest.Testing(t) == nil {
+		t.Fatal("uploadertest: Suite.New needs go test (a *testing.T); set Suite.Open to run the suite elsewhere")
 	}
 	if s.Role == "" {
 		s.Role = "tester"
@@ -55,7 +64,7 @@ func (s Suite) Run(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		fn   func(*testing.T)
+		fn   func(spitest.T)
 	}{
 		{"RoundTrip", s.testRoundTrip},
 		{"WithoutSHA", s.testWithoutSHA},
@@ -71,13 +80,21 @@ func (s Suite) Run(t *testing.T) {
 		{"PreviewURI", s.testPreviewURI},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, tc.fn)
+		spitest.Run(t, tc.name, tc.fn)
 	}
 }
 
-func (s Suite) uploader(t *testing.T) spi.Uploader {
+func (s Suite) uploader(t spitest.T) spi.Uploader {
 	t.Helper()
-	u := s.New(t)
+	var u spi.Uploader
+	if s.Open != nil {
+		var err error
+		if u, err = s.Open(ctxFor(t)); err != nil {
+			t.Fatalf("open an uploader: %v", err)
+		}
+	} else {
+		u = s.New(spitest.Testing(t))
+	}
 	if u == nil {
 		t.Fatal("uploadertest: New returned nil")
 	}
@@ -89,7 +106,7 @@ func (s Suite) uploader(t *testing.T) spi.Uploader {
 	return u
 }
 
-func ctxFor(t *testing.T) context.Context {
+func ctxFor(t spitest.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
@@ -104,7 +121,7 @@ type built struct {
 
 // makePackage builds a topology package (binary, definition, config) whose
 // content depends on seed.
-func (s Suite) makePackage(t *testing.T, topology string, seed uint64) built {
+func (s Suite) makePackage(t spitest.T, topology string, seed uint64) built {
 	t.Helper()
 	dir := t.TempDir()
 	var key [32]byte
@@ -152,7 +169,7 @@ func (s Suite) makePackage(t *testing.T, topology string, seed uint64) built {
 	}
 }
 
-func (s Suite) fetchOpts(t *testing.T) fetch.Options {
+func (s Suite) fetchOpts(t spitest.T) fetch.Options {
 	o := s.Fetch
 	if o.Log == nil {
 		o.Log = zaptest.NewLogger(t)
@@ -161,7 +178,7 @@ func (s Suite) fetchOpts(t *testing.T) fetch.Options {
 }
 
 // fetchBack downloads uri and checks it byte for byte against want.
-func (s Suite) fetchBack(t *testing.T, uri string, want built) string {
+func (s Suite) fetchBack(t spitest.T, uri string, want built) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "fetched.tar.gz")
 	if err := fetch.FetchWith(ctxFor(t), uri, dst, want.pkg.SHA256, s.fetchOpts(t)); err != nil {
@@ -184,7 +201,7 @@ func (s Suite) fetchBack(t *testing.T, uri string, want built) string {
 	return dst
 }
 
-func (s Suite) upload(t *testing.T, u spi.Uploader, b built) string {
+func (s Suite) upload(t spitest.T, u spi.Uploader, b built) string {
 	t.Helper()
 	uri, err := u.Upload(ctxFor(t), b.pkg)
 	if err != nil {
@@ -196,7 +213,7 @@ func (s Suite) upload(t *testing.T, u spi.Uploader, b built) string {
 	return uri
 }
 
-func (s Suite) testRoundTrip(t *testing.T) {
+func (s Suite) testRoundTrip(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "roundtrip", 1)
 	uri := s.upload(t, u, b)
@@ -225,7 +242,7 @@ func (s Suite) testRoundTrip(t *testing.T) {
 	}
 }
 
-func (s Suite) testWithoutSHA(t *testing.T) {
+func (s Suite) testWithoutSHA(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "nosha", 2)
 	pkg := b.pkg
@@ -237,7 +254,7 @@ func (s Suite) testWithoutSHA(t *testing.T) {
 	s.fetchBack(t, uri, b)
 }
 
-func (s Suite) testTwiceSame(t *testing.T) {
+func (s Suite) testTwiceSame(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "twicesame", 3)
 	uri1 := s.upload(t, u, b)
@@ -246,7 +263,7 @@ func (s Suite) testTwiceSame(t *testing.T) {
 	s.fetchBack(t, uri2, b)
 }
 
-func (s Suite) testTwiceDifferent(t *testing.T) {
+func (s Suite) testTwiceDifferent(t spitest.T) {
 	u := s.uploader(t)
 	b1 := s.makePackage(t, "twicediff", 4)
 	b2 := s.makePackage(t, "twicediff", 5)
@@ -274,7 +291,7 @@ func (s Suite) testTwiceDifferent(t *testing.T) {
 	}
 }
 
-func (s Suite) expectGone(t *testing.T, uri string) {
+func (s Suite) expectGone(t spitest.T, uri string) {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "gone.tar.gz")
 	err := fetch.FetchWith(ctxFor(t), uri, dst, "", s.fetchOpts(t))
@@ -289,7 +306,7 @@ func (s Suite) expectGone(t *testing.T, uri string) {
 	}
 }
 
-func (s Suite) testUndo(t *testing.T) {
+func (s Suite) testUndo(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "undo", 6)
 	uri := s.upload(t, u, b)
@@ -304,7 +321,7 @@ func (s Suite) testUndo(t *testing.T) {
 }
 
 // sibling replaces the last path element of uri with a name never uploaded.
-func sibling(t *testing.T, uri string) string {
+func sibling(t spitest.T, uri string) string {
 	t.Helper()
 	u, err := url.Parse(uri)
 	if err != nil || u.Path == "" || strings.HasSuffix(u.Path, "/") {
@@ -315,7 +332,7 @@ func sibling(t *testing.T, uri string) string {
 	return u.String()
 }
 
-func (s Suite) testUndoUnknown(t *testing.T) {
+func (s Suite) testUndoUnknown(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "undounknown", 7)
 	uri := s.upload(t, u, b)
@@ -326,7 +343,7 @@ func (s Suite) testUndoUnknown(t *testing.T) {
 	s.fetchBack(t, uri, b) // an Undo of another name must not touch this one
 }
 
-func (s Suite) testMissingFile(t *testing.T) {
+func (s Suite) testMissingFile(t spitest.T) {
 	u := s.uploader(t)
 	missing := filepath.Join(t.TempDir(), "does-not-exist.tar.gz")
 	_, err := u.Upload(ctxFor(t), spi.Package{Topology: "missing", Role: s.Role, Cluster: s.Cluster, Path: missing})
@@ -341,7 +358,7 @@ func (s Suite) testMissingFile(t *testing.T) {
 	}
 }
 
-func (s Suite) testSHAMismatch(t *testing.T) {
+func (s Suite) testSHAMismatch(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "shamismatch", 8)
 	other := s.makePackage(t, "shamismatch", 9)
@@ -356,7 +373,7 @@ func (s Suite) testSHAMismatch(t *testing.T) {
 	}
 }
 
-func (s Suite) testInvalidPackage(t *testing.T) {
+func (s Suite) testInvalidPackage(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "invalid", 10)
 	for _, tc := range []struct {
@@ -375,7 +392,7 @@ func (s Suite) testInvalidPackage(t *testing.T) {
 	}
 }
 
-func (s Suite) testConcurrent(t *testing.T) {
+func (s Suite) testConcurrent(t spitest.T) {
 	u := s.uploader(t)
 	const n = 6
 	pkgs := make([]built, n)
@@ -404,7 +421,7 @@ func (s Suite) testConcurrent(t *testing.T) {
 	}
 }
 
-func (s Suite) testCanceled(t *testing.T) {
+func (s Suite) testCanceled(t spitest.T) {
 	u := s.uploader(t)
 	b := s.makePackage(t, "canceled", 11)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -420,7 +437,7 @@ func (s Suite) testCanceled(t *testing.T) {
 
 // testPreviewURI checks the optional spi.URIPreviewer: the preview stores
 // nothing and names the URI the upload then returns.
-func (s Suite) testPreviewURI(t *testing.T) {
+func (s Suite) testPreviewURI(t spitest.T) {
 	u := s.uploader(t)
 	p, ok := u.(spi.URIPreviewer)
 	if !ok {
