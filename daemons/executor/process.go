@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/internal/safepath"
 )
@@ -89,6 +90,9 @@ type ProcessStatus struct {
 	// LastExit describes how the last run ended ("" if none has).
 	LastExit string   `json:"last_exit,omitempty"`
 	Args     []string `json:"args"`
+	// OOMKills counts the runs of an instance that ended because it
+	// exceeded its memory limit.
+	OOMKills int `json:"oom_kills,omitempty"`
 }
 
 // process supervises one child: it runs it, restarts it when it exits and
@@ -99,6 +103,15 @@ type process struct {
 	kind Kind
 	task int
 	args []string
+	// component, limits and dir are an instance's: its component, what
+	// the packing plan gives it and its working directory (W for the
+	// daemons).
+	component string
+	limits    Limits
+	dir       string
+	// group is the process's cgroup (nil without cgroups).
+	group *cgroup.Group
+	res   resourceState
 
 	stopCh    chan struct{} // closed: stop for good
 	restartCh chan string   // a reason: restart now (buffered 1)
@@ -109,6 +122,7 @@ type process struct {
 	restarts  int
 	startedAt time.Time
 	lastExit  string
+	oomKills  int
 }
 
 func newProcess(ex *Executor, name string, kind Kind, task int, args []string) *process {
@@ -261,19 +275,30 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	}
 	fmt.Fprintf(lf, "==== %s egret executor: starting %s: %s\n", time.Now().Format(time.RFC3339Nano), p.name, quoteArgs(p.args))
 	cmd := exec.Command(p.args[0], p.args[1:]...)
-	cmd.Dir = e.paths.WorkDir
+	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), e.cfg.ExtraEnv...)
+	cmd.Env = append(cmd.Env, p.limits.env(e.cfg.ExtraEnv)...)
 	cmd.Stdin = nil
 	// One writer for both: the executor copies the child's output into
-	// the log through one pipe.
-	cmd.Stdout = lf
-	cmd.Stderr = lf
+	// the log through one pipe; the sniffer notices the Go runtime's out
+	// of memory crash on the way.
+	out := &oomSniffer{w: lf, hit: &p.res.goOOM}
+	cmd.Stdout = out
+	cmd.Stderr = out
 	cmd.WaitDelay = pipeDrain
 	cmd.SysProcAttr = sysProcAttr()
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
 		lf.Close()
 		return nil, time.Time{}, nil, err
+	}
+	if p.group != nil {
+		// The child ran for the moment between fork and this write
+		// outside its group: its first allocations are not limited.
+		if err := p.group.Add(cmd.Process.Pid); err != nil {
+			e.log.Warn("cannot move the process into its cgroup; only its Go limits apply",
+				zap.String("process", p.name), zap.Error(err))
+		}
 	}
 	waitCh := make(chan error, 1)
 	go func() {
@@ -304,6 +329,9 @@ func (p *process) exited(cmd *exec.Cmd, started time.Time, werr error) exitInfo 
 		ex.reason = ps.String()
 	} else if werr != nil {
 		ex.reason = werr.Error()
+	}
+	if cause := p.oomCause(); cause != "" {
+		ex.reason = p.reportOOM(pid, cause, ex.reason)
 	}
 	p.ex.mu.Lock()
 	p.pid = 0
@@ -375,7 +403,7 @@ func (p *process) statusLocked() ProcessStatus {
 	return ProcessStatus{
 		Name: p.name, Kind: p.kind, Task: p.task, PID: p.pid, State: p.state,
 		Restarts: p.restarts, StartedAt: p.startedAt, LastExit: p.lastExit,
-		Args: append([]string(nil), p.args...),
+		Args: append([]string(nil), p.args...), OOMKills: p.oomKills,
 	}
 }
 

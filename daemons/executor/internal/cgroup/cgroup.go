@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -77,8 +78,10 @@ type Manager struct {
 	enabled      []string
 	// dirs are the container's base directories: one for v2, the cpu and
 	// memory hierarchies' for v1 (cpu first).
-	dirs   []string
-	path   string // dirs[0], kept after Close
+	dirs []string
+	path string // dirs[0], kept after Close
+
+	mu     sync.Mutex
 	groups map[string]*Group
 }
 
@@ -241,7 +244,9 @@ func (m *Manager) Create(name string, l Limits) (*Group, error) {
 		g.remove()
 		return nil, err
 	}
+	m.mu.Lock()
 	m.groups[name] = g
+	m.mu.Unlock()
 	return g, nil
 }
 
@@ -353,7 +358,9 @@ func (g *Group) Stats() (Stats, error) {
 // Remove deletes the group; its processes must have exited (a process
 // still inside is SIGKILLed first).
 func (g *Group) Remove() error {
+	g.m.mu.Lock()
 	delete(g.m.groups, g.name)
+	g.m.mu.Unlock()
 	return g.remove()
 }
 
@@ -371,12 +378,15 @@ func (g *Group) remove() error {
 // controllers it enabled and moves the executor back to its cgroup.
 func (m *Manager) Close() error {
 	var errs []error
-	for _, g := range m.groups {
+	m.mu.Lock()
+	groups := m.groups
+	m.groups = map[string]*Group{}
+	m.mu.Unlock()
+	for _, g := range groups {
 		if err := g.remove(); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	m.groups = map[string]*Group{}
 	if err := m.removeDirs(); err != nil {
 		errs = append(errs, err)
 	}
