@@ -19,6 +19,7 @@ import (
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/statemgr/memory"
 	"github.com/egret-stream/egret/uploaders/fetch"
@@ -599,6 +600,14 @@ func TestExecutorKilledTakesChildrenAlong(t *testing.T) {
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
+		// A SIGKILLed executor cannot remove its cgroups: the next
+		// executor of the container does (Setup's StalePrefix).
+		if m, err := cgroup.Setup(cgroup.Options{Name: "egret-sweep-" + strconv.Itoa(os.Getpid()), StalePrefix: "egret-" + testTopology + "-1-"}); err == nil {
+			_ = m.Close()
+		}
+		if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/egret-" + testTopology + "-1-" + strconv.Itoa(cmd.Process.Pid) + "-*"); len(dirs) > 0 {
+			t.Errorf("cgroups of the killed executor left behind: %v", dirs)
+		}
 	})
 
 	fakes := map[string]string{"metricsmgr": "metricsmgr", "stmgr": "stmgr", "instance-word-1": "task-1", "instance-count-2": "task-2"}
