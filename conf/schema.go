@@ -356,6 +356,12 @@ var schema = []Key{
 		Description: "Fixed RAM padding per container for the stream manager and metrics manager."},
 	{Name: "egret.packing.padding.disk", Type: TypeBytes, Default: "1GiB", File: "packing", check: checkNonNegative,
 		Description: "Fixed disk padding per container (logs, packages)."},
+	{Name: "egret.packing.overhead.cpu", Type: TypeFloat, Default: "0.5", File: "packing", check: checkNonNegative,
+		Description: "CPU the daemons of a container (executor, stream manager, metrics manager) need; a container reserves the larger of this and its cpu padding (docs/concepts.md, \"Container size\")."},
+	{Name: "egret.packing.overhead.ram", Type: TypeBytes, Default: "144MiB", File: "packing", check: checkNonNegative,
+		Description: "RAM the daemons of a container need besides their queues: 48MiB each for the executor, stream manager and metrics manager (docs/backpressure.md, \"Memory bound\"). A container reserves the larger of its ram padding and this plus egret.packing.overhead.ram.per.instance per instance."},
+	{Name: "egret.packing.overhead.ram.per.instance", Type: TypeBytes, Default: "16MiB", File: "packing", check: checkNonNegative,
+		Description: "RAM the stream manager needs per local instance: its queue toward it (egret.stmgr.buffer.max.bytes) counted twice for the garbage collector."},
 
 	// internals.yaml
 	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "4MiB", File: "internals", check: checkPositive,
