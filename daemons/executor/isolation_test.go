@@ -397,3 +397,35 @@ func TestCgroupsRemovedOnStop(t *testing.T) {
 		t.Fatalf("%s left behind after the executor stopped (%v)", dir, err)
 	}
 }
+
+// TestExceptionsWaitForTheMetricsManager: exceptions that could not be
+// sent are sent in a later round, oldest first, within the bound.
+func TestExceptionsWaitForTheMetricsManager(t *testing.T) {
+	e := &Executor{procs: map[string]*process{}}
+	e.addException("hog", 2, "first")
+	_, sent := e.messages()
+	if len(sent) != 1 {
+		t.Fatalf("sent %d exceptions, want 1", len(sent))
+	}
+	e.addException("hog", 2, "second")
+	e.requeue(sent)
+	ms, sent := e.messages()
+	if len(sent) != 2 || sent[0].message != "first" || sent[1].message != "second" {
+		t.Fatalf("after a failed round: %+v", sent)
+	}
+	var got []string
+	for _, m := range ms {
+		for _, x := range m.GetExceptions() {
+			got = append(got, m.GetComponent()+":"+x.GetMessage())
+		}
+	}
+	if strings.Join(got, ",") != "hog:first,hog:second" {
+		t.Fatalf("reports carry %v", got)
+	}
+	for i := range maxPendingExceptions + 5 {
+		e.addException("", 0, strconv.Itoa(i))
+	}
+	if _, sent := e.messages(); len(sent) != maxPendingExceptions || sent[0].message != "5" {
+		t.Fatalf("bounded queue kept %d, first %q", len(sent), sent[0].message)
+	}
+}

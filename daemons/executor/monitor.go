@@ -160,7 +160,11 @@ func (e *Executor) monitor(ctx context.Context) {
 		case <-t.C:
 		}
 		e.sample()
-		pub.send(e.messages())
+		ms, sent := e.messages()
+		if !pub.send(ms) {
+			// Not lost: the next round tries again.
+			e.requeue(sent)
+		}
 	}
 }
 
@@ -217,8 +221,9 @@ func (e *Executor) sample() {
 }
 
 // messages builds this round's reports: the container's, then one per
-// instance, with the pending exceptions.
-func (e *Executor) messages() []*egretpb.MetricsPublish {
+// instance, with the pending exceptions (returned too, and no longer
+// pending).
+func (e *Executor) messages() ([]*egretpb.MetricsPublish, []exception) {
 	now := time.Now().UnixNano()
 	c := int32(e.cfg.Container)
 	cont := &egretpb.MetricsPublish{Source: "executor", Container: c, UnixNanos: now}
@@ -283,14 +288,30 @@ func (e *Executor) messages() []*egretpb.MetricsPublish {
 		}
 		m.Exceptions = append(m.Exceptions, &egretpb.ExceptionReport{Message: x.message, UnixNanos: x.at, Count: 1})
 	}
-	e.exc.pending = e.exc.pending[:0]
+	sent := e.exc.pending
+	e.exc.pending = nil
 	e.exc.mu.Unlock()
-	return out
+	return out, sent
+}
+
+// requeue puts back exceptions that could not be sent, before newer ones,
+// within the bound.
+func (e *Executor) requeue(xs []exception) {
+	if len(xs) == 0 {
+		return
+	}
+	x := &e.exc
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	all := append(xs, x.pending...)
+	if len(all) > maxPendingExceptions {
+		all = all[len(all)-maxPendingExceptions:]
+	}
+	x.pending = all
 }
 
 // publisher writes reports to the metrics manager's socket, dialling again
-// after a failure. Exceptions of a round that could not be written are
-// lost (logged by the executor already).
+// after a failure.
 type publisher struct {
 	socket string
 	log    *zap.Logger
@@ -299,15 +320,17 @@ type publisher struct {
 	down   bool
 }
 
-func (p *publisher) send(ms []*egretpb.MetricsPublish) {
+// send writes ms and reports whether it did. A written report may still
+// be lost if the metrics manager dies before reading it.
+func (p *publisher) send(ms []*egretpb.MetricsPublish) bool {
 	if p.conn == nil {
 		c, err := net.DialTimeout("unix", p.socket, time.Second)
 		if err != nil {
 			if !p.down {
-				p.log.Debug("metrics manager not reachable; resource metrics are dropped until it is", zap.String("socket", p.socket), zap.Error(err))
+				p.log.Debug("metrics manager not reachable; resource metrics wait until it is", zap.String("socket", p.socket), zap.Error(err))
 				p.down = true
 			}
-			return
+			return false
 		}
 		p.conn, p.down = c, false
 	}
@@ -316,7 +339,7 @@ func (p *publisher) send(ms []*egretpb.MetricsPublish) {
 		var err error
 		if p.buf, err = wire.AppendMessage(p.buf, m); err != nil {
 			p.log.Error("encode resource metrics", zap.Error(err))
-			return
+			return true // would fail again: dropped
 		}
 	}
 	_ = p.conn.SetWriteDeadline(time.Now().Add(5 * time.Second))
@@ -324,7 +347,9 @@ func (p *publisher) send(ms []*egretpb.MetricsPublish) {
 		p.log.Debug("metrics manager connection lost", zap.Error(err))
 		p.close()
 		p.down = true
+		return false
 	}
+	return true
 }
 
 func (p *publisher) close() {
