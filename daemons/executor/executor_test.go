@@ -99,9 +99,16 @@ func TestSettings(t *testing.T) {
 		s.logs != (logfile.Limits{MaxSize: 100 << 20, MaxFiles: 5}) {
 		t.Fatalf("defaults: %+v %v", s, err)
 	}
+	if s.cgroups != CgroupsAuto || s.monitorEvery != 2*time.Second || s.maxProcs != 0 {
+		t.Fatalf("isolation defaults: cgroups %q, monitor %s, gomaxprocs %d", s.cgroups, s.monitorEvery, s.maxProcs)
+	}
 	s, err = parseSettings(spi.Config{KeyLogMaxSize: "64KiB", KeyLogMaxFiles: "2"})
 	if err != nil || s.logs != (logfile.Limits{MaxSize: 64 << 10, MaxFiles: 2}) {
 		t.Fatalf("log limits: %+v %v", s.logs, err)
+	}
+	s, err = parseSettings(spi.Config{KeyCgroups: "off", KeyMonitorInterval: "250ms", KeyInstanceMaxProcs: "2"})
+	if err != nil || s.cgroups != CgroupsOff || s.monitorEvery != 250*time.Millisecond || s.maxProcs != 2 {
+		t.Fatalf("isolation settings: %+v %v", s, err)
 	}
 	for _, bad := range []spi.Config{
 		{KeyBackoffInitial: "-1s"},
@@ -111,6 +118,9 @@ func TestSettings(t *testing.T) {
 		{KeyLogMaxSize: "big"},
 		{KeyLogMaxFiles: "-1"},
 		{KeyLogMaxFiles: "two"},
+		{KeyCgroups: "maybe"},
+		{KeyMonitorInterval: "0s"},
+		{KeyInstanceMaxProcs: "-1"},
 	} {
 		if _, err := parseSettings(bad); err == nil {
 			t.Errorf("%v accepted", bad)

@@ -353,8 +353,9 @@ func TestSpinnerGetsOnlyItsCPU(t *testing.T) {
 	if used > share*1.6+0.05 {
 		t.Errorf("the spinner used %.2f cores, its share is %.2f", used, share)
 	}
-	waitLong(t, "throttling in the spinner's metrics", func() bool {
-		return mm.metric(3, MetricThrottledPeriod) > 0 && mm.metric(3, MetricThrottledSecs) > 0
+	waitLong(t, "throttling in the spinner's metrics and exceptions", func() bool {
+		_, msg := mm.exception("spin", "task 3 (spin) is throttled at its cpu limit of 0.25 cores")
+		return mm.metric(3, MetricThrottledPeriod) > 0 && mm.metric(3, MetricThrottledSecs) > 0 && msg != ""
 	})
 }
 

@@ -63,7 +63,13 @@ type resourceState struct {
 	memory    uint64
 	disk      int64
 	diskOver  bool
+	// throttled: the throttling was reported (once per process).
+	throttled bool
 }
+
+// throttleReport is the share of a monitor interval an instance must
+// spend throttled for the executor to report it (once).
+const throttleReport = 0.1
 
 // oomSniffer passes a child's output to its log and notes the Go runtime's
 // "fatal error: runtime: out of memory".
@@ -200,10 +206,15 @@ func (e *Executor) sample() {
 		disk := dirUsage(p.dir)
 		over := p.limits.Disk > 0 && disk > p.limits.Disk
 		e.mu.Lock()
+		throttledNow := false
 		if p.group != nil {
 			// The OOM count is taken at exit (oomCause); keep only
 			// the rest here.
 			st.OOMKills = p.res.stats.OOMKills
+			delta := float64(st.ThrottledUsec) - float64(p.res.stats.ThrottledUsec)
+			if p.res.stats.ThrottledUsec > 0 && delta > throttleReport*float64(e.set.monitorEvery.Microseconds()) && !p.res.throttled {
+				p.res.throttled, throttledNow = true, true
+			}
 			p.res.stats = st
 		}
 		p.res.memory = mem
@@ -211,6 +222,12 @@ func (e *Executor) sample() {
 		was := p.res.diskOver
 		p.res.diskOver = over
 		e.mu.Unlock()
+		if throttledNow {
+			msg := fmt.Sprintf("task %d (%s) is throttled at its cpu limit of %s cores: it wants more cpu than the packing plan gives it",
+				p.task, p.component, strconv.FormatFloat(p.limits.CPU, 'f', -1, 64))
+			e.log.Info(msg, zap.String("process", p.name), zap.Int("gomaxprocs", p.limits.GOMAXPROCS))
+			e.addException(p.component, p.task, msg)
+		}
 		if over && !was {
 			msg := fmt.Sprintf("task %d (%s) uses %s of disk in its working directory, over its share of %s (not stopped)",
 				p.task, p.component, FormatBytes(disk), FormatBytes(p.limits.Disk))

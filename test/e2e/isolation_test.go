@@ -122,6 +122,9 @@ func testIsolation(t *testing.T, mode string) {
 	waitFor(t, "three seconds of spinning", isoWait, func() bool { return time.Since(t0) >= 3*time.Second })
 	used := (procCPU(t, spinPid) - c0) / time.Since(t0).Seconds()
 	t.Logf("spinner: %.2f cores with a share of 0.25", used)
+	waitFor(t, "the exception of the throttled spinner", isoWait, func() bool {
+		return strings.Contains(c.exceptions(t, "spin"), "(spin) is throttled at its cpu limit of 0.25 cores")
+	})
 	if used > 0.25*1.6+0.05 {
 		t.Errorf("the spinner used %.2f cores, its share is 0.25", used)
 	}
