@@ -277,6 +277,20 @@ func (g *Group) SetLimits(l Limits) error {
 			return fmt.Errorf("cgroup: set %s to %s: %w", x.file, x.value, err)
 		}
 	}
+	// Best effort, where the kernel has them: no swap beyond the limit
+	// (the limit would not stop a process that swaps), and on v2 an OOM
+	// kill takes the whole group (an instance and its subprocesses).
+	switch g.m.version {
+	case V2:
+		swap := "max"
+		if l.MemoryMax > 0 {
+			swap = "0"
+		}
+		_ = writeFile(filepath.Join(g.dirs[0], "memory.swap.max"), swap)
+		_ = writeFile(filepath.Join(g.dirs[0], "memory.oom.group"), "1")
+	case V1:
+		_ = writeFile(filepath.Join(g.dirs[1], "memory.memsw.limit_in_bytes"), bytesOrV1Max(l.MemoryMax))
+	}
 	return nil
 }
 
