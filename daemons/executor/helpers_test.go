@@ -63,6 +63,8 @@ func fakeName(args []string) string {
 
 // fakeMain is a fake daemon. It records its arguments in dir/argv/<name>.<pid>,
 // writes as many 64-byte lines to stderr as dir/chatter-<name> says, then:
+//   - crashes like the Go runtime out of memory (exit 2) once if it can
+//     remove dir/gooom-<name>;
 //   - exits with the code in dir/exit-<name> if that file exists;
 //   - exits with the code in dir/exitonce-<name> if it can remove that file;
 //   - otherwise writes dir/ready/<name>.<pid> and waits for SIGTERM (exit 0),
@@ -88,6 +90,12 @@ func fakeMain(dir string, args []string) int {
 			fmt.Fprintf(w, "fake %s: chatter line %08d %s\n", name, i, strings.Repeat("x", 64-len(name)-32))
 		}
 		_ = w.Flush()
+	}
+	gooom := filepath.Join(dir, "gooom-"+name)
+	if os.Remove(gooom) == nil {
+		// What the Go runtime prints when an allocation fails.
+		fmt.Fprintln(os.Stderr, "fatal error: runtime: out of memory")
+		return 2
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "exit-"+name)); err == nil {
 		code, _ := strconv.Atoi(strings.TrimSpace(string(b)))

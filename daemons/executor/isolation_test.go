@@ -430,3 +430,26 @@ func TestExceptionsWaitForTheMetricsManager(t *testing.T) {
 		t.Fatalf("bounded queue kept %d, first %q", len(sent), sent[0].message)
 	}
 }
+
+// TestGoRuntimeOutOfMemory: an instance that crashed with the Go
+// runtime's "out of memory" is counted and reported like a cgroup OOM
+// kill, and restarted.
+func TestGoRuntimeOutOfMemory(t *testing.T) {
+	t.Parallel()
+	v := newEnv(t)
+	v.setPlan(resPlan(plan.Instance{Component: "big", TaskID: 4, Resources: plan.Resources{CPU: 1, RAM: 512 << 20}}))
+	v.control("gooom-task-4", "")
+	cfg := v.config(1)
+	cfg.Settings[KeyMonitorInterval] = "50ms"
+	mm := listenMetrics(t, filepath.Join(v.work, "metricsmgr.sock"))
+	e, _, _ := v.run(cfg)
+	v.waitReady(e, "instance-big-4", "task-4")
+	st, _ := statusOf(e, "instance-big-4")
+	if st.OOMKills != 1 || st.Restarts != 1 || !strings.Contains(st.LastExit, "task 4 (big) exceeded its memory limit of 512 MiB, restarted (Go runtime out of memory") {
+		t.Fatalf("status after a Go runtime OOM: %+v", st)
+	}
+	waitLong(t, "the exception and the metric", func() bool {
+		_, msg := mm.exception("big", "task 4 (big) exceeded its memory limit of 512 MiB, restarted (Go runtime out of memory)")
+		return msg != "" && mm.metric(4, MetricOOMKills) == 1
+	})
+}
