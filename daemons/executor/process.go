@@ -287,12 +287,33 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	cmd.Stderr = out
 	cmd.WaitDelay = pipeDrain
 	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
-		lf.Close()
-		return nil, time.Time{}, nil, err
+	placed := false
+	if p.group != nil && p.group.Unified() {
+		if dir, err := os.Open(p.group.Path()); err == nil {
+			placed = intoCgroup(cmd.SysProcAttr, int(dir.Fd()))
+			err = cmd.Start()
+			dir.Close()
+			if err != nil && placed {
+				// An older kernel without clone3 into a cgroup:
+				// start normally, then move it.
+				e.log.Debug("cannot start the process inside its cgroup; moving it after the start", zap.String("process", p.name), zap.Error(err))
+				cmd = rebuild(cmd)
+				placed = false
+			} else if err != nil {
+				fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
+				lf.Close()
+				return nil, time.Time{}, nil, err
+			}
+		}
 	}
-	if p.group != nil {
+	if cmd.Process == nil {
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
+			lf.Close()
+			return nil, time.Time{}, nil, err
+		}
+	}
+	if p.group != nil && !placed {
 		// The child ran for the moment between fork and this write
 		// outside its group: its first allocations are not limited.
 		if err := p.group.Add(cmd.Process.Pid); err != nil {
@@ -316,6 +337,15 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	e.log.Info("process started", zap.String("process", p.name), zap.Int("pid", cmd.Process.Pid))
 	p.emit(Event{Kind: EventStarted, Process: p.name, PID: cmd.Process.Pid})
 	return cmd, now, waitCh, nil
+}
+
+// rebuild returns a fresh copy of a command whose Start failed (an
+// exec.Cmd cannot be started twice), without the cgroup placement.
+func rebuild(c *exec.Cmd) *exec.Cmd {
+	n := exec.Command(c.Path, c.Args[1:]...)
+	n.Dir, n.Env, n.Stdin, n.Stdout, n.Stderr, n.WaitDelay = c.Dir, c.Env, c.Stdin, c.Stdout, c.Stderr, c.WaitDelay
+	n.SysProcAttr = sysProcAttr()
+	return n
 }
 
 // exited records a run that ended on its own.

@@ -334,6 +334,10 @@ func (g *Group) Add(pid int) error {
 // Path returns the group's directory (v1: in the cpu hierarchy).
 func (g *Group) Path() string { return g.dirs[0] }
 
+// Unified reports whether the group is a cgroup v2 one, whose directory a
+// child can be started in directly (clone3 CLONE_INTO_CGROUP).
+func (g *Group) Unified() bool { return g.m.version == V2 }
+
 // Stats reads the group's counters. A counter the kernel does not offer
 // stays 0.
 func (g *Group) Stats() (Stats, error) {
