@@ -282,6 +282,10 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	// One writer for both: the executor copies the child's output into
 	// the log through one pipe; the sniffer notices the Go runtime's out
 	// of memory crash on the way.
+	// A new run: what the monitor and the sniffer noted of the last
+	// one (if it was stopped rather than died) does not carry over.
+	p.res.watchdog.Store(false)
+	p.res.goOOM.Store(false)
 	out := &oomSniffer{w: lf, hit: &p.res.goOOM}
 	cmd.Stdout = out
 	cmd.Stderr = out
