@@ -391,7 +391,7 @@ var schema = []Key{
 	{Name: "egret.executor.cgroups", Type: TypeEnum, Enum: []string{"auto", "off"}, Default: "auto", File: "internals",
 		Description: "auto: where the executor may create cgroups (v2 with cpu and memory delegated, or v1), every process of the container gets its own, with the cpu and memory of its share of the packing plan; otherwise, and with off, only GOMAXPROCS, GOMEMLIMIT and the executor's RSS watchdog apply (docs/isolation.md)."},
 	{Name: "egret.executor.monitor.interval", Type: TypeDuration, Default: "2s", File: "internals", check: checkPositive,
-		Description: "How often the executor reads the resource use of its processes (cgroup counters, RSS, disk of each instance's working directory), kills an instance over its memory without cgroups, and publishes resource.* metrics."},
+		Description: "How often the executor reads the resource use of its processes (cgroup counters and RSS each interval, the disk of each instance's working directory every fifth), kills an instance over its memory without cgroups, and publishes resource.* metrics."},
 	{Name: "egret.instance.queue.max.bytes", Type: TypeBytes, Default: "1MiB", File: "internals", check: checkPositive,
 		Description: "Bound of an instance's inbound and outbound queues, each (at most 1GiB). Both are outside the stream manager's watermarks: under back pressure they stay full, so they add to the instance's memory and to the tuples in flight (docs/backpressure.md)."},
 	{Name: "egret.tmanager.heartbeat.timeout", Type: TypeDuration, Default: "5s", File: "internals", check: checkPositive,
