@@ -277,11 +277,17 @@ func (g *Group) SetLimits(l Limits) error {
 			return fmt.Errorf("cgroup: set %s to %s: %w", x.file, x.value, err)
 		}
 	}
-	// Best effort, where the kernel has them: no swap beyond the limit
+	// Best effort, where the kernel has them: cpu weights from the plan,
+	// no swap beyond the limit
 	// (the limit would not stop a process that swaps), and on v2 an OOM
 	// kill takes the whole group (an instance and its subprocesses).
 	switch g.m.version {
 	case V2:
+		if l.CPU > 0 {
+			// Shares among the container's groups follow the plan
+			// (100 is one core's weight, the default).
+			_ = writeFile(filepath.Join(g.dirs[0], "cpu.weight"), strconv.Itoa(min(max(int(l.CPU*100+0.5), 1), 10000)))
+		}
 		swap := "max"
 		if l.MemoryMax > 0 {
 			swap = "0"
@@ -289,6 +295,9 @@ func (g *Group) SetLimits(l Limits) error {
 		_ = writeFile(filepath.Join(g.dirs[0], "memory.swap.max"), swap)
 		_ = writeFile(filepath.Join(g.dirs[0], "memory.oom.group"), "1")
 	case V1:
+		if l.CPU > 0 {
+			_ = writeFile(filepath.Join(g.dirs[0], "cpu.shares"), strconv.Itoa(max(int(l.CPU*1024+0.5), 2)))
+		}
 		_ = writeFile(filepath.Join(g.dirs[1], "memory.memsw.limit_in_bytes"), bytesOrV1Max(l.MemoryMax))
 	}
 	return nil
