@@ -346,7 +346,9 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 // KeyInstanceMaxProcs sets GOMAXPROCS of instance processes (0: Go's
-// default, one per CPU); the GOMAXPROCS environment variable wins.
+// default); the GOMAXPROCS environment variable wins. Under an executor
+// the variable is always set: to this key when positive, else to the
+// instance's cpu in the packing plan rounded up (docs/isolation.md).
 const KeyInstanceMaxProcs = "egret.instance.gomaxprocs"
 
 func setMaxProcs(settings spi.Config) error {

@@ -308,9 +308,43 @@ func metricsCmd(g *globals) *cobra.Command {
 				fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%.0f\t%.0f\t%.1f\t%.0f\t%s\t\n", c, m["instance.emitted"], m["instance.executed"], avg,
 					m["instance.errors"], m["instance.dropped"], m["process.cpu.seconds"], m["process.rss.bytes"]/(1<<20), strings.Join(user, " "))
 			}
-			return tw.Flush()
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			writeIsolation(out, st)
+			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
+}
+
+// writeIsolation says which containers run without cgroups (Go limits
+// only) and the memory and CPU limit events of each component.
+func writeIsolation(w io.Writer, st *launcher.Stats) {
+	ids := make([]string, 0, len(st.Executors))
+	for id := range st.Executors {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	var without []string
+	for _, id := range ids {
+		if st.Executors[id]["executor.cgroups"] == 0 {
+			without = append(without, id)
+		}
+	}
+	if len(without) > 0 {
+		fmt.Fprintf(w, "isolation: container(s) %s run without cgroups: only GOMAXPROCS, GOMEMLIMIT and the executor's RSS watchdog apply (see the executor log, docs/isolation.md)\n", strings.Join(without, ", "))
+	}
+	comps := make([]string, 0, len(st.Components))
+	for c := range st.Components {
+		comps = append(comps, c)
+	}
+	sort.Strings(comps)
+	for _, c := range comps {
+		m := st.Components[c]
+		if oom, thr := m["resource.memory.oom.kills"], m["resource.cpu.throttled.seconds"]; oom > 0 || thr > 0 {
+			fmt.Fprintf(w, "isolation: %s: %.0f instance(s) killed for exceeding their memory limit, %.1fs throttled at their cpu limit\n", c, oom, thr)
+		}
+	}
 }

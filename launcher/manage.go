@@ -745,6 +745,10 @@ func ParseKeyValues(flag string, values []string) (map[string]string, error) {
 type Stats struct {
 	Topology   string                        `json:"topology"`
 	Components map[string]map[string]float64 `json:"components"`
+	// Executors are the container-level metrics of each container's
+	// executor (executor.cgroups: 1 when its processes are in cgroups),
+	// by container id.
+	Executors map[string]map[string]float64 `json:"executors,omitempty"`
 }
 
 // Metrics reads the latest metrics of a running topology from its
@@ -776,6 +780,9 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 		Components map[string]struct {
 			Sums map[string]float64 `json:"sums"`
 		} `json:"components"`
+		Containers map[string]map[string]struct {
+			Metrics map[string]float64 `json:"metrics"`
+		} `json:"containers"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&raw); err != nil {
 		return nil, fmt.Errorf("topology manager of %q: bad /stats answer: %w", name, err)
@@ -783,6 +790,14 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 	out := &Stats{Topology: name, Components: map[string]map[string]float64{}}
 	for c, v := range raw.Components {
 		out.Components[c] = v.Sums
+	}
+	for c, srcs := range raw.Containers {
+		if ex, ok := srcs["executor"]; ok {
+			if out.Executors == nil {
+				out.Executors = map[string]map[string]float64{}
+			}
+			out.Executors[c] = ex.Metrics
+		}
 	}
 	return out, nil
 }

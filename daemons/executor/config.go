@@ -24,16 +24,33 @@ const (
 	KeyStopGrace      = "egret.executor.stop.grace"
 	KeyLogMaxSize     = "egret.logging.max.size"
 	KeyLogMaxFiles    = "egret.logging.max.files"
+	// KeyCgroups is "auto" (put every child in its own cgroup where the
+	// executor may create cgroups) or "off" (Go limits and the RSS
+	// watchdog only).
+	KeyCgroups = "egret.executor.cgroups"
+	// KeyMonitorInterval is how often the executor reads the resource use
+	// of its children (cgroup counters, RSS, disk) and publishes it.
+	KeyMonitorInterval = "egret.executor.monitor.interval"
+	// KeyInstanceMaxProcs, when positive, is the GOMAXPROCS of every
+	// instance instead of the one derived from its cpu.
+	KeyInstanceMaxProcs = "egret.instance.gomaxprocs"
+)
+
+// The values of KeyCgroups.
+const (
+	CgroupsAuto = "auto"
+	CgroupsOff  = "off"
 )
 
 // Defaults of the settings.
 const (
-	DefaultBackoffInitial = time.Second
-	DefaultBackoffMax     = 30 * time.Second
-	DefaultResetAfter     = 60 * time.Second
-	DefaultStopGrace      = 10 * time.Second
-	DefaultLogMaxSize     = 100 << 20
-	DefaultLogMaxFiles    = 5
+	DefaultBackoffInitial  = time.Second
+	DefaultBackoffMax      = 30 * time.Second
+	DefaultResetAfter      = 60 * time.Second
+	DefaultStopGrace       = 10 * time.Second
+	DefaultLogMaxSize      = 100 << 20
+	DefaultLogMaxFiles     = 5
+	DefaultMonitorInterval = 2 * time.Second
 )
 
 // ExitLayoutChanged is the exit code with which an instance says that the
@@ -102,6 +119,9 @@ type settings struct {
 	resetAfter     time.Duration
 	stopGrace      time.Duration
 	logs           logfile.Limits // of every child's log
+	cgroups        string         // CgroupsAuto or CgroupsOff
+	monitorEvery   time.Duration
+	maxProcs       int // egret.instance.gomaxprocs (0: from the plan's cpu)
 }
 
 func parseSettings(c spi.Config) (settings, error) {
@@ -122,6 +142,7 @@ func parseSettings(c spi.Config) (settings, error) {
 	get(KeyBackoffMax, DefaultBackoffMax, &s.backoffMax)
 	get(KeyResetAfter, DefaultResetAfter, &s.resetAfter)
 	get(KeyStopGrace, DefaultStopGrace, &s.stopGrace)
+	get(KeyMonitorInterval, DefaultMonitorInterval, &s.monitorEvery)
 	if err != nil {
 		return s, err
 	}
@@ -136,6 +157,17 @@ func parseSettings(c spi.Config) (settings, error) {
 	files, err := c.Int(KeyLogMaxFiles, DefaultLogMaxFiles)
 	if err != nil {
 		return s, err
+	}
+	switch s.cgroups = c.String(KeyCgroups, CgroupsAuto); s.cgroups {
+	case CgroupsAuto, CgroupsOff:
+	default:
+		return s, fmt.Errorf("config key %s: %q is neither %s nor %s", KeyCgroups, s.cgroups, CgroupsAuto, CgroupsOff)
+	}
+	if s.maxProcs, err = c.Int(KeyInstanceMaxProcs, 0); err != nil {
+		return s, err
+	}
+	if s.maxProcs < 0 {
+		return s, fmt.Errorf("config key %s must not be negative", KeyInstanceMaxProcs)
 	}
 	s.logs = logfile.Limits{MaxSize: int64(size), MaxFiles: files}
 	if err := s.logs.Validate(); err != nil {
@@ -154,8 +186,11 @@ type Paths struct {
 	// TopologyBinary is W/package/topology, run once per instance.
 	TopologyBinary string
 	LogsDir        string // W/logs
-	PidsFile       string // W/pids.json
-	MetricsFile    string // W/metrics.jsonl (the metrics manager's file sink)
+	// InstancesDir holds each instance's working directory,
+	// W/instances/<process name>.
+	InstancesDir string
+	PidsFile     string // W/pids.json
+	MetricsFile  string // W/metrics.jsonl (the metrics manager's file sink)
 	// StmgrSocket and MetricsSocket are W/stmgr.sock and W/metricsmgr.sock,
 	// or short paths under SocketDir when those are too long.
 	StmgrSocket   string
@@ -179,6 +214,7 @@ func ComputePaths(workDir, configFile string) (Paths, error) {
 		WorkDir:       w,
 		PackageDir:    filepath.Join(w, "package"),
 		LogsDir:       filepath.Join(w, "logs"),
+		InstancesDir:  filepath.Join(w, "instances"),
 		PidsFile:      filepath.Join(w, "pids.json"),
 		MetricsFile:   filepath.Join(w, "metrics.jsonl"),
 		StmgrSocket:   filepath.Join(w, "stmgr.sock"),

@@ -28,8 +28,10 @@
 //
 // F is the resolved cluster config (Config.ConfigFile, default
 // W/package/cluster.json), S and M the sockets below, P Config.StmgrPort
-// (0: any). Children run with W as their working directory and the
-// executor's environment plus Config.ExtraEnv.
+// (0: any). Daemons run with W as their working directory, instances with
+// W/instances/<name>; all with the executor's environment plus
+// Config.ExtraEnv, and instances with GOMAXPROCS and GOMEMLIMIT from their
+// share of the packing plan (see Resource isolation).
 //
 // # Working directory W
 //
@@ -45,6 +47,8 @@
 //	                      .N, N = egret.logging.max.files (5)
 //	W/pids.json           {"executor": pid, "processes": {name: pid}}, rewritten
 //	                      atomically whenever a child starts or ends
+//	W/instances/<name>/   each instance's working directory; its disk use is
+//	                      measured against the instance's disk share
 //	W/metrics.jsonl       the metrics manager's file sink
 //	W/stmgr.sock          the stream manager's socket for local instances
 //	W/metricsmgr.sock     the metrics manager's socket
@@ -66,6 +70,25 @@
 // a child sends SIGTERM to its process group and SIGKILL after
 // egret.executor.stop.grace (10s). There is no restart limit: a container
 // keeps trying, and the restart counters (Executor.Status) show the churn.
+//
+// # Resource isolation
+//
+// Each instance gets what the packing plan gives it (docs/isolation.md):
+// GOMAXPROCS = ceil(cpu), at least 1 (egret.instance.gomaxprocs
+// overrides), GOMEMLIMIT = ram − MemoryMargin(ram), unless the variable is
+// already in the environment. With egret.executor.cgroups=auto, where the
+// executor may create cgroups (internal/cgroup: v2 delegated, or v1),
+// every child gets its own group, instances with cpu.max and
+// memory.max/high from the plan; otherwise the executor says so once (log,
+// exception, metric executor.cgroups=0) and SIGKILLs an instance whose RSS
+// exceeds its ram (the RSS watchdog). Every
+// egret.executor.monitor.interval it reads the groups' counters, the RSS
+// and the disk use of each instance's directory, and publishes resource.*
+// metrics and queued exceptions to the metrics manager (source
+// "executor"). An instance that died of its memory limit (cgroup OOM
+// kill, watchdog, Go runtime out of memory) is restarted like any other,
+// logged and reported as "task T (C) exceeded its memory limit of N MiB,
+// restarted". The groups are removed when the executor stops.
 //
 // # Packing plan
 //

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -21,6 +23,7 @@ import (
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
@@ -40,6 +43,10 @@ type Executor struct {
 
 	mu    sync.Mutex
 	procs map[string]*process
+
+	// cg holds the children's cgroups (nil: Go limits only).
+	cg  *cgroup.Manager
+	exc exceptions
 
 	// Owned by the Run goroutine.
 	lastPlan *plan.PackingPlan
@@ -163,6 +170,14 @@ func (e *Executor) run(ctx context.Context) error {
 		}
 		defer os.RemoveAll(paths.SocketDir)
 	}
+	e.setupCgroups()
+	if e.cg != nil {
+		defer func() {
+			if err := e.cg.Close(); err != nil {
+				e.log.Warn("cannot remove every cgroup", zap.Error(err))
+			}
+		}()
+	}
 	sm := cfg.StateManager
 	if sm == nil {
 		if sm, err = cfg.Connect(ctx, cluster); err != nil {
@@ -179,6 +194,16 @@ func (e *Executor) run(ctx context.Context) error {
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	monitorDone := make(chan struct{})
+	go func() {
+		defer close(monitorDone)
+		e.monitor(wctx)
+	}()
+	// Runs before stopAll: the monitor stops before the children.
+	defer func() {
+		cancel()
+		<-monitorDone
+	}()
 	// Watch before the first read so no change is missed.
 	events, err := store.Watch(wctx, state.PackingPlansDir, cfg.TopologyName)
 	if err != nil {
@@ -328,7 +353,7 @@ func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool
 		_, running := e.procs[n]
 		e.mu.Unlock()
 		if !running {
-			e.startProcess(n, KindInstance, in.TaskID, InstanceArgs(e.params, in.TaskID))
+			e.startInstance(n, in)
 		}
 	}
 	return false, nil
@@ -341,8 +366,37 @@ func InstanceName(component string, task int) string {
 
 func (e *Executor) startProcess(name string, kind Kind, task int, args []string) {
 	p := newProcess(e, name, kind, task, args)
+	p.dir = e.paths.WorkDir
+	e.launch(p, cgroup.Limits{})
+}
+
+// startInstance starts the instance of in with the limits of its share of
+// the packing plan, in its own working directory W/instances/<name>.
+func (e *Executor) startInstance(name string, in plan.Instance) {
+	p := newProcess(e, name, KindInstance, in.TaskID, InstanceArgs(e.params, in.TaskID))
+	p.component = in.Component
+	p.limits = instanceLimits(in.Resources, e.set.maxProcs)
+	p.dir = filepath.Join(e.paths.InstancesDir, name)
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		e.log.Warn("cannot create the instance's working directory; it runs in the container's",
+			zap.String("process", name), zap.Error(err))
+		p.dir = e.paths.WorkDir
+	}
+	e.launch(p, p.limits.cgroupLimits())
+}
+
+// launch puts p in its cgroup (when the executor has cgroups) and starts
+// its supervision.
+func (e *Executor) launch(p *process, l cgroup.Limits) {
+	if e.cg != nil {
+		g, err := e.cg.Create(p.name, l)
+		if err != nil {
+			e.log.Warn("cannot create the process's cgroup; only its Go limits apply", zap.String("process", p.name), zap.Error(err))
+		}
+		p.group = g
+	}
 	e.mu.Lock()
-	e.procs[name] = p
+	e.procs[p.name] = p
 	e.mu.Unlock()
 	go p.run()
 }
@@ -363,6 +417,38 @@ func (e *Executor) stopProcesses(ps []*process) {
 	}
 	e.writePidsLocked()
 	e.mu.Unlock()
+	for _, p := range ps {
+		if p.group != nil {
+			if err := p.group.Remove(); err != nil {
+				e.log.Warn("cannot remove the process's cgroup", zap.String("process", p.name), zap.Error(err))
+			}
+		}
+	}
+}
+
+// setupCgroups gives the children their own cgroups where the executor
+// may create them, and says once why not otherwise.
+func (e *Executor) setupCgroups() {
+	const fallback = "enforcing only GOMAXPROCS, GOMEMLIMIT and the executor's RSS watchdog (docs/isolation.md)"
+	if e.set.cgroups == CgroupsOff {
+		e.log.Info("resource isolation: cgroups are off (" + KeyCgroups + "); " + fallback)
+		e.addException("", 0, "executor of container "+strconv.Itoa(e.cfg.Container)+": cgroups are off ("+KeyCgroups+"); "+fallback)
+		return
+	}
+	prefix := "egret-" + e.cfg.TopologyName + "-" + strconv.Itoa(e.cfg.Container) + "-"
+	// The pid finds the groups of a dead executor; the random part
+	// separates executors of one process (tests).
+	var r [4]byte
+	_, _ = rand.Read(r[:])
+	name := prefix + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
+	m, err := cgroup.Setup(cgroup.Options{Name: name, StalePrefix: prefix})
+	if err != nil {
+		e.log.Warn("resource isolation: cannot create cgroups; "+fallback, zap.Error(err))
+		e.addException("", 0, "executor of container "+strconv.Itoa(e.cfg.Container)+": cannot create cgroups ("+err.Error()+"); "+fallback)
+		return
+	}
+	e.cg = m
+	e.log.Info("resource isolation: every process in its own cgroup", zap.String("cgroup", string(m.Version())), zap.String("path", m.Path()))
 }
 
 // stopAll stops every child: SIGTERM to all at once, SIGKILL to those still

@@ -19,6 +19,7 @@ import (
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/statemgr/memory"
 	"github.com/egret-stream/egret/uploaders/fetch"
@@ -98,9 +99,16 @@ func TestSettings(t *testing.T) {
 		s.logs != (logfile.Limits{MaxSize: 100 << 20, MaxFiles: 5}) {
 		t.Fatalf("defaults: %+v %v", s, err)
 	}
+	if s.cgroups != CgroupsAuto || s.monitorEvery != 2*time.Second || s.maxProcs != 0 {
+		t.Fatalf("isolation defaults: cgroups %q, monitor %s, gomaxprocs %d", s.cgroups, s.monitorEvery, s.maxProcs)
+	}
 	s, err = parseSettings(spi.Config{KeyLogMaxSize: "64KiB", KeyLogMaxFiles: "2"})
 	if err != nil || s.logs != (logfile.Limits{MaxSize: 64 << 10, MaxFiles: 2}) {
 		t.Fatalf("log limits: %+v %v", s.logs, err)
+	}
+	s, err = parseSettings(spi.Config{KeyCgroups: "off", KeyMonitorInterval: "250ms", KeyInstanceMaxProcs: "2"})
+	if err != nil || s.cgroups != CgroupsOff || s.monitorEvery != 250*time.Millisecond || s.maxProcs != 2 {
+		t.Fatalf("isolation settings: %+v %v", s, err)
 	}
 	for _, bad := range []spi.Config{
 		{KeyBackoffInitial: "-1s"},
@@ -110,6 +118,9 @@ func TestSettings(t *testing.T) {
 		{KeyLogMaxSize: "big"},
 		{KeyLogMaxFiles: "-1"},
 		{KeyLogMaxFiles: "two"},
+		{KeyCgroups: "maybe"},
+		{KeyMonitorInterval: "0s"},
+		{KeyInstanceMaxProcs: "-1"},
 	} {
 		if _, err := parseSettings(bad); err == nil {
 			t.Errorf("%v accepted", bad)
@@ -599,6 +610,14 @@ func TestExecutorKilledTakesChildrenAlong(t *testing.T) {
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
+		// A SIGKILLed executor cannot remove its cgroups: the next
+		// executor of the container does (Setup's StalePrefix).
+		if m, err := cgroup.Setup(cgroup.Options{Name: "egret-sweep-" + strconv.Itoa(os.Getpid()), StalePrefix: "egret-" + testTopology + "-1-"}); err == nil {
+			_ = m.Close()
+		}
+		if dirs, _ := filepath.Glob("/sys/fs/cgroup/*/egret-" + testTopology + "-1-" + strconv.Itoa(cmd.Process.Pid) + "-*"); len(dirs) > 0 {
+			t.Errorf("cgroups of the killed executor left behind: %v", dirs)
+		}
 	})
 
 	fakes := map[string]string{"metricsmgr": "metricsmgr", "stmgr": "stmgr", "instance-word-1": "task-1", "instance-count-2": "task-2"}

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +63,8 @@ func fakeName(args []string) string {
 
 // fakeMain is a fake daemon. It records its arguments in dir/argv/<name>.<pid>,
 // writes as many 64-byte lines to stderr as dir/chatter-<name> says, then:
+//   - crashes like the Go runtime out of memory (exit 2) once if it can
+//     remove dir/gooom-<name>;
 //   - exits with the code in dir/exit-<name> if that file exists;
 //   - exits with the code in dir/exitonce-<name> if it can remove that file;
 //   - otherwise writes dir/ready/<name>.<pid> and waits for SIGTERM (exit 0),
@@ -73,6 +77,12 @@ func fakeMain(dir string, args []string) int {
 		fmt.Fprintln(os.Stderr, "fake:", err)
 		return 99
 	}
+	wd, _ := os.Getwd()
+	b, _ = json.Marshal(map[string]string{"GOMAXPROCS": os.Getenv("GOMAXPROCS"), "GOMEMLIMIT": os.Getenv("GOMEMLIMIT"), "cwd": wd})
+	if err := writeTestFile(filepath.Join(dir, "env", id), b); err != nil {
+		fmt.Fprintln(os.Stderr, "fake:", err)
+		return 99
+	}
 	if b, err := os.ReadFile(filepath.Join(dir, "chatter-"+name)); err == nil {
 		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 		w := bufio.NewWriter(os.Stderr)
@@ -80,6 +90,12 @@ func fakeMain(dir string, args []string) int {
 			fmt.Fprintf(w, "fake %s: chatter line %08d %s\n", name, i, strings.Repeat("x", 64-len(name)-32))
 		}
 		_ = w.Flush()
+	}
+	gooom := filepath.Join(dir, "gooom-"+name)
+	if os.Remove(gooom) == nil {
+		// What the Go runtime prints when an allocation fails.
+		fmt.Fprintln(os.Stderr, "fatal error: runtime: out of memory")
+		return 2
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "exit-"+name)); err == nil {
 		code, _ := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -103,6 +119,7 @@ func fakeMain(dir string, args []string) int {
 		return 99
 	}
 	fmt.Fprintf(os.Stderr, "fake %s: running\n", name)
+	go misbehave(dir, name, id)
 	<-sigs
 	fmt.Fprintf(os.Stderr, "fake %s: got SIGTERM\n", name)
 	return 0
@@ -461,3 +478,67 @@ func readPids(t *testing.T, path string) PidFile {
 	}
 	return pf
 }
+
+// misbehave runs the resource behaviours of a running fake, switched on
+// by control files:
+//   - dir/hog-<name>: allocate and touch 1 MiB every 2ms, keeping it all;
+//   - dir/spin-<name>: spin on every CPU (GOMAXPROCS raised to NumCPU,
+//     whatever the executor set);
+//   - dir/work-<name>: count units of fixed CPU work, writing the count to
+//     dir/progress/<name>.<pid> every 50ms;
+//   - dir/disk-<name>: write a file of that many bytes in the working
+//     directory.
+func misbehave(dir, name, id string) {
+	has := func(f string) bool {
+		_, err := os.Stat(filepath.Join(dir, f+"-"+name))
+		return err == nil
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "disk-"+name)); err == nil {
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		_ = os.WriteFile("fill", make([]byte, n), 0o644)
+	}
+	if has("spin") {
+		runtime.GOMAXPROCS(runtime.NumCPU())
+		for range runtime.NumCPU() {
+			go func() {
+				for x := 0; ; x++ {
+					spinSink.Add(1)
+				}
+			}()
+		}
+	}
+	if has("work") {
+		go func() {
+			var n int64
+			last := time.Now()
+			for {
+				h := uint64(n)
+				for i := 0; i < 20000; i++ {
+					h = h*6364136223846793005 + 1442695040888963407
+				}
+				spinSink.Add(int64(h & 1))
+				n++
+				if time.Since(last) > 50*time.Millisecond {
+					last = time.Now()
+					_ = writeTestFile(filepath.Join(dir, "progress", id), []byte(strconv.FormatInt(n, 10)))
+				}
+			}
+		}()
+	}
+	// The hog waits for its control file, so a test can measure first.
+	for !has("hog") {
+		time.Sleep(20 * time.Millisecond)
+	}
+	// Kept in a struct the loop reads, so no tool thinks it unused.
+	keep := &struct{ chunks [][]byte }{}
+	for {
+		b := make([]byte, 1<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		keep.chunks = append(keep.chunks, b)
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+var spinSink atomic.Int64

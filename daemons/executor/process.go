@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/internal/safepath"
 )
@@ -89,6 +90,9 @@ type ProcessStatus struct {
 	// LastExit describes how the last run ended ("" if none has).
 	LastExit string   `json:"last_exit,omitempty"`
 	Args     []string `json:"args"`
+	// OOMKills counts the runs of an instance that ended because it
+	// exceeded its memory limit.
+	OOMKills int `json:"oom_kills,omitempty"`
 }
 
 // process supervises one child: it runs it, restarts it when it exits and
@@ -99,6 +103,15 @@ type process struct {
 	kind Kind
 	task int
 	args []string
+	// component, limits and dir are an instance's: its component, what
+	// the packing plan gives it and its working directory (W for the
+	// daemons).
+	component string
+	limits    Limits
+	dir       string
+	// group is the process's cgroup (nil without cgroups).
+	group *cgroup.Group
+	res   resourceState
 
 	stopCh    chan struct{} // closed: stop for good
 	restartCh chan string   // a reason: restart now (buffered 1)
@@ -109,6 +122,7 @@ type process struct {
 	restarts  int
 	startedAt time.Time
 	lastExit  string
+	oomKills  int
 }
 
 func newProcess(ex *Executor, name string, kind Kind, task int, args []string) *process {
@@ -261,19 +275,55 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	}
 	fmt.Fprintf(lf, "==== %s egret executor: starting %s: %s\n", time.Now().Format(time.RFC3339Nano), p.name, quoteArgs(p.args))
 	cmd := exec.Command(p.args[0], p.args[1:]...)
-	cmd.Dir = e.paths.WorkDir
+	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), e.cfg.ExtraEnv...)
+	cmd.Env = append(cmd.Env, p.limits.env(e.cfg.ExtraEnv)...)
 	cmd.Stdin = nil
 	// One writer for both: the executor copies the child's output into
-	// the log through one pipe.
-	cmd.Stdout = lf
-	cmd.Stderr = lf
+	// the log through one pipe; the sniffer notices the Go runtime's out
+	// of memory crash on the way.
+	// A new run: what the monitor and the sniffer noted of the last
+	// one (if it was stopped rather than died) does not carry over.
+	p.res.watchdog.Store(false)
+	p.res.goOOM.Store(false)
+	out := &oomSniffer{w: lf, hit: &p.res.goOOM}
+	cmd.Stdout = out
+	cmd.Stderr = out
 	cmd.WaitDelay = pipeDrain
 	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
-		lf.Close()
-		return nil, time.Time{}, nil, err
+	placed := false
+	if p.group != nil && p.group.Unified() {
+		if dir, err := os.Open(p.group.Path()); err == nil {
+			placed = intoCgroup(cmd.SysProcAttr, int(dir.Fd()))
+			err = cmd.Start()
+			dir.Close()
+			if err != nil && placed {
+				// An older kernel without clone3 into a cgroup:
+				// start normally, then move it.
+				e.log.Debug("cannot start the process inside its cgroup; moving it after the start", zap.String("process", p.name), zap.Error(err))
+				cmd = rebuild(cmd)
+				placed = false
+			} else if err != nil {
+				fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
+				lf.Close()
+				return nil, time.Time{}, nil, err
+			}
+		}
+	}
+	if cmd.Process == nil {
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintf(lf, "==== egret executor: start failed: %v\n", err)
+			lf.Close()
+			return nil, time.Time{}, nil, err
+		}
+	}
+	if p.group != nil && !placed {
+		// The child ran for the moment between fork and this write
+		// outside its group: its first allocations are not limited.
+		if err := p.group.Add(cmd.Process.Pid); err != nil {
+			e.log.Warn("cannot move the process into its cgroup; only its Go limits apply",
+				zap.String("process", p.name), zap.Error(err))
+		}
 	}
 	waitCh := make(chan error, 1)
 	go func() {
@@ -293,6 +343,15 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	return cmd, now, waitCh, nil
 }
 
+// rebuild returns a fresh copy of a command whose Start failed (an
+// exec.Cmd cannot be started twice), without the cgroup placement.
+func rebuild(c *exec.Cmd) *exec.Cmd {
+	n := exec.Command(c.Path, c.Args[1:]...)
+	n.Dir, n.Env, n.Stdin, n.Stdout, n.Stderr, n.WaitDelay = c.Dir, c.Env, c.Stdin, c.Stdout, c.Stderr, c.WaitDelay
+	n.SysProcAttr = sysProcAttr()
+	return n
+}
+
 // exited records a run that ended on its own.
 func (p *process) exited(cmd *exec.Cmd, started time.Time, werr error) exitInfo {
 	pid := cmd.Process.Pid
@@ -304,6 +363,9 @@ func (p *process) exited(cmd *exec.Cmd, started time.Time, werr error) exitInfo 
 		ex.reason = ps.String()
 	} else if werr != nil {
 		ex.reason = werr.Error()
+	}
+	if cause := p.oomCause(); cause != "" {
+		ex.reason = p.reportOOM(pid, cause, ex.reason)
 	}
 	p.ex.mu.Lock()
 	p.pid = 0
@@ -375,7 +437,7 @@ func (p *process) statusLocked() ProcessStatus {
 	return ProcessStatus{
 		Name: p.name, Kind: p.kind, Task: p.task, PID: p.pid, State: p.state,
 		Restarts: p.restarts, StartedAt: p.startedAt, LastExit: p.lastExit,
-		Args: append([]string(nil), p.args...),
+		Args: append([]string(nil), p.args...), OOMKills: p.oomKills,
 	}
 }
 

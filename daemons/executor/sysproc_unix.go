@@ -9,3 +9,6 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
+
+// intoCgroup is Linux only.
+func intoCgroup(*syscall.SysProcAttr, int) bool { return false }

@@ -227,14 +227,21 @@ func (s *metricsStore) stats(name, id string, components []string) *statsJSON {
 	defer s.mu.Unlock()
 	for k, src := range s.sources {
 		if k.isInstance() {
+			// The instance and its executor (resource.* metrics)
+			// both report for a task: their metrics are merged.
 			cs := comp(k.component)
-			ts := &taskStatsJSON{Container: k.container, UnixNanos: src.unixNanos, Metrics: make(map[string]float64, len(src.values))}
+			tk := strconv.Itoa(int(k.task))
+			ts := cs.Tasks[tk]
+			if ts == nil {
+				ts = &taskStatsJSON{Container: k.container, Metrics: make(map[string]float64, len(src.values))}
+				cs.Tasks[tk] = ts
+			}
+			ts.UnixNanos = max(ts.UnixNanos, src.unixNanos)
 			for n, v := range src.values {
 				ts.Metrics[n] = v
 				cs.Sums[n] += v
 				out.Totals[n] += v
 			}
-			cs.Tasks[strconv.Itoa(int(k.task))] = ts
 			continue
 		}
 		ck := strconv.Itoa(int(k.container))

@@ -138,6 +138,31 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
+// The executor reports resource metrics and exceptions for the instances
+// of its container (issue 19): they join the task's own metrics, and the
+// exceptions are the component's.
+func TestMetricsStoreMergesExecutorReports(t *testing.T) {
+	s := newMetricsStore(Limits{MaxMetricSources: 10, MaxMetricNames: 10, MaxExceptions: 10})
+	now := time.Unix(100, 0)
+	s.add(&egretpb.MetricsPublish{Source: "instance", Component: "count", TaskId: 7, Container: 1,
+		Metrics: []*egretpb.Metric{{Name: "instance.executed", Value: 10}}}, now)
+	s.add(&egretpb.MetricsPublish{Source: "executor", Component: "count", TaskId: 7, Container: 1,
+		Metrics:    []*egretpb.Metric{{Name: "resource.memory.oom.kills", Value: 1}},
+		Exceptions: []*egretpb.ExceptionReport{{Message: "task 7 (count) exceeded its memory limit of 512 MiB, restarted"}}}, now)
+	st := s.stats("t", "id", []string{"count"})
+	task := st.Components["count"].Tasks["7"]
+	if task == nil || task.Metrics["instance.executed"] != 10 || task.Metrics["resource.memory.oom.kills"] != 1 {
+		t.Fatalf("task 7 = %+v, want both reports merged", task)
+	}
+	if st.Components["count"].Sums["resource.memory.oom.kills"] != 1 {
+		t.Fatalf("sums = %v", st.Components["count"].Sums)
+	}
+	ex := s.exceptionsOf("count", 0)["count"]
+	if len(ex) != 1 || ex[0].Task != 7 || !strings.Contains(ex[0].Message, "exceeded its memory limit") {
+		t.Fatalf("exceptions of count = %+v", ex)
+	}
+}
+
 func TestMetricsStoreBounds(t *testing.T) {
 	s := newMetricsStore(Limits{MaxMetricSources: 3, MaxMetricNames: 2, MaxExceptions: 2})
 	now := time.Unix(100, 0)

@@ -18,7 +18,8 @@ import (
 // are 1..N and no container is empty; every task has the id, component and
 // index of plan.TaskIDs (when fresh is true, i.e. for Pack) and the
 // resources its component asks for; each container requires at least its
-// instances plus the fixed padding; and it fits every
+// instances plus the larger of the fixed padding and the daemons' overhead
+// (egret.packing.overhead.*: base + instances × per instance); and it fits every
 // topology.container.max.* that is set.
 func CheckPlan(topo *topology.Topology, cfg spi.Config, p *plan.PackingPlan, fresh bool) error {
 	if p == nil {
@@ -51,9 +52,14 @@ func CheckPlan(topo *topology.Topology, cfg spi.Config, p *plan.PackingPlan, fre
 			}
 			sum = sum.Add(in.Resources)
 		}
-		min := sum.Add(settings.Padding)
+		reserve := settings.Padding
+		for _, d := range binpack.Dims {
+			over := d.Get(settings.Overhead) + float64(len(c.Instances))*d.Get(settings.OverheadPerInstance)
+			d.Set(&reserve, max(d.Get(reserve), over))
+		}
+		min := sum.Add(reserve)
 		if c.Required.CPU+1e-9 < min.CPU || c.Required.RAM < min.RAM || c.Required.Disk < min.Disk {
-			return fmt.Errorf("container %d requires %+v, less than its instances plus padding %+v", c.ID, c.Required, min)
+			return fmt.Errorf("container %d requires %+v, less than its instances plus padding or daemon overhead %+v", c.ID, c.Required, min)
 		}
 		for _, d := range binpack.Dims {
 			if lim, ok := limits[d]; ok && d.Get(c.Required) > lim+1e-9 {

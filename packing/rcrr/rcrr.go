@@ -90,7 +90,7 @@ func deal(s *binpack.Spec, ins []plan.Instance, n int) ([]*binpack.Bin, bool) {
 	}
 	for k, in := range ins {
 		b := bins[k%n]
-		if !s.Fits(b.Used, in.Resources) {
+		if !s.Fits(b.Used, len(b.Instances)+1, in.Resources) {
 			return nil, false
 		}
 		b.Add(in)

@@ -32,7 +32,8 @@ func TestParseSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Settings{Instance: DefaultInstance, Padding: DefaultPadding, PaddingPercentage: 10}
+	want := Settings{Instance: DefaultInstance, Padding: DefaultPadding, PaddingPercentage: 10,
+		Overhead: DefaultOverhead, OverheadPerInstance: DefaultOverheadPerInstance}
 	if s != want {
 		t.Fatalf("defaults %+v, want %+v", s, want)
 	}
@@ -44,11 +45,54 @@ func TestParseSettings(t *testing.T) {
 		t.Fatalf("parsed %+v", s)
 	}
 	// Every bad key is reported at once.
-	_, err = ParseSettings(spi.Config{KeyDefaultCPU: "0", KeyDefaultRAM: "x", KeyPaddingRAM: "-1MiB", KeyPaddingPercentage: "NaN", KeyPaddingCPU: "Inf"})
-	for _, k := range []string{KeyDefaultCPU, KeyDefaultRAM, KeyPaddingRAM, KeyPaddingPercentage, KeyPaddingCPU} {
+	_, err = ParseSettings(spi.Config{KeyDefaultCPU: "0", KeyDefaultRAM: "x", KeyPaddingRAM: "-1MiB", KeyPaddingPercentage: "NaN", KeyPaddingCPU: "Inf",
+		KeyOverheadCPU: "-1", KeyOverheadRAM: "lots", KeyOverheadRAMPerInstance: "-1MiB"})
+	for _, k := range []string{KeyDefaultCPU, KeyDefaultRAM, KeyPaddingRAM, KeyPaddingPercentage, KeyPaddingCPU, KeyOverheadCPU, KeyOverheadRAM, KeyOverheadRAMPerInstance} {
 		if err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("error %v does not name %s", err, k)
 		}
+	}
+}
+
+// TestDaemonOverhead: a container reserves the larger of its padding and
+// the daemons' overhead, base + instances × per instance, in its required
+// resources and in what fits (issue 19).
+func TestDaemonOverhead(t *testing.T) {
+	s, err := ParseSettings(spi.Config{KeyPaddingCPU: "0.25", KeyPaddingRAM: "100MiB", KeyPaddingPercentage: "0",
+		KeyOverheadCPU: "0.5", KeyOverheadRAM: "144MiB", KeyOverheadRAMPerInstance: "16MiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := topo(map[string]string{topology.KeyContainerRAM: "1GiB"},
+		topology.Component{Name: "a", Parallelism: 4, Config: map[string]string{topology.KeyRAM: "200MiB"}})
+	sp, err := NewSpec(tp, s, LimitsOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sp.PadFor(3), (plan.Resources{CPU: 0.5, RAM: 192 * MiB, Disk: GiB}); got != want {
+		t.Fatalf("PadFor(3) = %+v, want %+v", got, want)
+	}
+	// 1 GiB holds four 200 MiB instances with their 208 MiB of
+	// overhead (1008 MiB), not five (1000 + 224 MiB).
+	if !sp.Fits(plan.Resources{RAM: 600 * MiB}, 4, plan.Resources{RAM: 200 * MiB}) {
+		t.Error("four instances and 208 MiB of overhead do not fit 1 GiB")
+	}
+	if sp.Fits(plan.Resources{RAM: 800 * MiB}, 5, plan.Resources{RAM: 200 * MiB}) {
+		t.Error("five instances and 224 MiB of overhead fit 1 GiB")
+	}
+	b := &Bin{ID: 1}
+	for i := range 4 {
+		b.Add(plan.Instance{Component: "a", TaskID: i + 1, Resources: plan.Resources{CPU: 1, RAM: 200 * MiB}})
+	}
+	p := sp.Plan("t-1", []*Bin{b})
+	if got, want := p.Containers[0].Required, (plan.Resources{CPU: 4.5, RAM: 800*MiB + 208*MiB, Disk: GiB}); got != want {
+		t.Fatalf("required = %+v, want %+v", got, want)
+	}
+	// With the overhead off the padding alone applies.
+	s.Overhead, s.OverheadPerInstance = plan.Resources{}, plan.Resources{}
+	sp, _ = NewSpec(tp, s, LimitsOnly)
+	if got := sp.PadFor(4); got != s.Padding {
+		t.Fatalf("PadFor without overhead = %+v, want the padding %+v", got, s.Padding)
 	}
 }
 

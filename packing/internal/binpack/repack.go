@@ -59,7 +59,7 @@ func PlaceLeastLoaded(_ *Spec, st *State, in plan.Instance) {
 // container.
 func PlaceFirstFit(s *Spec, st *State, in plan.Instance) {
 	for _, b := range st.Bins {
-		if s.Fits(b.Used, in.Resources) {
+		if s.Fits(b.Used, len(b.Instances)+1, in.Resources) {
 			b.Add(in)
 			return
 		}
@@ -74,7 +74,7 @@ func PlaceNextFit(s *Spec, st *State, in plan.Instance) {
 	n := len(st.Bins)
 	for i := 0; i < n; i++ {
 		j := (st.Cursor + i) % n
-		if s.Fits(st.Bins[j].Used, in.Resources) {
+		if s.Fits(st.Bins[j].Used, len(st.Bins[j].Instances)+1, in.Resources) {
 			st.Bins[j].Add(in)
 			st.Cursor = (j + 1) % n
 			return
@@ -202,7 +202,7 @@ func rebalance(s *Spec, strat Strategy, st *State, n int, pool []plan.Instance) 
 		for i := 0; i < len(st.Bins) && !placed; i++ {
 			j := (cursor + i) % len(st.Bins)
 			b := st.Bins[j]
-			if len(b.Instances) < quota[b] && (!strat.CheckFit || s.Fits(b.Used, in.Resources)) {
+			if len(b.Instances) < quota[b] && (!strat.CheckFit || s.Fits(b.Used, len(b.Instances)+1, in.Resources)) {
 				b.Add(in)
 				cursor, placed = (j+1)%len(st.Bins), true
 			}
@@ -212,7 +212,7 @@ func rebalance(s *Spec, strat Strategy, st *State, n int, pool []plan.Instance) 
 		}
 		// No container below its share fits (only with CheckFit).
 		for _, b := range st.Bins {
-			if s.Fits(b.Used, in.Resources) {
+			if s.Fits(b.Used, len(b.Instances)+1, in.Resources) {
 				b.Add(in)
 				placed = true
 				break
@@ -232,7 +232,7 @@ func rebalance(s *Spec, strat Strategy, st *State, n int, pool []plan.Instance) 
 func evictOverfull(s *Spec, bins []*Bin) []plan.Instance {
 	var out []plan.Instance
 	for _, b := range bins {
-		for len(b.Instances) > 0 && !s.Fits(b.Used, plan.Resources{}) {
+		for len(b.Instances) > 0 && !s.Fits(b.Used, len(b.Instances), plan.Resources{}) {
 			out = append(out, b.popNewest())
 		}
 	}

@@ -21,6 +21,12 @@ const (
 	KeyPaddingCPU        = "egret.packing.padding.cpu"
 	KeyPaddingRAM        = "egret.packing.padding.ram"
 	KeyPaddingDisk       = "egret.packing.padding.disk"
+	// The daemons' overhead in every container (executor, metrics
+	// manager, stream manager): a base plus the stream manager's queue
+	// toward each local instance.
+	KeyOverheadCPU            = "egret.packing.overhead.cpu"
+	KeyOverheadRAM            = "egret.packing.overhead.ram"
+	KeyOverheadRAMPerInstance = "egret.packing.overhead.ram.per.instance"
 )
 
 // Byte units.
@@ -35,6 +41,15 @@ var (
 	DefaultInstance          = plan.Resources{CPU: 1, RAM: GiB, Disk: GiB}
 	DefaultPadding           = plan.Resources{CPU: 1, RAM: GiB, Disk: GiB}
 	DefaultPaddingPercentage = 10.0
+	// DefaultOverhead: half a core for the stream manager's routing (the
+	// executor and metrics manager are idle), and 48 MiB for each of the
+	// three daemons (docs/backpressure.md, "Memory bound": a 32 MiB base
+	// plus 16 MiB for plans and metrics).
+	DefaultOverhead = plan.Resources{CPU: 0.5, RAM: 3 * 48 * MiB}
+	// DefaultOverheadPerInstance: the stream manager's queue toward one
+	// local instance, egret.stmgr.buffer.max.bytes (8 MiB) counted twice
+	// for the garbage collector.
+	DefaultOverheadPerInstance = plan.Resources{RAM: 16 * MiB}
 )
 
 // DefaultMaxInstances sizes the default container capacity of ffd and rcrr
@@ -52,12 +67,18 @@ type Settings struct {
 	// PaddingPercentage is the padding as a percentage of the container
 	// capacity (ffd, rcrr only); the larger of it and Padding applies.
 	PaddingPercentage float64
+	// Overhead is what the daemons of a container need besides its
+	// instances, OverheadPerInstance what they need more per instance;
+	// a container reserves the larger of its padding and
+	// Overhead + n × OverheadPerInstance in each dimension (Spec.PadFor).
+	Overhead, OverheadPerInstance plan.Resources
 }
 
 // ParseSettings reads the packing keys of cfg, applying the defaults. It
 // reports every invalid value at once, each naming its key.
 func ParseSettings(cfg spi.Config) (Settings, error) {
-	s := Settings{Instance: DefaultInstance, Padding: DefaultPadding, PaddingPercentage: DefaultPaddingPercentage}
+	s := Settings{Instance: DefaultInstance, Padding: DefaultPadding, PaddingPercentage: DefaultPaddingPercentage,
+		Overhead: DefaultOverhead, OverheadPerInstance: DefaultOverheadPerInstance}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -76,6 +97,12 @@ func ParseSettings(cfg spi.Config) (Settings, error) {
 	s.Padding.RAM, err = bytesKey(cfg, KeyPaddingRAM, s.Padding.RAM, false)
 	add(err)
 	s.Padding.Disk, err = bytesKey(cfg, KeyPaddingDisk, s.Padding.Disk, false)
+	add(err)
+	s.Overhead.CPU, err = cpuKey(cfg, KeyOverheadCPU, s.Overhead.CPU, false)
+	add(err)
+	s.Overhead.RAM, err = bytesKey(cfg, KeyOverheadRAM, s.Overhead.RAM, false)
+	add(err)
+	s.OverheadPerInstance.RAM, err = bytesKey(cfg, KeyOverheadRAMPerInstance, s.OverheadPerInstance.RAM, false)
 	add(err)
 	s.PaddingPercentage, err = cfg.Float(KeyPaddingPercentage, s.PaddingPercentage)
 	add(err)

@@ -150,8 +150,24 @@ func NewSpec(t *topology.Topology, s Settings, mode Capacity) (*Spec, error) {
 	return sp, nil
 }
 
-// Usable is what the instances of one container may use in d.
-func (s *Spec) Usable(d Dim) float64 { return d.Get(s.Cap) - d.Get(s.Pad) }
+// PadFor is what a container of n instances reserves besides them: in
+// each dimension the larger of the padding (Pad) and the daemons'
+// overhead, Overhead + n × OverheadPerInstance.
+func (s *Spec) PadFor(n int) plan.Resources {
+	var r plan.Resources
+	for _, d := range Dims {
+		d.Set(&r, max(d.Get(s.Pad), d.Get(s.Overhead)+float64(n)*d.Get(s.OverheadPerInstance)))
+	}
+	return r
+}
+
+// Usable is what the instances of a container of one instance may use in
+// d.
+func (s *Spec) Usable(d Dim) float64 { return s.UsableFor(d, 1) }
+
+// UsableFor is what the instances of a container of n instances may use
+// in d.
+func (s *Spec) UsableFor(d Dim, n int) float64 { return d.Get(s.Cap) - d.Get(s.PadFor(n)) }
 
 // capacityText explains where the capacity of d comes from.
 func (s *Spec) capacityText(d Dim) string {
@@ -167,7 +183,7 @@ func (s *Spec) checkInstances(t *topology.Topology) error {
 	for _, d := range Dims {
 		if s.Bounded[d] && s.Usable(d) <= 0 {
 			errs = append(errs, fmt.Errorf("%w: the %s padding of %s leaves no room for instances in a container: %s; raise %s or lower %s/%s",
-				spi.ErrCannotFit, d, d.Amount(d.Get(s.Pad)), s.capacityText(d), d.ContainerKey(), d.PaddingKey(), KeyPaddingPercentage))
+				spi.ErrCannotFit, d, d.Amount(d.Get(s.PadFor(1))), s.capacityText(d), d.ContainerKey(), d.PaddingKey(), KeyPaddingPercentage))
 		}
 	}
 	if len(errs) > 0 {
@@ -180,7 +196,7 @@ func (s *Spec) checkInstances(t *topology.Topology) error {
 				continue
 			}
 			errs = append(errs, fmt.Errorf("%w: component %q needs %s per instance but a container holds at most %s (%s, minus %s padding); lower %s for %s or raise %s",
-				spi.ErrCannotFit, c.Name, d.Format(d.Get(r)), d.Amount(s.Usable(d)), s.capacityText(d), d.Amount(d.Get(s.Pad)),
+				spi.ErrCannotFit, c.Name, d.Format(d.Get(r)), d.Amount(s.Usable(d)), s.capacityText(d), d.Amount(d.Get(s.PadFor(1))),
 				d.ComponentKey(), c.Name, d.ContainerKey()))
 		}
 	}
@@ -194,11 +210,11 @@ func eps(d Dim) float64 {
 	return 0
 }
 
-// Fits reports whether a container already using used can also hold r,
-// padding included.
-func (s *Spec) Fits(used, r plan.Resources) bool {
+// Fits reports whether a container whose instances use used can also hold
+// r, so that it has n instances, padding or overhead included.
+func (s *Spec) Fits(used plan.Resources, n int, r plan.Resources) bool {
 	for _, d := range Dims {
-		if s.Bounded[d] && d.Get(used)+d.Get(r) > s.Usable(d)+eps(d) {
+		if s.Bounded[d] && d.Get(used)+d.Get(r) > s.UsableFor(d, n)+eps(d) {
 			return false
 		}
 	}
@@ -235,13 +251,15 @@ func (s *Spec) Sort(in []plan.Instance) []plan.Instance {
 func (s *Spec) CheckBins(bins []*Bin) error {
 	for _, b := range bins {
 		for _, d := range Dims {
-			if !s.Bounded[d] || d.Get(b.Used) <= s.Usable(d)+eps(d) {
+			n := len(b.Instances)
+			if !s.Bounded[d] || d.Get(b.Used) <= s.UsableFor(d, n)+eps(d) {
 				continue
 			}
+			pad := d.Get(s.PadFor(n))
 			top, amount := b.largest(d)
 			return fmt.Errorf("%w: container %d needs %s (%d instances plus %s padding) but %s; component %q uses the most (%s); "+
 				"raise %s, spread the instances over more containers (topology.containers), or lower %s for %s",
-				spi.ErrCannotFit, b.ID, d.Format(d.Get(b.Used)+d.Get(s.Pad)), len(b.Instances), d.Format(d.Get(s.Pad)),
+				spi.ErrCannotFit, b.ID, d.Format(d.Get(b.Used)+pad), n, d.Format(pad),
 				s.capacityText(d), top, d.Format(amount), d.ContainerKey(), d.ComponentKey(), top)
 		}
 	}
@@ -263,7 +281,7 @@ func (s *Spec) Plan(topologyID string, bins []*Bin) *plan.PackingPlan {
 		for _, in := range ins {
 			used = used.Add(in.Resources)
 		}
-		p.Containers = append(p.Containers, plan.Container{ID: len(p.Containers) + 1, Instances: ins, Required: used.Add(s.Pad)})
+		p.Containers = append(p.Containers, plan.Container{ID: len(p.Containers) + 1, Instances: ins, Required: used.Add(s.PadFor(len(ins)))})
 	}
 	return p
 }
