@@ -44,6 +44,18 @@ var gauges = map[string]bool{
 	"process.rss.bytes":         true,
 	"process.open.fds":          true,
 	"process.goroutines":        true,
+	// The executor's view of each instance's resources (docs/isolation.md).
+	"executor.cgroups":            true,
+	"executor.cgroup.version":     true,
+	"resource.cgroup":             true,
+	"resource.cpu.limit.cores":    true,
+	"resource.disk.bytes":         true,
+	"resource.disk.limit.bytes":   true,
+	"resource.disk.over":          true,
+	"resource.gomaxprocs":         true,
+	"resource.gomemlimit.bytes":   true,
+	"resource.memory.bytes":       true,
+	"resource.memory.limit.bytes": true,
 }
 
 // summaries pairs the sum (nanoseconds) and count metrics of a latency:
