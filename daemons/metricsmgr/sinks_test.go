@@ -296,13 +296,19 @@ func TestGraphiteSinkWritesLinesAndReconnects(t *testing.T) {
 	})
 }
 
-func TestGraphiteSinkQueuesUntilReceiverStarts(t *testing.T) {
+// unusedAddr returns a loopback address nothing listens on.
+func unusedAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func TestGraphiteSinkQueuesUntilReceiverStarts(t *testing.T) {
+	addr := unusedAddr(t)
 	dir := t.TempDir()
 	h := start(t, Config{TopologyName: "t", Container: 1, Socket: filepath.Join(dir, "m.sock"), Sinks: []string{SinkGraphite}, GraphiteAddr: addr})
 	conn := publish(t, h.cfg.Socket, instanceReport("c", 1, 10, 1), instanceReport("c", 2, 20, 1))
@@ -317,12 +323,7 @@ func TestGraphiteSinkQueuesUntilReceiverStarts(t *testing.T) {
 func TestGraphiteSinkBoundedWhileReceiverDown(t *testing.T) {
 	// Nothing listens: the sink keeps at most its queue and the metrics
 	// manager counts what it drops, without blocking the publisher.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := unusedAddr(t)
 	dir := t.TempDir()
 	h := start(t, Config{TopologyName: "t", Container: 1, Socket: filepath.Join(dir, "m.sock"), Sinks: []string{SinkGraphite}, GraphiteAddr: addr})
 	reports := make([]*egretpb.MetricsPublish, 3*sinkQueue)

@@ -536,17 +536,7 @@ func TestNomadPrometheusService(t *testing.T) {
 		targets = append(targets, strconv.Quote(net.JoinHostPort(e.Address, strconv.Itoa(e.Port))))
 	}
 	prom := startPrometheusWith(t, fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: egret\n    static_configs:\n      - targets: [%s]\n", strings.Join(targets, ", ")))
-	count := `sum(egret_instance_executed_total{topology="wordcount",component="count"})`
-	var first float64
-	waitFor(t, "prometheus to scrape the count bolts at the registered addresses", 2*time.Minute, func() bool {
-		v, ok := promScalar(prom, count)
-		first = v
-		return ok && v > 0
-	})
-	waitFor(t, "the count to rise in prometheus", 2*time.Minute, func() bool {
-		v, ok := promScalar(prom, count)
-		return ok && v > first
-	})
+	waitPromRising(t, prom, `sum(egret_instance_executed_total{topology="wordcount",component="count"})`, "executed tuples of the count bolts, scraped at the registered addresses,")
 	c.mustEgret("kill", "nomad", "wordcount")
 	assertNothingLeft(t, c, agent, pkgs)
 }

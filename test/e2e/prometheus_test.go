@@ -143,6 +143,22 @@ func promScalar(promURL, q string) (float64, bool) {
 	return 0, false
 }
 
+// waitPromRising waits until the instant query q (one series) is above 0
+// and then above its first value.
+func waitPromRising(t *testing.T, prom, q, what string) {
+	t.Helper()
+	var first float64
+	waitFor(t, what+" in prometheus", 2*time.Minute, func() bool {
+		v, ok := promScalar(prom, q)
+		first = v
+		return ok && v > 0
+	})
+	waitFor(t, what+" to rise in prometheus", 2*time.Minute, func() bool {
+		v, ok := promScalar(prom, q)
+		return ok && v > first
+	})
+}
+
 // TestPrometheusScrapesATopology: a real Prometheus, given the targets
 // files the metrics managers write, scrapes every container of a running
 // word count, and the query API returns its series with rising values.
@@ -167,17 +183,7 @@ func TestPrometheusScrapesATopology(t *testing.T) {
 		v, ok := promScalar(prom, `count(up{job="egret"} == 1)`)
 		return ok && v == 3
 	})
-	count := `sum(egret_instance_executed_total{topology="wordcount",component="count"})`
-	var first float64
-	waitFor(t, "executed tuples of the count bolts in prometheus", 2*time.Minute, func() bool {
-		v, ok := promScalar(prom, count)
-		first = v
-		return ok && v > 0
-	})
-	waitFor(t, "the count to rise", 2*time.Minute, func() bool {
-		v, ok := promScalar(prom, count)
-		return ok && v > first
-	})
+	waitPromRising(t, prom, `sum(egret_instance_executed_total{topology="wordcount",component="count"})`, "executed tuples of the count bolts")
 	// One series per task, labelled with its container and component.
 	perTask, err := promQuery(prom, `egret_instance_executed_total{topology="wordcount"}`)
 	if err != nil {
