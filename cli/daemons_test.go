@@ -34,8 +34,8 @@ func TestMetricsMgrFeedsTheConfiguredSinks(t *testing.T) {
 	if code != ExitFailure || !strings.Contains(stderr, "egret.statemgr is not set") {
 		t.Errorf("tmanager sink without a state manager: exit %d, %q", code, stderr)
 	}
-	code, _, stderr = egret(t, args(writeConfig("bad.json", `{"egret.metrics.sinks": "file,graphite"}`))...)
-	if code != ExitUsage || !strings.Contains(stderr, `there is no metrics sink "graphite"`) {
+	code, _, stderr = egret(t, args(writeConfig("bad.json", `{"egret.metrics.sinks": "file,statsd"}`))...)
+	if code != ExitUsage || !strings.Contains(stderr, `there is no metrics sink "statsd"`) {
 		t.Errorf("unknown sink: exit %d, %q", code, stderr)
 	}
 
