@@ -62,7 +62,16 @@ func (sc *Scheduler) waitScheduled(ctx context.Context, topology string, replica
 
 // notPlaced explains why pods are missing or not bound to a node.
 func (sc *Scheduler) notPlaced(ctx context.Context, topology string, pods map[int]*corev1.Pod, missing, unplaced []int) error {
-	var parts []string
+	// Pods that fail for the same reason (they share one template) are
+	// named together.
+	var reasons []string
+	byReason := map[string][]string{}
+	note := func(pod, msg string) {
+		if _, ok := byReason[msg]; !ok {
+			reasons = append(reasons, msg)
+		}
+		byReason[msg] = append(byReason[msg], pod)
+	}
 	cannotFit := false
 	for _, c := range unplaced {
 		p := pods[c]
@@ -74,19 +83,28 @@ func (sc *Scheduler) notPlaced(ctx context.Context, topology string, pods map[in
 			msg = "not bound to a node yet"
 		} else {
 			cannotFit = true
+			msg = "unschedulable: " + msg
 		}
-		parts = append(parts, fmt.Sprintf("pod %s (container %d): %s", p.Name, c, msg))
+		note(p.Name, msg)
 	}
 	if len(missing) > 0 {
 		msg := sc.eventMessage(ctx, "StatefulSet", topology, "FailedCreate")
 		if msg == "" {
 			msg = "not created yet"
+		} else {
+			msg = "the StatefulSet cannot create it: " + msg
 		}
-		names := make([]string, len(missing))
-		for i, c := range missing {
-			names[i] = PodName(topology, c)
+		for _, c := range missing {
+			note(PodName(topology, c), msg)
 		}
-		parts = append(parts, fmt.Sprintf("pods %s: %s", strings.Join(names, ", "), msg))
+	}
+	parts := make([]string, 0, len(reasons))
+	for _, r := range reasons {
+		word := "pod"
+		if len(byReason[r]) > 1 {
+			word = "pods"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s: %s", word, strings.Join(byReason[r], ", "), strings.TrimSuffix(r, ".")))
 	}
 	err := fmt.Errorf("kubernetes scheduler: topology %q is not placed after %s (%s): %s", topology, sc.s.scheduleTimeout, KeyScheduleTimeout, strings.Join(parts, "; "))
 	if cannotFit {
