@@ -195,7 +195,12 @@ func newTestScheduler(t *testing.T, f *fakeCluster, cfg spi.Config) *Scheduler {
 	if ns == "" {
 		ns = "default"
 	}
-	sc := newScheduler(s, f.Clientset, ns, zaptest.NewLogger(t))
+	var sc *Scheduler
+	if f == nil { // rendering only
+		sc = newScheduler(s, nil, ns, zaptest.NewLogger(t))
+	} else {
+		sc = newScheduler(s, f.Clientset, ns, zaptest.NewLogger(t))
+	}
 	sc.poll = 5 * time.Millisecond
 	return sc
 }

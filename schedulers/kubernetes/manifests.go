@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -292,9 +293,9 @@ func (s *settings) build(job spi.Job, ns string) (*Objects, error) {
 			// have no readiness probe): publish every pod's DNS name.
 			PublishNotReadyAddresses: true,
 			Ports: []corev1.ServicePort{
-				{Name: "tmanager", Port: PortTManager, Protocol: corev1.ProtocolTCP},
-				{Name: "tmanager-http", Port: PortTManagerHTTP, Protocol: corev1.ProtocolTCP},
-				{Name: "stmgr", Port: PortStmgr, Protocol: corev1.ProtocolTCP},
+				{Name: "tmanager", Port: PortTManager, TargetPort: intstr.FromInt32(PortTManager), Protocol: corev1.ProtocolTCP},
+				{Name: "tmanager-http", Port: PortTManagerHTTP, TargetPort: intstr.FromInt32(PortTManagerHTTP), Protocol: corev1.ProtocolTCP},
+				{Name: "stmgr", Port: PortStmgr, TargetPort: intstr.FromInt32(PortStmgr), Protocol: corev1.ProtocolTCP},
 			},
 		},
 	}
@@ -358,10 +359,12 @@ func (s *settings) podTemplate(job spi.Job, ns string) (*corev1.PodTemplateSpec,
 		{Name: "EGRET_PORT_TMANAGER_HTTP", Value: strconv.Itoa(PortTManagerHTTP)},
 	}
 	mounts := []corev1.VolumeMount{{Name: volumeWork, MountPath: mountWork}}
-	initEnv := []corev1.EnvVar{
-		{Name: "EGRET_PACKAGE_URI", Value: job.PackageURI},
-		{Name: "EGRET_PACKAGE_SHA256", Value: job.PackageSHA256},
-		{Name: "EGRET_CORE_URI", Value: s.coreURI},
+	initEnv := []corev1.EnvVar{{Name: "EGRET_PACKAGE_URI", Value: job.PackageURI}}
+	if job.PackageSHA256 != "" {
+		initEnv = append(initEnv, corev1.EnvVar{Name: "EGRET_PACKAGE_SHA256", Value: job.PackageSHA256})
+	}
+	if s.coreURI != "" {
+		initEnv = append(initEnv, corev1.EnvVar{Name: "EGRET_CORE_URI", Value: s.coreURI})
 	}
 	t := &corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: labels(name), Annotations: map[string]string{AnnotationTopologyID: job.TopologyID}},
@@ -411,6 +414,7 @@ func (s *settings) podTemplate(job spi.Job, ns string) (*corev1.PodTemplateSpec,
 // egret when egret.package.core.uri is set (a binary, or a .tar.gz/.tgz
 // holding egret). It needs sh, wget, sha256sum and tar (busybox has them).
 const fetchScript = `set -eu
+: "${EGRET_PACKAGE_SHA256:=}" "${EGRET_CORE_URI:=}"
 mkdir -p /egret/work/package /egret/bin
 wget -q -O /egret/package.tar.gz "$EGRET_PACKAGE_URI"
 if [ -n "$EGRET_PACKAGE_SHA256" ]; then
