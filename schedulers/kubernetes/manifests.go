@@ -414,20 +414,21 @@ func (s *settings) podTemplate(job spi.Job, ns string) (*corev1.PodTemplateSpec,
 // egret when egret.package.core.uri is set (a binary, or a .tar.gz/.tgz
 // holding egret). It needs sh, wget, sha256sum and tar (busybox has them).
 const fetchScript = `set -eu
+R=/egret
 : "${EGRET_PACKAGE_SHA256:=}" "${EGRET_CORE_URI:=}"
-mkdir -p /egret/work/package /egret/bin
-wget -q -O /egret/package.tar.gz "$EGRET_PACKAGE_URI"
+mkdir -p "$R/work/package" "$R/bin"
+wget -q -O "$R/package.tar.gz" "$EGRET_PACKAGE_URI"
 if [ -n "$EGRET_PACKAGE_SHA256" ]; then
-  echo "$EGRET_PACKAGE_SHA256  /egret/package.tar.gz" | sha256sum -c -
+  echo "$EGRET_PACKAGE_SHA256  $R/package.tar.gz" | sha256sum -c -
 fi
-tar -xzf /egret/package.tar.gz -C /egret/work/package
-rm -f /egret/package.tar.gz
+tar -xzf "$R/package.tar.gz" -C "$R/work/package"
+rm -f "$R/package.tar.gz"
 case "$EGRET_CORE_URI" in
   "") ;;
-  *.tar.gz|*.tgz) wget -q -O - "$EGRET_CORE_URI" | tar -xzf - -C /egret/bin ;;
-  *) wget -q -O /egret/bin/egret "$EGRET_CORE_URI" ;;
+  *.tar.gz|*.tgz) wget -q -O - "$EGRET_CORE_URI" | tar -xzf - -C "$R/bin" ;;
+  *) wget -q -O "$R/bin/egret" "$EGRET_CORE_URI" ;;
 esac
-[ -z "$EGRET_CORE_URI" ] || chmod +x /egret/bin/egret
+[ -z "$EGRET_CORE_URI" ] || chmod +x "$R/bin/egret"
 `
 
 // setResources gives the executor and the init container the resources r
