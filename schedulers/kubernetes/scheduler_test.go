@@ -203,6 +203,10 @@ func TestUnschedulable(t *testing.T) {
 	if err := sc.Schedule(context.Background(), job); err != nil {
 		t.Errorf("with no wait, submit returns at once: %v", err)
 	}
+	waitFor(t, "the pods to be created", func() bool {
+		l, err := f.CoreV1().Pods(testNS).List(context.Background(), metav1.ListOptions{})
+		return err == nil && len(l.Items) == 3
+	})
 	d, err := sc.Diagnose(context.Background(), "wordcount")
 	if err != nil || !strings.Contains(d, "container 0: pod wordcount-0: unschedulable: 0/1 nodes are available: 1 Insufficient cpu") {
 		t.Errorf("Diagnose: %q, %v", d, err)
