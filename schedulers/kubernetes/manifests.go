@@ -262,7 +262,7 @@ func (s *settings) build(job spi.Job, ns string) (*Objects, error) {
 	if err := checkJob(job); err != nil {
 		return nil, err
 	}
-	cfgJSON, err := json.MarshalIndent(job.Config, "", "  ")
+	cfgJSON, err := json.MarshalIndent(containerConfig(job.Config), "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes scheduler: encode the cluster config: %w", err)
 	}
@@ -323,6 +323,21 @@ func (s *settings) build(job spi.Job, ns string) (*Objects, error) {
 		},
 	}
 	return &Objects{ConfigMap: cm, Service: svc, StatefulSet: sts}, nil
+}
+
+// containerConfig is the cluster config the pods read, without the
+// credentials of the CLI's own backends (keys ending in .token, .password
+// or .secret: the scheduler's and the uploader's), which no daemon uses
+// and which would be readable by anybody who can read ConfigMaps.
+func containerConfig(cfg spi.Config) spi.Config {
+	out := spi.Config{}
+	for k, v := range cfg {
+		if strings.HasSuffix(k, ".token") || strings.HasSuffix(k, ".password") || strings.HasSuffix(k, ".secret") {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // podTemplate returns the pod template of job, with the configured patch

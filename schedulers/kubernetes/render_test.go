@@ -141,6 +141,12 @@ func TestManifests(t *testing.T) {
 	if cm.Name != "wordcount-config" || !strings.Contains(cm.Data[configKey], `"egret.statemgr": "zookeeper"`) {
 		t.Errorf("ConfigMap %s does not carry the cluster config: %v", cm.Name, cm.Data)
 	}
+	job := testJob()
+	job.Config["egret.uploader.http.token"] = "s3cr3t"
+	job.Config["egret.aurora.password"] = "s3cr3t"
+	if out, err := sc.RenderJob(job); err != nil || strings.Contains(string(out), "s3cr3t") {
+		t.Errorf("the ConfigMap carries the CLI's credentials (%v):\n%s", err, out)
+	}
 	if svc.Spec.ClusterIP != corev1.ClusterIPNone || !svc.Spec.PublishNotReadyAddresses || svc.Spec.Selector[LabelTopology] != "wordcount" {
 		t.Errorf("Service is not headless for the topology's pods: %+v", svc.Spec)
 	}
