@@ -100,13 +100,9 @@ func checkName(topology string) error {
 	if topology == "" {
 		return errors.New("kubernetes scheduler: no topology name given")
 	}
-	msgs := validation.IsDNS1035Label(topology)
-	if len(topology) > maxNameLength {
-		msgs = append(msgs, fmt.Sprintf("must be no more than %d characters", maxNameLength))
-	}
-	if len(msgs) > 0 {
-		return fmt.Errorf("kubernetes scheduler: topology name %q cannot name a StatefulSet and its Service (%s); rename the topology with lower-case letters, digits and '-', starting with a letter",
-			topology, strings.Join(slices.Compact(msgs), "; "))
+	if len(validation.IsDNS1035Label(topology)) > 0 || len(topology) > maxNameLength {
+		return fmt.Errorf("kubernetes scheduler: topology name %q cannot name a StatefulSet and its Service: rename the topology to at most %d lower-case letters, digits and '-', starting with a letter and ending with a letter or digit",
+			topology, maxNameLength)
 	}
 	return nil
 }

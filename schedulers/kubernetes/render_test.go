@@ -215,7 +215,7 @@ func TestCheckJob(t *testing.T) {
 		{func(j *spi.Job) { j.Topology = "WordCount" }, `topology name "WordCount" cannot name a StatefulSet`},
 		{func(j *spi.Job) { j.Topology = "word_count" }, `topology name "word_count"`},
 		{func(j *spi.Job) { j.Topology = "9lives" }, `topology name "9lives"`},
-		{func(j *spi.Job) { j.Topology = long }, "no more than 52 characters"},
+		{func(j *spi.Job) { j.Topology = long }, "at most 52 lower-case letters"},
 		{func(j *spi.Job) { j.PackageURI = "file:///tmp/p.tar.gz" }, "must be http(s)"},
 		{func(j *spi.Job) { j.PackageURI = "" }, "no package URI"},
 		{func(j *spi.Job) { j.PackageSHA256 = "xyz" }, "not 64 hex digits"},
