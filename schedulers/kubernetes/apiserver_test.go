@@ -224,6 +224,9 @@ func TestForbiddenNamespace(t *testing.T) {
 	if err := sc.Kill(context.Background(), "wordcount"); err == nil || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("Kill: got %v", err)
 	}
+	if err := sc.Check(context.Background()); err == nil || !strings.Contains(err.Error(), `list StatefulSets in namespace "prod": forbidden`) {
+		t.Errorf("Check: got %v", err)
+	}
 }
 
 // TestForbiddenStatefulSet: the user may create ConfigMaps and Services
