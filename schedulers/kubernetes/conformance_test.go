@@ -9,13 +9,14 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins/plugintest"
+	"github.com/egret-stream/egret/schedulers/kubernetes/kubetest"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
 )
 
-func harness(f *fakeCluster, newSched func(t *testing.T) spi.Scheduler) schedulertest.Harness {
+func harness(f *kubetest.Cluster, newSched func(t *testing.T) spi.Scheduler) schedulertest.Harness {
 	return schedulertest.Harness{
 		New:          func(t *testing.T, _ string) spi.Scheduler { return newSched(t) },
-		Containers:   f.containers,
+		Containers:   f.Containers,
 		StrictErrors: true,
 		PollInterval: 5e6, // 5ms: the fake acts at once
 		// The init container downloads the package over http(s).
@@ -36,15 +37,15 @@ func harness(f *fakeCluster, newSched func(t *testing.T) spi.Scheduler) schedule
 // TestConformance runs the scheduler conformance suite against the fake
 // clientset and its fake controller, with the scheduler in process.
 func TestConformance(t *testing.T) {
-	f := newFakeCluster(t)
+	f := kubetest.NewCluster(t, testNS)
 	cfg := testConfig(KeyScheduleTimeout, "300ms")
-	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler { return newTestScheduler(t, f, cfg) }))
+	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler { return newTestScheduler(t, f.Clientset, cfg) }))
 }
 
 // TestConformanceGRPC runs the suite through the plugin protocol (the
 // gRPC adapters, in memory), still against the fake clientset.
 func TestConformanceGRPC(t *testing.T) {
-	f := newFakeCluster(t)
+	f := kubetest.NewCluster(t, testNS)
 	cfg := testConfig(KeyScheduleTimeout, "300ms")
 	factory := func(c spi.Config, log *zap.Logger) (spi.Scheduler, error) {
 		s, err := parseSettings(c)

@@ -13,11 +13,13 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/schedulers/kubernetes/kubetest"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -31,16 +33,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func observe(t *testing.T, f *fakeCluster, topology string) map[int]string {
+func observe(t *testing.T, f *kubetest.Cluster, topology string) map[int]string {
 	t.Helper()
-	m, err := f.containers(context.Background(), topology)
+	m, err := f.Containers(context.Background(), topology)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func runningJob(t *testing.T, f *fakeCluster, sc *Scheduler) map[int]string {
+func runningJob(t *testing.T, f *kubetest.Cluster, sc *Scheduler) map[int]string {
 	t.Helper()
 	if err := sc.Schedule(context.Background(), testJob()); err != nil {
 		t.Fatal(err)
@@ -50,7 +52,7 @@ func runningJob(t *testing.T, f *fakeCluster, sc *Scheduler) map[int]string {
 	return m
 }
 
-func noObjects(t *testing.T, f *fakeCluster, topology string) {
+func noObjects(t *testing.T, f kubernetes.Interface, topology string) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := f.AppsV1().StatefulSets(testNS).Get(ctx, topology, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
@@ -67,8 +69,8 @@ func noObjects(t *testing.T, f *fakeCluster, topology string) {
 // TestUpdateRollsResized: an update scales at the end and replaces only
 // the pods of containers whose resources changed.
 func TestUpdateRollsResized(t *testing.T) {
-	f := newFakeCluster(t)
-	sc := newTestScheduler(t, f, testConfig())
+	f := kubetest.NewCluster(t, testNS)
+	sc := newTestScheduler(t, f.Clientset, testConfig())
 	before := runningJob(t, f, sc)
 
 	job := testJob()
@@ -121,8 +123,8 @@ func TestUpdateRollsResized(t *testing.T) {
 }
 
 func TestScheduleExists(t *testing.T) {
-	f := newFakeCluster(t)
-	sc := newTestScheduler(t, f, testConfig())
+	f := kubetest.NewCluster(t, testNS)
+	sc := newTestScheduler(t, f.Clientset, testConfig())
 	ctx := context.Background()
 	foreign := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "wordcount", Namespace: testNS}, Spec: appsv1.StatefulSetSpec{Replicas: ptr(int32(0))}}
 	if _, err := f.AppsV1().StatefulSets(testNS).Create(ctx, foreign, metav1.CreateOptions{}); err != nil {
@@ -147,8 +149,8 @@ func TestScheduleExists(t *testing.T) {
 // TestStaleObjects: a ConfigMap and Service of the topology left without
 // their StatefulSet (a kill cut short) do not block a new submit.
 func TestStaleObjects(t *testing.T) {
-	f := newFakeCluster(t)
-	sc := newTestScheduler(t, f, testConfig())
+	f := kubetest.NewCluster(t, testNS)
+	sc := newTestScheduler(t, f.Clientset, testConfig())
 	ctx := context.Background()
 	objs, err := sc.s.build(testJob(), testNS)
 	if err != nil {
@@ -169,7 +171,7 @@ func TestStaleObjects(t *testing.T) {
 	if err := sc.Kill(ctx, "wordcount"); err != nil {
 		t.Fatal(err)
 	}
-	noObjects(t, f, "wordcount")
+	noObjects(t, f.Clientset, "wordcount")
 	if len(observe(t, f, "wordcount")) != 0 {
 		t.Error("pods left after Kill")
 	}
@@ -184,10 +186,10 @@ func TestStaleObjects(t *testing.T) {
 // TestUnschedulable: the scheduler's message after the wait, nothing left;
 // egret.kubernetes.schedule.timeout 0 does not wait.
 func TestUnschedulable(t *testing.T) {
-	f := newFakeCluster(t)
+	f := kubetest.NewCluster(t, testNS)
 	job := testJob()
 	job.Plan.Containers[0].Required.CPU = 64 // no node has 64 cores
-	sc := newTestScheduler(t, f, testConfig(KeyScheduleTimeout, "200ms"))
+	sc := newTestScheduler(t, f.Clientset, testConfig(KeyScheduleTimeout, "200ms"))
 	start := time.Now()
 	err := sc.Schedule(context.Background(), job)
 	if !errors.Is(err, spi.ErrCannotFit) || !strings.Contains(err.Error(), "unschedulable: 0/1 nodes are available: 1 Insufficient cpu") ||
@@ -197,9 +199,9 @@ func TestUnschedulable(t *testing.T) {
 	if time.Since(start) < 200*time.Millisecond {
 		t.Errorf("failed after %s, before the configured wait", time.Since(start))
 	}
-	noObjects(t, f, "wordcount")
+	noObjects(t, f.Clientset, "wordcount")
 
-	sc = newTestScheduler(t, f, testConfig(KeyScheduleTimeout, "0s"))
+	sc = newTestScheduler(t, f.Clientset, testConfig(KeyScheduleTimeout, "0s"))
 	if err := sc.Schedule(context.Background(), job); err != nil {
 		t.Errorf("with no wait, submit returns at once: %v", err)
 	}
@@ -216,7 +218,7 @@ func TestUnschedulable(t *testing.T) {
 // TestFailedCreate: pods the StatefulSet controller cannot create (a
 // quota) are reported with its event.
 func TestFailedCreate(t *testing.T) {
-	f := &fakeCluster{Clientset: fake.NewClientset()} // no controller: no pod appears
+	f := fake.NewClientset() // no controller: no pod appears
 	ctx := context.Background()
 	_, err := f.CoreV1().Events(testNS).Create(ctx, &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "wordcount.1", Namespace: testNS},
@@ -238,8 +240,8 @@ func TestFailedCreate(t *testing.T) {
 // TestDeleteTimeout: Kill waits at most egret.kubernetes.delete.timeout
 // for the pods to end.
 func TestDeleteTimeout(t *testing.T) {
-	f := newFakeCluster(t)
-	sc := newTestScheduler(t, f, testConfig(KeyDeleteTimeout, "100ms"))
+	f := kubetest.NewCluster(t, testNS)
+	sc := newTestScheduler(t, f.Clientset, testConfig(KeyDeleteTimeout, "100ms"))
 	runningJob(t, f, sc)
 	// Pods that never end (a node that does not answer).
 	f.PrependReactor("delete", "pods", func(k8stesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
@@ -251,12 +253,12 @@ func TestDeleteTimeout(t *testing.T) {
 	if d := time.Since(start); d < 100*time.Millisecond || d > 5*time.Second {
 		t.Errorf("Kill returned after %s", d)
 	}
-	noObjects(t, f, "wordcount")
+	noObjects(t, f.Clientset, "wordcount")
 }
 
 func TestRestart(t *testing.T) {
-	f := newFakeCluster(t)
-	sc := newTestScheduler(t, f, testConfig())
+	f := kubetest.NewCluster(t, testNS)
+	sc := newTestScheduler(t, f.Clientset, testConfig())
 	before := runningJob(t, f, sc)
 	if err := sc.Restart(context.Background(), "wordcount", 2); err != nil {
 		t.Fatal(err)
@@ -277,8 +279,8 @@ func TestRestart(t *testing.T) {
 }
 
 func TestDiagnose(t *testing.T) {
-	f := newFakeCluster(t)
-	sc := newTestScheduler(t, f, testConfig())
+	f := kubetest.NewCluster(t, testNS)
+	sc := newTestScheduler(t, f.Clientset, testConfig())
 	runningJob(t, f, sc)
 	if d, err := sc.Diagnose(context.Background(), "wordcount"); d != "" || err != nil {
 		t.Errorf("Diagnose of a running topology: %q, %v", d, err)
