@@ -19,6 +19,9 @@ import (
 	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/schedulers/kubernetes"
+	"github.com/egret-stream/egret/schedulers/kubernetes/kubetest"
+	"github.com/egret-stream/egret/schedulers/schedulertest"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m, ".") }
@@ -126,4 +129,52 @@ func TestPlugin(t *testing.T) {
 	if _, err := loader.LoadScheduler(ctx2, "kubernetesplugin", spi.Config{kubernetes.KeyImagePullPolicy: "Sometimes"}); err == nil || !strings.Contains(err.Error(), kubernetes.KeyImagePullPolicy) {
 		t.Errorf("bad config: %v", err)
 	}
+}
+
+// TestConformanceAsPlugin runs the conformance suite against the plugin
+// binary, a new plugin process per call as the CLI starts one, talking
+// over HTTP to the fake cluster's facade (kubetest): the real REST client,
+// the real plugin boundary, a fake API server and fake controllers.
+func TestConformanceAsPlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and starts the plugin binary")
+	}
+	const ns = "egret-plugin"
+	f := kubetest.NewCluster(t, ns)
+	kc := kubetest.WriteKubeconfig(t, f.Serve(t).URL)
+	dir := t.TempDir()
+	plugintest.Install(t, dir, plugins.KindScheduler, "kubernetesplugin", plugintest.Build(t, "."))
+	loader := plugintest.NewLoader(t, dir)
+	cfg := spi.Config{
+		kubernetes.KeyKubeconfig: kc, kubernetes.KeyNamespace: ns, "egret.package.core.bundle": "true",
+		kubernetes.KeyScheduleTimeout: "2s", kubernetes.KeyDeleteTimeout: "10s",
+	}
+	schedulertest.Run(t, schedulertest.Harness{
+		New: func(t *testing.T, _ string) spi.Scheduler {
+			// Not t.Context(): the suite also builds schedulers in
+			// cleanups, when that context is already cancelled.
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			s, err := loader.LoadScheduler(ctx, "kubernetesplugin", cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := s.(spi.Scalable); !ok {
+				t.Error("the plugin's scheduler is not spi.Scalable")
+			}
+			return s
+		},
+		Containers:   f.Containers,
+		StrictErrors: true,
+		PollInterval: 20 * time.Millisecond,
+		EditJob:      func(job *spi.Job) { job.PackageURI = "http://packages.example/p.tar.gz" },
+		LoseContainer: func(ctx context.Context, topology string, container int) error {
+			return f.CoreV1().Pods(ns).Delete(ctx, kubernetes.PodName(topology, container), metav1.DeleteOptions{})
+		},
+		Unplaceable: func(job *spi.Job) {
+			for i := range job.Plan.Containers {
+				job.Plan.Containers[i].Required.RAM = 1 << 40
+			}
+		},
+	})
 }

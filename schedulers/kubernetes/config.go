@@ -186,6 +186,11 @@ func (s *settings) restConfig() (*rest.Config, string, error) {
 	rc = rest.CopyConfig(rc)
 	rc.Timeout = s.requestTimeout
 	rc.UserAgent = "egret-scheduler-kubernetes"
+	if rc.QPS == 0 {
+		// client-go's default (5/s, bursts of 10) would make a kill of a
+		// large topology (a delete per pod) wait on the client's limiter.
+		rc.QPS, rc.Burst = 50, 100
+	}
 	return rc, ns, nil
 }
 

@@ -58,3 +58,14 @@ func TestConformanceGRPC(t *testing.T) {
 	}
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler { return plugintest.Scheduler(t, factory, cfg) }))
 }
+
+// TestConformanceREST runs the suite with the scheduler as New builds it,
+// talking over HTTP with client-go's REST client to the fake cluster's
+// HTTP facade (kubetest.Serve): serialization, status codes and the
+// kubeconfig path are the real ones; the server is not.
+func TestConformanceREST(t *testing.T) {
+	f := kubetest.NewCluster(t, testNS)
+	kc := kubetest.WriteKubeconfig(t, f.Serve(t).URL)
+	cfg := testConfig(KeyKubeconfig, kc, KeyScheduleTimeout, "2s")
+	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler { return newRealScheduler(t, cfg) }))
+}
