@@ -353,3 +353,20 @@ func envValue(env []corev1.EnvVar, name string) string {
 	}
 	return ""
 }
+
+// TestNoPodIndexLabel: on a Kubernetes older than 1.28 the pods have no
+// pod-index label; submit says so and removes what it created.
+func TestNoPodIndexLabel(t *testing.T) {
+	f := fake.NewClientset()
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wordcount-0", Namespace: testNS, Labels: selector("wordcount")}}
+	if _, err := f.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sc := newTestScheduler(t, f, testConfig())
+	err := sc.Schedule(ctx, testJob())
+	if err == nil || !strings.Contains(err.Error(), "pod wordcount-0 has no label apps.kubernetes.io/pod-index") || !strings.Contains(err.Error(), "the topology's objects were removed") {
+		t.Errorf("got %v", err)
+	}
+	noObjects(t, f, "wordcount")
+}

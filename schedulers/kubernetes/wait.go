@@ -38,6 +38,10 @@ func (sc *Scheduler) waitScheduled(ctx context.Context, topology string, replica
 			if c, ok := podIndex(p, topology); ok && p.DeletionTimestamp == nil && (accept == nil || accept(p)) {
 				byIndex[c] = p
 			}
+			if _, ok := p.Labels[appsv1.PodIndexLabel]; !ok && p.DeletionTimestamp == nil {
+				return fmt.Errorf("kubernetes scheduler: pod %s has no label %s, which the StatefulSet controller sets from Kubernetes 1.28 on (feature gate PodIndexLabel): its executor cannot learn its container index; this scheduler needs Kubernetes 1.28 or later",
+					p.Name, appsv1.PodIndexLabel)
+			}
 		}
 		var missing, unplaced []int
 		for c := range replicas {
