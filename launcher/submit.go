@@ -321,7 +321,7 @@ func (l *Launcher) dryRunFormat(o SubmitOptions) (string, error) {
 	}
 	sched := l.Cluster.Config().String("egret.scheduler", "")
 	if format != "table" && format != "json" && format != sched+"-json" && format != sched+"-yaml" && format != sched {
-		return "", badInput(fmt.Errorf("--dry-run-format %q: use table, json or the scheduler's job (%s-json, or %s-yaml for kubernetes; the scheduler of cluster %s is %s)", format, sched, sched, l.Cluster.Name, sched))
+		return "", badInput(fmt.Errorf("--dry-run-format %q: use table, json or the %s scheduler's own job (%s, or its format %s-json or %s-yaml, whichever it renders; cluster %s runs the %s scheduler)", format, sched, sched, sched, sched, l.Cluster.Name, sched))
 	}
 	return format, nil
 }
