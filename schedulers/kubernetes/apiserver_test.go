@@ -13,12 +13,17 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/schedulers/kubernetes/kubetest"
 )
 
 // These tests use the real client-go REST client against small HTTP
@@ -270,5 +275,45 @@ func TestForbiddenStatefulSet(t *testing.T) {
 	}
 	if !strings.Contains(log.auth[0], "Bearer t0ken") {
 		t.Errorf("the kubeconfig's token was not sent over TLS: %q", log.auth[0])
+	}
+}
+
+// TestUpdateRetriesOnConflict: the StatefulSet changes between the read
+// and the write of an update; the update reads it again and succeeds.
+func TestUpdateRetriesOnConflict(t *testing.T) {
+	f := kubetest.NewCluster(t, testNS)
+	kc := kubetest.WriteKubeconfig(t, f.Serve(t).URL)
+	sc := newRealScheduler(t, testConfig(KeyKubeconfig, kc))
+	runningJob(t, f, sc)
+	var calls atomic.Int32
+	f.BeforeUpdate = func(resource, name string) {
+		if resource != "statefulsets" || calls.Add(1) > 1 {
+			return
+		}
+		// Someone else writes the StatefulSet first.
+		gvr := appsv1.SchemeGroupVersion.WithResource("statefulsets")
+		obj, err := f.Tracker().Get(gvr, testNS, name)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		sts := obj.(*appsv1.StatefulSet).DeepCopy()
+		sts.ResourceVersion = "999999"
+		sts.Labels["someone"] = "else"
+		if err := f.Tracker().Update(gvr, sts, testNS); err != nil {
+			t.Error(err)
+		}
+	}
+	job := testJob()
+	job.Plan.Containers = append(job.Plan.Containers, plan.Container{ID: 3, Required: plan.Resources{CPU: 1, RAM: 1 << 30, Disk: 1 << 30}})
+	if err := sc.Update(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d updates sent, want 2 (a conflict, then the retry)", n)
+	}
+	sts, err := f.AppsV1().StatefulSets(testNS).Get(context.Background(), "wordcount", metav1.GetOptions{})
+	if err != nil || *sts.Spec.Replicas != 4 || sts.Labels["someone"] != "else" {
+		t.Errorf("after the retried update: %v, %v", sts, err)
 	}
 }

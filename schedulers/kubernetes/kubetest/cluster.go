@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,6 +34,14 @@ type Cluster struct {
 	*fake.Clientset
 	ns               string
 	nodeCPU, nodeMem resource.Quantity
+
+	// BeforeUpdate, when set, is called by the HTTP facade before it
+	// applies an update (resource "statefulsets", name), so that a test
+	// can change the object meanwhile.
+	BeforeUpdate func(resource, name string)
+
+	mu      sync.Mutex
+	version int64 // the facade's last resourceVersion
 }
 
 // NewCluster starts a fake cluster whose controllers act on namespace

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -32,7 +34,9 @@ var kinds = map[string]schema.GroupVersionKind{
 // Serve starts an HTTP server in front of the cluster that answers what
 // the scheduler sends as the API server does, in JSON: get, list (with a
 // label selector; field selectors are ignored, as by the fake clientset),
-// create, update and delete of ConfigMaps, Services, Pods, Events and
+// create (which sets uid and resourceVersion), update (which must name
+// the stored resourceVersion, else 409 Conflict) and delete (honouring a
+// UID precondition) of ConfigMaps, Services, Pods, Events and
 // StatefulSets in a namespace; errors are Status objects with the API
 // server's codes and reasons. Anything else is 404. It is a facade of
 // the fake clientset's object tracker, not an API server: it validates
@@ -107,13 +111,36 @@ func (f *Cluster) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			m.SetNamespace(ns)
 		}
 		code := http.StatusCreated
+		f.mu.Lock()
+		f.version++
+		version := strconv.FormatInt(f.version, 10)
+		f.mu.Unlock()
 		if r.Method == http.MethodPost {
+			m.SetUID(types.UID("uid-" + version))
+			m.SetResourceVersion(version)
 			err = tracker.Create(gvr, obj, ns)
 		} else {
 			if m.GetName() != name {
 				writeErr(w, apierrors.NewBadRequest(fmt.Sprintf("name %q in the body is not %q", m.GetName(), name)))
 				return
 			}
+			if f.BeforeUpdate != nil {
+				f.BeforeUpdate(resource, name)
+			}
+			// Optimistic concurrency, as the API server: the update must
+			// name the stored resourceVersion.
+			cur, gerr := tracker.Get(gvr, ns, name)
+			if gerr != nil {
+				writeErr(w, gerr)
+				return
+			}
+			cm, _ := meta.Accessor(cur)
+			if m.GetResourceVersion() == "" || m.GetResourceVersion() != cm.GetResourceVersion() {
+				writeErr(w, apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("the object has been modified; please apply your changes to the latest version and try again")))
+				return
+			}
+			m.SetUID(cm.GetUID())
+			m.SetResourceVersion(version)
 			code = http.StatusOK
 			err = tracker.Update(gvr, obj, ns)
 		}
@@ -128,6 +155,24 @@ func (f *Cluster) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		writeObj(w, code, withKind(stored, gvk))
 	case r.Method == http.MethodDelete && name != "":
+		var opts metav1.DeleteOptions
+		if body, _ := io.ReadAll(r.Body); len(body) > 0 {
+			if _, _, err := scheme.Codecs.UniversalDeserializer().Decode(body, nil, &opts); err != nil {
+				writeErr(w, apierrors.NewBadRequest(err.Error()))
+				return
+			}
+		}
+		if p := opts.Preconditions; p != nil && p.UID != nil {
+			cur, err := tracker.Get(gvr, ns, name)
+			if err != nil {
+				writeErr(w, err)
+				return
+			}
+			if cm, _ := meta.Accessor(cur); cm.GetUID() != *p.UID {
+				writeErr(w, apierrors.NewConflict(gvr.GroupResource(), name, fmt.Errorf("precondition failed: UID in precondition: %s, UID in object meta: %s", *p.UID, cm.GetUID())))
+				return
+			}
+		}
 		if err := tracker.Delete(gvr, ns, name); err != nil {
 			writeErr(w, err)
 			return
