@@ -3,14 +3,22 @@ package kubernetes
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/yaml"
 
 	"github.com/egret-stream/egret/core/plan"
@@ -65,7 +73,84 @@ func decodeManifests(t *testing.T, doc []byte) (*corev1.ConfigMap, *corev1.Servi
 	if cm == nil || svc == nil || sts == nil {
 		t.Fatalf("want a ConfigMap, a Service and a StatefulSet:\n%s", doc)
 	}
+	for _, e := range apiRules(cm, svc, sts) {
+		t.Errorf("the manifests break an API rule: %s", e)
+	}
 	return cm, svc, sts
+}
+
+// apiRules checks the rules of the API server's validation that the
+// apimachinery module exports (object names, labels, annotations,
+// selectors) and a few of core/v1's by hand (names of containers, ports,
+// volumes, environment variables; mounts of declared volumes; the
+// selector matching the template). It is a subset: the API server checks
+// far more.
+func apiRules(cm *corev1.ConfigMap, svc *corev1.Service, sts *appsv1.StatefulSet) []string {
+	var errs field.ErrorList
+	errs = append(errs, apivalidation.ValidateObjectMeta(&cm.ObjectMeta, true, apivalidation.NameIsDNSSubdomain, field.NewPath("configmap", "metadata"))...)
+	errs = append(errs, apivalidation.ValidateObjectMeta(&svc.ObjectMeta, true, apivalidation.NameIsDNS1035Label, field.NewPath("service", "metadata"))...)
+	errs = append(errs, apivalidation.ValidateObjectMeta(&sts.ObjectMeta, true, apivalidation.NameIsDNSLabel, field.NewPath("statefulset", "metadata"))...)
+	errs = append(errs, metav1validation.ValidateLabels(svc.Spec.Selector, field.NewPath("service", "spec", "selector"))...)
+	errs = append(errs, metav1validation.ValidateLabelSelector(sts.Spec.Selector, metav1validation.LabelSelectorValidationOptions{}, field.NewPath("statefulset", "spec", "selector"))...)
+	tm := sts.Spec.Template.ObjectMeta
+	errs = append(errs, metav1validation.ValidateLabels(tm.Labels, field.NewPath("template", "labels"))...)
+	errs = append(errs, apivalidation.ValidateAnnotations(tm.Annotations, field.NewPath("template", "annotations"))...)
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	sel, err := metav1.LabelSelectorAsSelector(sts.Spec.Selector)
+	if err != nil || !sel.Matches(k8slabels.Set(tm.Labels)) {
+		out = append(out, "the StatefulSet's selector does not select its template")
+	}
+	if sts.Spec.ServiceName != svc.Name {
+		out = append(out, "the StatefulSet's serviceName is not the Service")
+	}
+	for _, p := range svc.Spec.Ports {
+		for _, m := range validation.IsValidPortName(p.Name) {
+			out = append(out, "service port "+p.Name+": "+m)
+		}
+	}
+	spec := sts.Spec.Template.Spec
+	volumes := map[string]bool{}
+	for _, v := range spec.Volumes {
+		volumes[v.Name] = true
+		for _, m := range validation.IsDNS1123Label(v.Name) {
+			out = append(out, "volume "+v.Name+": "+m)
+		}
+	}
+	for _, c := range append(slices.Clone(spec.InitContainers), spec.Containers...) {
+		for _, m := range validation.IsDNS1123Label(c.Name) {
+			out = append(out, "container "+c.Name+": "+m)
+		}
+		if c.Image == "" {
+			out = append(out, "container "+c.Name+": no image")
+		}
+		for _, p := range c.Ports {
+			for _, m := range validation.IsValidPortName(p.Name) {
+				out = append(out, "container port "+p.Name+": "+m)
+			}
+			for _, m := range validation.IsValidPortNum(int(p.ContainerPort)) {
+				out = append(out, "container port "+p.Name+": "+m)
+			}
+		}
+		for _, e := range c.Env {
+			for _, m := range validation.IsEnvVarName(e.Name) {
+				out = append(out, "env "+e.Name+": "+m)
+			}
+		}
+		for _, vm := range c.VolumeMounts {
+			if !volumes[vm.Name] {
+				out = append(out, "container "+c.Name+" mounts undeclared volume "+vm.Name)
+			}
+		}
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := c.Resources.Requests[r]; ok && q.Cmp(c.Resources.Limits[r]) > 0 {
+				out = append(out, fmt.Sprintf("container %s: %s request above its limit", c.Name, r))
+			}
+		}
+	}
+	return out
 }
 
 func golden(t *testing.T, name string, got []byte) {
@@ -202,6 +287,30 @@ func TestManifests(t *testing.T) {
 	}
 	if sts.Spec.Template.Spec.InitContainers[0].Resources.Limits.Memory().Cmp(resource.MustParse("5Gi")) != 0 {
 		t.Error("the init container does not have the executor's resources (the pod would not be Guaranteed)")
+	}
+}
+
+// TestAPIRules: the rule checks of decodeManifests catch what they check.
+func TestAPIRules(t *testing.T) {
+	sc := newTestScheduler(t, nil, testConfig())
+	objs, err := sc.s.build(testJob(), testNS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := apiRules(objs.ConfigMap, objs.Service, objs.StatefulSet); len(errs) > 0 {
+		t.Fatalf("%v", errs)
+	}
+	spec := &objs.StatefulSet.Spec.Template.Spec
+	spec.Containers[0].Name = "Executor"
+	spec.Containers[0].Ports[1].Name = "tmanager-http-port"
+	spec.Containers[0].Env[0].Name = "1BAD"
+	objs.StatefulSet.Spec.Template.Labels["egret.io/topology"] = "other"
+	objs.ConfigMap.Labels["bad label"] = "x"
+	errs := strings.Join(apiRules(objs.ConfigMap, objs.Service, objs.StatefulSet), "\n")
+	for _, want := range []string{"container Executor", "container port tmanager-http-port", "env 1BAD", "does not select its template", "bad label"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("no rule caught %q:\n%s", want, errs)
+		}
 	}
 }
 
