@@ -1,7 +1,6 @@
 package kubernetes
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -146,7 +145,7 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 		add(fmt.Errorf("config key %s: %q is not an http(s) URL (the init container downloads egret with wget)", keyCoreURI, s.coreURI))
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("kubernetes scheduler: bad config: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("kubernetes scheduler: bad config: %w", joinLine(errs))
 	}
 	return s, nil
 }
@@ -209,6 +208,24 @@ func bytesValue(cfg spi.Config, key string, def int64) (int64, error) {
 func isHTTP(uri string) bool {
 	return strings.HasPrefix(uri, "http://") || strings.HasPrefix(uri, "https://")
 }
+
+// joinLine joins errors into one line, separated by "; " (errors.Join
+// would put each on its own line), wrapping them all.
+func joinLine(errs []error) error {
+	msgs := make([]string, len(errs))
+	for i, e := range errs {
+		msgs[i] = e.Error()
+	}
+	return &lineErrors{msg: strings.Join(msgs, "; "), errs: errs}
+}
+
+type lineErrors struct {
+	msg  string
+	errs []error
+}
+
+func (e *lineErrors) Error() string   { return e.msg }
+func (e *lineErrors) Unwrap() []error { return e.errs }
 
 // oneLine collapses whitespace runs (newlines included) into one space.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -126,7 +126,7 @@ func checkJob(job spi.Job) error {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("kubernetes scheduler: %w", errors.Join(errs...))
+		return fmt.Errorf("kubernetes scheduler: %w", joinLine(errs))
 	}
 	return nil
 }

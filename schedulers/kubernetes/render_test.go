@@ -398,4 +398,7 @@ func TestBadConfig(t *testing.T) {
 			t.Errorf("the error does not name %s: %v", want, err)
 		}
 	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("the error is not one line: %v", err)
+	}
 }
