@@ -38,7 +38,7 @@ func harness(f *kubetest.Cluster, newSched func(t *testing.T) spi.Scheduler) sch
 // clientset and its fake controller, with the scheduler in process.
 func TestConformance(t *testing.T) {
 	f := kubetest.NewCluster(t, testNS)
-	cfg := testConfig(KeyScheduleTimeout, "300ms")
+	cfg := testConfig(KeyScheduleTimeout, "2s") // ample for the fake controller, even under -race on a loaded machine
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler { return newTestScheduler(t, f.Clientset, cfg) }))
 }
 
@@ -46,7 +46,7 @@ func TestConformance(t *testing.T) {
 // gRPC adapters, in memory), still against the fake clientset.
 func TestConformanceGRPC(t *testing.T) {
 	f := kubetest.NewCluster(t, testNS)
-	cfg := testConfig(KeyScheduleTimeout, "300ms")
+	cfg := testConfig(KeyScheduleTimeout, "2s") // ample for the fake controller, even under -race on a loaded machine
 	factory := func(c spi.Config, log *zap.Logger) (spi.Scheduler, error) {
 		s, err := parseSettings(c)
 		if err != nil {
