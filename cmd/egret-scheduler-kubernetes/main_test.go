@@ -147,7 +147,7 @@ func TestConformanceAsPlugin(t *testing.T) {
 	loader := plugintest.NewLoader(t, dir)
 	cfg := spi.Config{
 		kubernetes.KeyKubeconfig: kc, kubernetes.KeyNamespace: ns, "egret.package.core.bundle": "true",
-		kubernetes.KeyScheduleTimeout: "2s", kubernetes.KeyDeleteTimeout: "10s",
+		kubernetes.KeyScheduleTimeout: "5s", kubernetes.KeyDeleteTimeout: "10s",
 	}
 	schedulertest.Run(t, schedulertest.Harness{
 		New: func(t *testing.T, _ string) spi.Scheduler {
