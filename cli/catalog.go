@@ -6,6 +6,7 @@ import (
 	_ "github.com/egret-stream/egret/packing/rcrr"
 	_ "github.com/egret-stream/egret/packing/roundrobin"
 	_ "github.com/egret-stream/egret/schedulers/aurora"
+	_ "github.com/egret-stream/egret/schedulers/kubernetes"
 	_ "github.com/egret-stream/egret/schedulers/local"
 	_ "github.com/egret-stream/egret/schedulers/mesos"
 	_ "github.com/egret-stream/egret/schedulers/nomad"

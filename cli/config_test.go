@@ -79,19 +79,19 @@ func TestBuiltinsMatchBinary(t *testing.T) {
 	}
 }
 
-// k8sCluster is a user-defined cluster selecting a scheduler that is not
+// borgCluster is a user-defined cluster selecting a scheduler that is not
 // built in.
-var k8sCluster = map[string]string{
-	"k8s/scheduler.yaml": "# no such backend\negret.scheduler: kubernetes\n",
-	"k8s/statemgr.yaml":  "egret.statemgr: localfs\negret.statemgr.root.path: ${EGRET_HOME}/state/k8s\n",
-	"k8s/uploader.yaml":  "egret.uploader: localfs\n",
+var borgCluster = map[string]string{
+	"borg/scheduler.yaml": "# no such backend\negret.scheduler: borg\n",
+	"borg/statemgr.yaml":  "egret.statemgr: localfs\negret.statemgr.root.path: ${EGRET_HOME}/state/borg\n",
+	"borg/uploader.yaml":  "egret.uploader: localfs\n",
 }
 
 func TestConfigValidateUnknownBackend(t *testing.T) {
-	home, cp := isolate(t, k8sCluster)
-	code, stdout, stderr := egret(t, "config", "validate", "k8s", "--config-path", cp)
-	plugin := filepath.Join(home, "plugins", "egret-scheduler-kubernetes")
-	want := "egret: " + filepath.Join(cp, "k8s", "scheduler.yaml") + `:2: egret.scheduler: scheduler "kubernetes" is not built in (built in: [aurora local mesos nomad yarn]) and there is no plugin binary ` +
+	home, cp := isolate(t, borgCluster)
+	code, stdout, stderr := egret(t, "config", "validate", "borg", "--config-path", cp)
+	plugin := filepath.Join(home, "plugins", "egret-scheduler-borg")
+	want := "egret: " + filepath.Join(cp, "borg", "scheduler.yaml") + `:2: egret.scheduler: scheduler "borg" is not built in (built in: [aurora kubernetes local mesos nomad yarn]) and there is no plugin binary ` +
 		plugin + ": unknown backend (install the plugin there, or set egret.plugin.directory to its directory)\n"
 	if code != ExitUsage || stdout != "" || stderr != want {
 		t.Errorf("exit %d, stdout %q, stderr:\n %q\nwant exit 2 and\n %q", code, stdout, stderr, want)
@@ -110,8 +110,8 @@ func TestConfigValidateUnknownBackend(t *testing.T) {
 	if err := os.WriteFile(plugin, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr = egret(t, "config", "validate", "k8s", "--config-path", cp)
-	if code != ExitOK || stdout != "config of cluster k8s is valid\n" {
+	code, stdout, stderr = egret(t, "config", "validate", "borg", "--config-path", cp)
+	if code != ExitOK || stdout != "config of cluster borg is valid\n" {
 		t.Errorf("with the plugin installed: exit %d, %q, %q", code, stdout, stderr)
 	}
 }
@@ -119,10 +119,10 @@ func TestConfigValidateUnknownBackend(t *testing.T) {
 // TestSubmitUnknownBackendTouchesNothing: submit fails on the config before
 // it builds, defines or uploads anything.
 func TestSubmitUnknownBackendTouchesNothing(t *testing.T) {
-	home, cp := isolate(t, k8sCluster)
+	home, cp := isolate(t, borgCluster)
 	before := tree(t, home)
-	code, _, stderr := egret(t, "submit", "k8s", "./no/such/topology", "--config-path", cp)
-	if code != ExitUsage || !strings.Contains(stderr, `scheduler "kubernetes" is not built in`) || strings.Count(stderr, "\n") != 1 {
+	code, _, stderr := egret(t, "submit", "borg", "./no/such/topology", "--config-path", cp)
+	if code != ExitUsage || !strings.Contains(stderr, `scheduler "borg" is not built in`) || strings.Count(stderr, "\n") != 1 {
 		t.Errorf("exit %d, stderr %q; want exit 2 and one line about the scheduler", code, stderr)
 	}
 	if after := tree(t, home); !slices.Equal(before, after) {
@@ -131,14 +131,14 @@ func TestSubmitUnknownBackendTouchesNothing(t *testing.T) {
 }
 
 func TestConfigClustersListsOnlyUsableClusters(t *testing.T) {
-	_, cp := isolate(t, k8sCluster)
+	_, cp := isolate(t, borgCluster)
 	code, stdout, _ := egret(t, "config", "clusters", "--config-path", cp)
-	if code != ExitOK || stdout != "aurora\nk8s\nlocal\nlocalzk\nmesos\nnomad\nyarn\n" {
+	if code != ExitOK || stdout != "aurora\nborg\nkubernetes\nlocal\nlocalzk\nmesos\nnomad\nyarn\n" {
 		t.Errorf("exit %d, clusters %q", code, stdout)
 	}
-	code, _, stderr := egret(t, "config", "validate", "kubernetes", "--config-path", cp)
-	if code != ExitUsage || !strings.Contains(stderr, `cluster "kubernetes": unknown cluster (known clusters: aurora, k8s, local, localzk, mesos, nomad, yarn;`) {
-		t.Errorf("validate kubernetes: exit %d, %q", code, stderr)
+	code, _, stderr := egret(t, "config", "validate", "pbs", "--config-path", cp)
+	if code != ExitUsage || !strings.Contains(stderr, `cluster "pbs": unknown cluster (known clusters: aurora, borg, kubernetes, local, localzk, mesos, nomad, yarn;`) {
+		t.Errorf("validate pbs: exit %d, %q", code, stderr)
 	}
 }
 

@@ -178,12 +178,13 @@ func TestProblems(t *testing.T) {
 // and checks the backends it selects.
 func TestEmbeddedClusters(t *testing.T) {
 	want := map[string][4]string{ // scheduler, statemgr, uploader, sinks
-		"local":   {"local", "localfs", "localfs", "file,tmanager"},
-		"localzk": {"local", "zookeeper", "localfs", "file,tmanager"},
-		"mesos":   {"mesos", "zookeeper", "http", "file,tmanager"},
-		"nomad":   {"nomad", "zookeeper", "http", "file,tmanager"},
-		"aurora":  {"aurora", "zookeeper", "http", "file,tmanager"},
-		"yarn":    {"yarn", "zookeeper", "hdfs", "file,tmanager"},
+		"local":      {"local", "localfs", "localfs", "file,tmanager"},
+		"localzk":    {"local", "zookeeper", "localfs", "file,tmanager"},
+		"mesos":      {"mesos", "zookeeper", "http", "file,tmanager"},
+		"nomad":      {"nomad", "zookeeper", "http", "file,tmanager"},
+		"aurora":     {"aurora", "zookeeper", "http", "file,tmanager"},
+		"yarn":       {"yarn", "zookeeper", "hdfs", "file,tmanager"},
+		"kubernetes": {"kubernetes", "zookeeper", "http", "file,tmanager"},
 	}
 	empty := t.TempDir()
 	got := Clusters(empty)
@@ -418,7 +419,7 @@ func TestUnknownCluster(t *testing.T) {
 	if !errors.Is(err, ErrUnknownCluster) {
 		t.Fatalf("got %v, want ErrUnknownCluster", err)
 	}
-	for _, s := range []string{`"nomda"`, "edge, local, localzk, mesos, nomad, yarn;", filepath.Join(dir, "nomda")} {
+	for _, s := range []string{`"nomda"`, "edge, kubernetes, local, localzk, mesos, nomad, yarn;", filepath.Join(dir, "nomda")} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %q", err, s)
 		}

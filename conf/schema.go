@@ -85,7 +85,7 @@ type pluginNamespace struct {
 // Any other name of a backend kind is an external plugin binary
 // egret-<kind>-<name>; metrics sinks have no plugins.
 var (
-	builtinSchedulers = []string{"aurora", "local", "mesos", "nomad", "yarn"}
+	builtinSchedulers = []string{"aurora", "kubernetes", "local", "mesos", "nomad", "yarn"}
 	builtinStateMgrs  = []string{"localfs", "zookeeper"}
 	builtinUploaders  = []string{"hdfs", "http", "localfs"}
 	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
@@ -145,9 +145,9 @@ var schema = []Key{
 	{Name: "egret.package.goarch", Type: TypeString, Default: "", File: "client", check: checkGOARCH,
 		Description: "GOARCH the topology binary is built for; empty: the machine running the CLI."},
 	{Name: "egret.package.core.uri", Type: TypeString, Default: "", File: "client",
-		Description: "URI the containers download the egret binary (or a .tar.gz/.zip holding it) from; empty: the egret in the topology package (egret.package.core.bundle), else the scheduler's own (local: the egret running the command; the docker driver: the image's)."},
+		Description: "URI the containers download the egret binary (or a .tar.gz/.zip holding it) from; empty: the egret in the topology package (egret.package.core.bundle), else the scheduler's own (local: the egret running the command; nomad's docker driver and kubernetes: the image's)."},
 	{Name: "egret.package.core.bundle", Type: TypeBool, Default: "false", File: "client",
-		Description: "Put the submitting egret binary into the topology package (as egret) when egret.package.core.uri is empty, for containers with no egret of their own (nomad); that egret must be built for egret.package.goos/goarch."},
+		Description: "Put the submitting egret binary into the topology package (as egret) when egret.package.core.uri is empty, for containers with no egret of their own (nomad, kubernetes); that egret must be built for egret.package.goos/goarch."},
 
 	// scheduler.yaml
 	{Name: "egret.scheduler", Type: TypeString, Required: true, File: "scheduler", check: checkName,
@@ -298,6 +298,37 @@ var schema = []Key{
 		Description: "How long submit waits for every container to run; a service not up by then is deleted and the error carries YARN's diagnostics."},
 	{Name: "egret.yarn.request.timeout", Type: TypeDuration, Default: "60s", File: "scheduler", Backend: "scheduler/yarn", check: checkPositive,
 		Description: "Timeout of one request to the ResourceManager."},
+
+	{Name: "egret.kubernetes.kubeconfig", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Kubeconfig file naming the API server and the credentials; empty: $KUBECONFIG, else ~/.kube/config, else (inside a pod, with no kubeconfig) the pod's service account (in-cluster config)."},
+	{Name: "egret.kubernetes.context", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Context of the kubeconfig to use; empty: its current-context."},
+	{Name: "egret.kubernetes.namespace", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Namespace of the topologies' StatefulSets, Services and ConfigMaps; empty: the context's namespace, else the pod's (in cluster), else default."},
+	{Name: "egret.kubernetes.service.account", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Service account the pods run as; empty: the namespace's default."},
+	{Name: "egret.kubernetes.image", Type: TypeString, Default: "egret/egret:latest", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Image of the executor container. It runs the egret of the topology package (egret.package.core.bundle) or of egret.package.core.uri, else the image's own egret (on its PATH)."},
+	{Name: "egret.kubernetes.image.pull.policy", Type: TypeEnum, Enum: []string{"Always", "IfNotPresent", "Never"}, Default: "IfNotPresent", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "imagePullPolicy of the executor and init containers."},
+	{Name: "egret.kubernetes.init.image", Type: TypeString, Default: "busybox:1.36", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Image of the init container that downloads the topology package (and egret.package.core.uri) into the pod; it needs sh, wget, sha256sum and tar."},
+	{Name: "egret.kubernetes.pod.template.patch", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "Patch (YAML or JSON, e.g. a block scalar) applied to the StatefulSet's pod template: nodeSelector, tolerations, extra env, sidecars... It is checked at load: the result must be a valid pod template that keeps the executor container, the topology's labels and restartPolicy Always."},
+	{Name: "egret.kubernetes.pod.template.patch.type", Type: TypeEnum, Enum: []string{"strategic", "merge"}, Default: "strategic", File: "scheduler", Backend: "scheduler/kubernetes",
+		Description: "How egret.kubernetes.pod.template.patch applies: strategic (Kubernetes' strategic merge patch: lists such as containers merge by name) or merge (RFC 7386 JSON merge patch: lists are replaced)."},
+	{Name: "egret.kubernetes.schedule.timeout", Type: TypeDuration, Default: "2m", File: "scheduler", Backend: "scheduler/kubernetes", check: checkNonNegative,
+		Description: "How long submit and update wait for every pod to be bound to a node; a submit whose pods are not placed by then fails with the Kubernetes scheduler's message (FailedScheduling) and its objects are deleted. 0: do not wait."},
+	{Name: "egret.kubernetes.delete.timeout", Type: TypeDuration, Default: "2m", File: "scheduler", Backend: "scheduler/kubernetes", check: checkPositive,
+		Description: "How long kill waits for the topology's pods to end after deleting its objects."},
+	{Name: "egret.kubernetes.request.timeout", Type: TypeDuration, Default: "30s", File: "scheduler", Backend: "scheduler/kubernetes", check: checkPositive,
+		Description: "Timeout of one request to the API server."},
+	{Name: "egret.kubernetes.tmanager.cpu", Type: TypeFloat, Default: "1.0", File: "scheduler", Backend: "scheduler/kubernetes", check: checkPositive,
+		Description: "CPU cores of container 0 (topology manager), which the packing plan does not size. Every pod gets the largest container's resources (one pod template per StatefulSet)."},
+	{Name: "egret.kubernetes.tmanager.ram", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/kubernetes", check: checkPositive,
+		Description: "Memory of container 0."},
+	{Name: "egret.kubernetes.tmanager.disk", Type: TypeBytes, Default: "1GiB", File: "scheduler", Backend: "scheduler/kubernetes", check: checkPositive,
+		Description: "Ephemeral storage of container 0."},
 
 	// statemgr.yaml
 	{Name: "egret.statemgr", Type: TypeString, Required: true, File: "statemgr", check: checkName,

@@ -94,9 +94,10 @@ type SubmitOptions struct {
 	// side effects: no file outside a temporary directory, no state, no
 	// package, no request to a state manager, package server or resource
 	// manager. DryRunFormat is "table" (default) or "json" for the packing
-	// plan, or "<scheduler>-json" or "<scheduler>" for the scheduler's own job
-	// (spi.JobRenderer), which names the URI the package would be uploaded
-	// to (spi.URIPreviewer) or else spi.DryRunPackageURI.
+	// plan, or "<scheduler>-json" (kubernetes-yaml: spi.JobFormatter) or
+	// "<scheduler>" for the scheduler's own job (spi.JobRenderer), which
+	// names the URI the package would be uploaded to (spi.URIPreviewer) or
+	// else spi.DryRunPackageURI.
 	DryRun       bool
 	DryRunFormat string
 	DryRunOut    io.Writer
@@ -307,8 +308,9 @@ func (o SubmitOptions) dryRunOut() io.Writer {
 }
 
 // dryRunFormat checks o.DryRunFormat before anything runs: table, json or
-// the cluster's scheduler's "<scheduler>-json" or "<scheduler>" (both
-// print the scheduler's own job).
+// the cluster's scheduler's "<scheduler>-json", "<scheduler>-yaml" or
+// "<scheduler>" (all print the scheduler's own job; jobRenderer then
+// checks the one the scheduler renders).
 func (l *Launcher) dryRunFormat(o SubmitOptions) (string, error) {
 	format := o.DryRunFormat
 	if format == "" {
@@ -318,8 +320,8 @@ func (l *Launcher) dryRunFormat(o SubmitOptions) (string, error) {
 		return format, nil
 	}
 	sched := l.Cluster.Config().String("egret.scheduler", "")
-	if format != "table" && format != "json" && format != sched+"-json" && format != sched {
-		return "", badInput(fmt.Errorf("--dry-run-format %q: use table, json or %s-json (the scheduler of cluster %s is %s)", format, sched, l.Cluster.Name, sched))
+	if format != "table" && format != "json" && format != sched+"-json" && format != sched+"-yaml" && format != sched {
+		return "", badInput(fmt.Errorf("--dry-run-format %q: use table, json or the %s scheduler's own job (%s, or its format %s-json or %s-yaml, whichever it renders; cluster %s runs the %s scheduler)", format, sched, sched, sched, sched, l.Cluster.Name, sched))
 	}
 	return format, nil
 }
@@ -360,17 +362,28 @@ func (l *Launcher) previewURI(ctx context.Context, cfg spi.Config, up spi.Upload
 }
 
 // jobRenderer returns the scheduler for a --dry-run-format of
-// "<scheduler>-json" or "<scheduler>" (for example nomad-json, aurora)
-// when it can show its job
-// (spi.JobRenderer).
+// "<scheduler>-json" (or the format its spi.JobFormatter names, such as
+// kubernetes-yaml) or "<scheduler>" (for example nomad-json, aurora) when
+// it can show its job (spi.JobRenderer).
 func (l *Launcher) jobRenderer(ctx context.Context, cfg spi.Config, format string) (spi.Scheduler, error) {
 	sched, err := l.Backends.Scheduler(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	name := cfg.String("egret.scheduler", "")
 	if _, ok := sched.(spi.JobRenderer); !ok {
 		_ = sched.Close()
-		return nil, badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler cannot show its job; use table or json", format, cfg.String("egret.scheduler", "")))
+		return nil, badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler cannot show its job; use table or json", format, name))
+	}
+	// The scheduler's own name, or the one format its job is in:
+	// <scheduler>-json unless it says otherwise (spi.JobFormatter).
+	own := name + "-json"
+	if f, ok := sched.(spi.JobFormatter); ok {
+		own = f.JobFormat()
+	}
+	if format != name && format != own {
+		_ = sched.Close()
+		return nil, badInput(fmt.Errorf("--dry-run-format %s: the %s scheduler shows its job as %s; use %s, %s, table or json", format, name, own, own, name))
 	}
 	return sched, nil
 }

@@ -115,8 +115,8 @@ func TestFind(t *testing.T) {
 	}{
 		{kind: "uploader", name: "localfs"},
 		{kind: "scheduler", name: "k8s", path: filepath.Join(dir, "egret-scheduler-k8s")},
-		{kind: "scheduler", name: "kubernetes", unknown: true,
-			want: []string{`scheduler "kubernetes" is not built in`, filepath.Join(dir, "egret-scheduler-kubernetes"), "set egret.plugin.directory"}},
+		{kind: "scheduler", name: "borg", unknown: true,
+			want: []string{`scheduler "borg" is not built in`, filepath.Join(dir, "egret-scheduler-borg"), "set egret.plugin.directory"}},
 		{kind: "packing", name: "spiral", unknown: true, want: []string{`packing algorithm "spiral" is not built in`}},
 		{kind: "scheduler", name: "plain", want: []string{"is not executable", "chmod +x " + plain}},
 		{kind: "scheduler", name: "../k8s", unknown: true, want: []string{`"../k8s" is invalid`}},

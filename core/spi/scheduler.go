@@ -108,3 +108,11 @@ type Diagnoser interface {
 type Checker interface {
 	Check(ctx context.Context) error
 }
+
+// JobFormatter is implemented by JobRenderers whose job is not JSON: it
+// names the one --dry-run-format that prints it ("kubernetes-yaml"),
+// accepted instead of "<scheduler>-json" (the scheduler's own name is
+// accepted too).
+type JobFormatter interface {
+	JobFormat() string
+}

@@ -98,13 +98,15 @@ func sameTree(t *testing.T, what string, before, after map[string]string) {
 }
 
 // TestDryRunTouchesNothing runs a dry run of every format on the local,
-// localzk and nomad clusters whose state manager, package server and
-// Nomad all point at an address that counts connections: the dry run
+// localzk, nomad and kubernetes clusters whose state manager, package
+// server and resource manager all point at an address that counts
+// connections: the dry run
 // prints the plan or the job, writes no file (EGRET_HOME and the temporary
 // directory are as before), writes no state, uploads no package and
 // contacts no server.
 func TestDryRunTouchesNothing(t *testing.T) {
 	wc := binary(t, "wordcount")
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	for _, tc := range []struct {
 		cluster string
 		props   func(addr string) []string
@@ -117,6 +119,15 @@ func TestDryRunTouchesNothing(t *testing.T) {
 			return []string{"egret.statemgr.connection.string=" + addr, "egret.statemgr.connection.timeout=2s",
 				"egret.nomad.address=http://" + addr, "egret.uploader.http.uri=http://" + addr + "/packages/"}
 		}},
+		{"kubernetes", func(addr string) []string {
+			doc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: http://" + addr +
+				"\nusers:\n- name: u\n  user: {}\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\n"
+			if err := os.WriteFile(kubeconfig, []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			return []string{"egret.statemgr.connection.string=" + addr, "egret.statemgr.connection.timeout=2s",
+				"egret.kubernetes.kubeconfig=" + kubeconfig, "egret.uploader.http.uri=http://" + addr + "/packages/"}
+		}},
 	} {
 		t.Run(tc.cluster, func(t *testing.T) {
 			srv := newCountingListener(t)
@@ -125,15 +136,21 @@ func TestDryRunTouchesNothing(t *testing.T) {
 			tmp := t.TempDir()
 			c.env = []string{"TMPDIR=" + tmp}
 			sched := "local"
-			if tc.cluster == "nomad" {
-				sched = "nomad"
+			if tc.cluster == "nomad" || tc.cluster == "kubernetes" {
+				sched = tc.cluster
 			}
-			for _, format := range []string{"table", "json", sched + "-json"} {
+			formats := []string{"table", "json", sched + "-json"}
+			if sched == "kubernetes" {
+				formats = append(formats, "kubernetes-yaml")
+			}
+			for _, format := range formats {
 				before := treeDigest(t, c.home)
 				stdout, stderr, code := c.egret("submit", c.name, wc, "--dry-run", "--dry-run-format", format, "--", "--containers", "2")
 				switch {
 				case format == "local-json":
 					lastLineError(t, format, stderr, code, 2, "the local scheduler cannot show its job")
+				case format == "kubernetes-json":
+					lastLineError(t, format, stderr, code, 2, "the kubernetes scheduler shows its job as kubernetes-yaml")
 				case code != 0:
 					t.Errorf("%s: exit %d\n%s", format, code, stderr)
 				case format == "nomad-json":
@@ -149,6 +166,10 @@ func TestDryRunTouchesNothing(t *testing.T) {
 					}
 					if sha := doc.Job.Meta[nomad.MetaPackageSHA256]; len(sha) != 64 || !strings.Contains(uri, sha[:12]) {
 						t.Errorf("package sha256 %q does not match the URI %q", sha, uri)
+					}
+				case format == "kubernetes-yaml":
+					if !strings.Contains(stdout, "kind: StatefulSet") || !strings.Contains(stdout, "egret.io/package-uri: http://"+addr+"/packages/wordcount-") {
+						t.Errorf("kubernetes-yaml does not show the StatefulSet with the package URI the http uploader would produce:\n%s", stdout)
 					}
 				case !strings.Contains(stdout, "count"):
 					t.Errorf("%s: the plan does not show the count bolt:\n%s", format, stdout)
