@@ -49,8 +49,13 @@ func badRequest(format string, args ...any) error {
 	return &badRequestError{fmt.Errorf(format, args...)}
 }
 
+type notFoundError struct{ msg string }
+
+func (e *notFoundError) Error() string        { return e.msg }
+func (e *notFoundError) Is(target error) bool { return target == errNotFound }
+
 func notFound(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", errNotFound, fmt.Sprintf(format, args...))
+	return &notFoundError{fmt.Sprintf(format, args...)}
 }
 
 // endpoint answers a request with a value to encode or an error.
