@@ -201,7 +201,7 @@
     for (let i = 0; i <= 2; i++) {
       const v = maxV * i / 2;
       g.beginPath(); g.moveTo(left, y(v)); g.lineTo(w - right, y(v)); g.stroke();
-      g.fillText(fmt(v, maxV < 10 ? 2 : 0), 2, y(v) + 3);
+      g.fillText(maxV < 1 ? v.toPrecision(2) : fmt(v, maxV < 10 ? 2 : 0), 2, y(v) + 3);
     }
     if (timestamps.length > 1) {
       g.fillText(new Date(t0 * 1000).toLocaleTimeString(), left, h - 3);
