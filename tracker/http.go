@@ -177,15 +177,14 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 
 // query holds the checked query parameters.
 type query struct {
-	cluster                            *clusterState
-	clusterName, role, environ, name   string
-	component                          string
-	task                               int
-	hasTask                            bool
-	metricNames                        []string
-	resolution                         string
-	path                               string
-	hasCluster, hasTopology, hasFilter bool
+	cluster                          *clusterState
+	clusterName, role, environ, name string
+	component                        string
+	task                             int
+	hasTask                          bool
+	metricNames                      []string
+	resolution                       string
+	path                             string
 }
 
 // Parameters each endpoint accepts.
@@ -424,8 +423,8 @@ func (t *Tracker) resolve(ctx context.Context, q *query) (*resolved, error) {
 	return &r, nil
 }
 
-// checkTask checks the instance parameter against the packing plan and
-// returns its component.
+// checkTask checks the instance parameter (and the component, when both
+// are given) against the packing plan.
 func (t *Tracker) checkTask(ctx context.Context, q *query) error {
 	if !q.hasTask {
 		return nil

@@ -354,7 +354,7 @@ func (t *Tracker) fetchStats(ctx context.Context, c *clusterState, name string) 
 	return &st, nil
 }
 
-// track returns a copy of what the timeline knows of a topology's
+// procs returns a copy of what the timeline knows of a topology's
 // processes: task → (pid, start, restarts).
 func (t *Tracker) procs(cluster, name, id string) map[int]procTrack {
 	t.mu.Lock()
