@@ -90,9 +90,9 @@ func (m *Metrics) TakeExceptions() []Exception {
 	return out
 }
 
-// CallerStack formats the stack of its caller's caller and above
-// (function and file:line per frame, no addresses or arguments, so that
-// the same call site always gives the same text), skipping skip more
+// CallerStack formats the stack from its caller up (function and
+// file:line per frame, no addresses or arguments, so that the same call
+// site always gives the same text), leaving out the skip innermost
 // frames.
 func CallerStack(skip int) string {
 	pcs := make([]uintptr, maxStackFrames)
