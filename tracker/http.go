@@ -332,8 +332,14 @@ type topologyJSON struct {
 	Throughput *float64 `json:"throughput"`
 }
 
+type clusterProblem struct {
+	Cluster string `json:"cluster"`
+	Error   string `json:"error"`
+}
+
 func (t *Tracker) topologiesEP(ctx context.Context, q *query) (any, error) {
 	out := []topologyJSON{}
+	var problems []clusterProblem
 	for _, n := range t.order {
 		if q.cluster != nil && q.cluster.name != n {
 			continue
@@ -341,7 +347,12 @@ func (t *Tracker) topologiesEP(ctx context.Context, q *query) (any, error) {
 		c := t.clusters[n]
 		infos, err := c.topologies(ctx, t.opts.ListCache)
 		if err != nil {
-			return nil, err
+			if q.cluster != nil {
+				return nil, err
+			}
+			// One unreachable cluster does not hide the others.
+			problems = append(problems, clusterProblem{Cluster: n, Error: oneLine(err.Error())})
+			continue
 		}
 		for _, i := range infos {
 			if q.role != "" && i.Role != q.role || q.environ != "" && i.Environ != q.environ {
@@ -355,6 +366,9 @@ func (t *Tracker) topologiesEP(ctx context.Context, q *query) (any, error) {
 				Containers: i.Containers, Instances: i.Instances, Submitted: sub, User: i.User, Problem: oneLine(i.Problem),
 				Throughput: t.throughput(n, i.Name, i.ID)})
 		}
+	}
+	if len(problems) > 0 {
+		return map[string]any{"topologies": out, "problems": problems}, nil
 	}
 	return map[string]any{"topologies": out}, nil
 }

@@ -169,3 +169,54 @@ func TestEndpointsWithoutRunningTopology(t *testing.T) {
 		t.Errorf("GET /nothing: %d, want 404", code)
 	}
 }
+
+// zkDown serves the memory state manager for localfs clusters and fails
+// for ZooKeeper ones.
+type zkDown struct{ backends }
+
+func (b zkDown) StateManager(ctx context.Context, cfg spi.Config) (spi.StateManager, error) {
+	if cfg.String("egret.statemgr", "") == "zookeeper" {
+		return nil, errors.New("zookeeper: connection refused")
+	}
+	return b.backends.StateManager(ctx, cfg)
+}
+
+// TestOneClusterDownDoesNotHideOthers: /topologies lists the reachable
+// clusters and names the one that cannot be read; asked for that cluster
+// alone, it is a 503.
+func TestOneClusterDownDoesNotHideOthers(t *testing.T) {
+	t.Setenv("EGRET_HOME", t.TempDir())
+	var clusters []*conf.Cluster
+	for _, n := range []string{"local", "localzk"} {
+		c, err := conf.Load(conf.LoadOptions{Cluster: n, ConfigPath: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		clusters = append(clusters, c)
+	}
+	tr, err := tracker.New(tracker.Options{Clusters: clusters, Backends: zkDown{backends{memory.NewStore()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	srv := httptest.NewServer(tr.Handler())
+	defer srv.Close()
+	doc, err := trackertest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, srv.URL+"/topologies")
+	if code != 200 || !strings.Contains(string(body), `"problems":[{"cluster":"localzk","error":`) {
+		t.Errorf("GET /topologies: %d %s", code, body)
+	}
+	if err := doc.Check("/topologies", code, body); err != nil {
+		t.Error(err)
+	}
+	code, body = get(t, srv.URL+"/topologies?cluster=localzk")
+	if code != 503 || !strings.Contains(string(body), "connection refused") {
+		t.Errorf("GET /topologies?cluster=localzk: %d %s", code, body)
+	}
+	if err := doc.Check("/topologies", code, body); err != nil {
+		t.Error(err)
+	}
+}

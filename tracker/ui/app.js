@@ -74,8 +74,12 @@
     async function refresh() {
       if (gen !== generation) return;
       try {
-        const { topologies } = await api("/topologies");
+        const { topologies, problems } = await api("/topologies");
         tbody.replaceChildren();
+        for (const p of problems || []) {
+          tbody.append(el("tr", { class: "cluster-problem" }, el("td", { text: p.cluster }),
+            el("td", { colspan: "8", class: "error", text: p.error })));
+        }
         if (topologies.length === 0) {
           tbody.append(el("tr", {}, el("td", { colspan: "9", class: "muted", text: "No topologies." })));
         }
