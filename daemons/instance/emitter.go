@@ -240,6 +240,12 @@ func (e *emitter) flushIfDue(interval time.Duration) {
 
 func (e *emitter) reportError(err error) {
 	e.in.metrics.Errors.Add(1)
+	msg := "<nil>"
+	if err != nil {
+		msg = err.Error()
+	}
+	// The stack starts at the user code that called ReportError.
+	e.in.metrics.AddException(msg, CallerStack(2), time.Now())
 	e.in.log.Warn("component error", zap.Error(err))
 }
 

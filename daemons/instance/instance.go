@@ -172,6 +172,7 @@ func (in *Instance) call(what string, fn func() error) (err error) {
 // panicked reports a recovered panic of user code.
 func (in *Instance) panicked(what string, r any) error {
 	in.metrics.Errors.Add(1)
+	in.metrics.AddException(fmt.Sprintf("panic in %s: %v", what, r), CallerStack(2), time.Now())
 	in.log.Error("user code panicked", zap.String("method", what), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
 	return fmt.Errorf("panic in %s: %v", what, r)
 }

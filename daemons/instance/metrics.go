@@ -1,9 +1,13 @@
 package instance
 
 import (
+	"fmt"
+	"runtime"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/egret-stream/egret/api"
 )
@@ -30,8 +34,79 @@ type Metrics struct {
 	// AckUpdates counts the ack and fail updates a bolt task sent.
 	AckUpdates atomic.Int64
 
-	mu       sync.Mutex
-	counters map[string]*api.Counter
+	mu         sync.Mutex
+	counters   map[string]*api.Counter
+	exceptions []Exception // pending, distinct by message and stack
+}
+
+// Exception is an error user code reported (ReportError) or a recovered
+// panic, pending until the next metrics report carries it to the
+// topology manager (the tracker shows it).
+type Exception struct {
+	Message, Stack string
+	// UnixNanos is when it last happened; Count how often since the
+	// last report.
+	UnixNanos, Count int64
+}
+
+// Bounds of the pending exceptions.
+const (
+	maxPendingExceptions = 32
+	maxExceptionMessage  = 1 << 10
+	maxStackFrames       = 32
+)
+
+// AddException records an exception; equal ones (message and stack) are
+// counted together, and beyond maxPendingExceptions distinct ones only
+// the count of the last one grows.
+func (m *Metrics) AddException(message, stack string, now time.Time) {
+	if len(message) > maxExceptionMessage {
+		message = message[:maxExceptionMessage]
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.exceptions {
+		if e := &m.exceptions[i]; e.Message == message && e.Stack == stack {
+			e.Count++
+			e.UnixNanos = now.UnixNano()
+			return
+		}
+	}
+	if len(m.exceptions) >= maxPendingExceptions {
+		e := &m.exceptions[len(m.exceptions)-1]
+		e.Count++
+		e.UnixNanos = now.UnixNano()
+		return
+	}
+	m.exceptions = append(m.exceptions, Exception{Message: message, Stack: stack, UnixNanos: now.UnixNano(), Count: 1})
+}
+
+// TakeExceptions returns the pending exceptions and forgets them.
+func (m *Metrics) TakeExceptions() []Exception {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := m.exceptions
+	m.exceptions = nil
+	return out
+}
+
+// CallerStack formats the stack from its caller up (function and
+// file:line per frame, no addresses or arguments, so that the same call
+// site always gives the same text), leaving out the skip innermost
+// frames.
+func CallerStack(skip int) string {
+	pcs := make([]uintptr, maxStackFrames)
+	n := runtime.Callers(skip+2, pcs)
+	frames := runtime.CallersFrames(pcs[:n])
+	var b strings.Builder
+	for {
+		f, more := frames.Next()
+		fmt.Fprintf(&b, "%s\n\t%s:%d\n", f.Function, f.File, f.Line)
+		if !more {
+			break
+		}
+	}
+	return b.String()
 }
 
 // Counter returns the user counter named name, creating it.

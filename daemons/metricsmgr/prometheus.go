@@ -44,6 +44,8 @@ var gauges = map[string]bool{
 	"process.rss.bytes":         true,
 	"process.open.fds":          true,
 	"process.goroutines":        true,
+	"process.pid":               true,
+	"process.start.unix":        true,
 	// The executor's view of each instance's resources (docs/isolation.md).
 	"executor.cgroups":            true,
 	"executor.cgroup.version":     true,

@@ -71,17 +71,24 @@ func PublishMetrics(ctx context.Context, socket string, interval time.Duration, 
 	}
 }
 
+// processStart is when this process started (set once, never changed).
+var processStart = time.Now()
+
 // ProcessMetrics returns the metrics every Egret process publishes about
 // itself: its cpu time ("process.cpu.seconds", user+system, a running
 // total), resident memory ("process.rss.bytes") and open file descriptors
 // ("process.open.fds") from /proc/self, its goroutines
 // ("process.goroutines"), and the Go collector's cycles and total
 // stop-the-world pause time ("process.gc.cycles", "process.gc.pause.ns",
-// running totals). Where /proc is missing (not Linux) the /proc metrics
-// are left out.
+// running totals), its pid ("process.pid") and start time
+// ("process.start.unix", Unix seconds; a change of either means the
+// process was restarted, which the tracker counts). Where /proc is missing
+// (not Linux) the /proc metrics are left out.
 func ProcessMetrics() []*egretpb.Metric {
 	var out []*egretpb.Metric
 	add := func(name string, v float64) { out = append(out, &egretpb.Metric{Name: name, Value: v}) }
+	add("process.pid", float64(os.Getpid()))
+	add("process.start.unix", float64(processStart.UnixNano())/1e9)
 	if cpu, err := processCPU(); err == nil {
 		add("process.cpu.seconds", cpu)
 	}

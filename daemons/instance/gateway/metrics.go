@@ -85,5 +85,8 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 		add("user."+name, im.Counter(name).Value())
 	}
 	m.Metrics = append(m.Metrics, wire.ProcessMetrics()...)
+	for _, e := range im.TakeExceptions() {
+		m.Exceptions = append(m.Exceptions, &egretpb.ExceptionReport{Message: e.Message, Stack: e.Stack, UnixNanos: e.UnixNanos, Count: e.Count})
+	}
 	return m
 }

@@ -1,0 +1,299 @@
+package tracker
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// TimelineSeries are the series the timeline keeps per component and per
+// task, in the order of a sample's values. Rates are per second over the
+// interval that ends at the sample; latencies are the mean over that
+// interval in milliseconds; the others are levels.
+var TimelineSeries = []string{
+	"emit_rate", "execute_rate", "ack_rate", "fail_rate", "timeout_rate", "error_rate", "drop_rate",
+	"execute_latency_ms", "complete_latency_ms", "cpu_cores", "rss_bytes", "pending_roots",
+}
+
+const nSeries = 12
+
+// Raw metric names the series derive from.
+var rateOf = [...]struct {
+	series int
+	metric string
+}{
+	{0, "instance.emitted"}, {1, "instance.executed"}, {2, "instance.acked"}, {3, "instance.failed"},
+	{4, "instance.timed.out"}, {5, "instance.errors"}, {6, "instance.dropped"}, {9, "process.cpu.seconds"},
+}
+
+var latencyOf = [...]struct {
+	series        int
+	nanos, counts string
+}{
+	{7, "instance.execute.nanos", "instance.executed"},
+	{8, "instance.complete.latency.nanos", "instance.complete.latency.count"},
+}
+
+var levelOf = [...]struct {
+	series int
+	metric string
+}{{10, "process.rss.bytes"}, {11, "instance.pending.roots"}}
+
+// rawNames are the raw metrics kept between samples.
+var rawNames = func() []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(n string) {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for _, r := range rateOf {
+		add(r.metric)
+	}
+	for _, l := range latencyOf {
+		add(l.nanos)
+		add(l.counts)
+	}
+	for _, l := range levelOf {
+		add(l.metric)
+	}
+	return out
+}()
+
+type values [nSeries]float64
+
+func nanValues() *values {
+	var v values
+	for i := range v {
+		v[i] = math.NaN()
+	}
+	return &v
+}
+
+// sample is one point of a timeline.
+type sample struct {
+	at    time.Time
+	comps map[string]*values
+	tasks map[int]*values
+}
+
+// raw is what one poll read of a topology: per task, the raw metrics.
+type raw struct {
+	at    time.Time
+	tasks map[int]map[string]float64
+	comp  map[int]string
+}
+
+// procTrack follows one task's process across restarts.
+type procTrack struct {
+	pid, start float64
+	restarts   int
+	container  int
+}
+
+// topoTrack is the history of one topology (one submission).
+type topoTrack struct {
+	id         string
+	spouts     []string
+	components []string
+	fine       []sample
+	coarse     []sample
+	prev       *raw // last poll, for fine samples
+	coarsePrev *raw // raw at the last coarse sample
+	procs      map[int]*procTrack
+}
+
+// delta is cur-prev of a running total; a smaller value means the
+// process restarted and counted from 0.
+func delta(cur, prev float64) float64 {
+	if cur >= prev {
+		return cur - prev
+	}
+	return cur
+}
+
+// derive computes the sample of the interval prev → cur.
+func derive(prev, cur *raw, components []string) sample {
+	s := sample{at: cur.at, comps: map[string]*values{}, tasks: map[int]*values{}}
+	dt := cur.at.Sub(prev.at).Seconds()
+	type acc struct {
+		rates       [nSeries]float64
+		has         [nSeries]bool
+		nanos, cnts [len(latencyOf)]float64
+		levels      [nSeries]float64
+	}
+	accs := map[string]*acc{}
+	for _, c := range components {
+		accs[c] = &acc{}
+	}
+	for task, m := range cur.tasks {
+		comp := cur.comp[task]
+		a := accs[comp]
+		if a == nil {
+			continue
+		}
+		v := nanValues()
+		p := prev.tasks[task]
+		if p != nil && dt > 0 {
+			for _, r := range rateOf {
+				c, ok1 := m[r.metric]
+				o, ok2 := p[r.metric]
+				if ok1 && ok2 {
+					d := delta(c, o)
+					v[r.series] = d / dt
+					a.rates[r.series] += d / dt
+					a.has[r.series] = true
+				}
+			}
+			for i, l := range latencyOf {
+				cn, ok1 := m[l.nanos]
+				on, ok2 := p[l.nanos]
+				cc, ok3 := m[l.counts]
+				oc, ok4 := p[l.counts]
+				if ok1 && ok2 && ok3 && ok4 {
+					dn, dc := delta(cn, on), delta(cc, oc)
+					a.nanos[i] += dn
+					a.cnts[i] += dc
+					a.has[l.series] = true
+					if dc > 0 {
+						v[l.series] = dn / dc / 1e6
+					}
+				}
+			}
+		}
+		for _, l := range levelOf {
+			if x, ok := m[l.metric]; ok {
+				v[l.series] = x
+				a.levels[l.series] += x
+				a.has[l.series] = true
+			}
+		}
+		s.tasks[task] = v
+	}
+	for c, a := range accs {
+		v := nanValues()
+		for _, r := range rateOf {
+			if a.has[r.series] {
+				v[r.series] = a.rates[r.series]
+			}
+		}
+		for i, l := range latencyOf {
+			if a.has[l.series] && a.cnts[i] > 0 {
+				v[l.series] = a.nanos[i] / a.cnts[i] / 1e6
+			}
+		}
+		for _, l := range levelOf {
+			if a.has[l.series] {
+				v[l.series] = a.levels[l.series]
+			}
+		}
+		s.comps[c] = v
+	}
+	return s
+}
+
+// rawFromStats extracts the raw metrics of every task of a /stats answer.
+func rawFromStats(st *tmStats, at time.Time, maxTasks int) *raw {
+	r := &raw{at: at, tasks: map[int]map[string]float64{}, comp: map[int]string{}}
+	comps := make([]string, 0, len(st.Components))
+	for c := range st.Components {
+		comps = append(comps, c)
+	}
+	sort.Strings(comps)
+	for _, c := range comps {
+		for tk, ts := range st.Components[c].Tasks {
+			task, err := strconv.Atoi(tk)
+			if err != nil || len(r.tasks) >= maxTasks {
+				continue
+			}
+			m := make(map[string]float64, len(rawNames))
+			for _, n := range rawNames {
+				if v, ok := ts.Metrics[n]; ok {
+					m[n] = v
+				}
+			}
+			r.tasks[task], r.comp[task] = m, c
+		}
+	}
+	return r
+}
+
+// record adds one poll to the track: a fine sample, a coarse one once a
+// minute has passed since the last, and the restart counts.
+func (tt *topoTrack) record(st *tmStats, at time.Time, o *Options) {
+	cur := rawFromStats(st, at, o.MaxTasks)
+	for c := range st.Components {
+		if !contains(tt.components, c) {
+			tt.components = append(tt.components, c)
+			sort.Strings(tt.components)
+		}
+	}
+	for c, cs := range st.Components {
+		_ = c
+		for tk, ts := range cs.Tasks {
+			task, err := strconv.Atoi(tk)
+			if err != nil {
+				continue
+			}
+			pid, ok1 := ts.Metrics["process.pid"]
+			start, ok2 := ts.Metrics["process.start.unix"]
+			if !ok1 || !ok2 {
+				continue
+			}
+			p := tt.procs[task]
+			if p == nil {
+				if len(tt.procs) >= o.MaxTasks {
+					continue
+				}
+				tt.procs[task] = &procTrack{pid: pid, start: start, container: int(ts.Container)}
+				continue
+			}
+			if p.pid != pid || p.start != start {
+				p.restarts++
+				p.pid, p.start = pid, start
+			}
+			p.container = int(ts.Container)
+		}
+	}
+	if tt.prev != nil {
+		tt.fine = appendRing(tt.fine, derive(tt.prev, cur, tt.components), o.fineLen())
+	}
+	tt.prev = cur
+	if tt.coarsePrev == nil {
+		tt.coarsePrev = cur
+	} else if at.Sub(tt.coarsePrev.at) >= coarseStep {
+		tt.coarse = appendRing(tt.coarse, derive(tt.coarsePrev, cur, tt.components), o.coarseLen())
+		tt.coarsePrev = cur
+	}
+}
+
+// coarseStep is the resolution of the coarse timeline.
+const coarseStep = time.Minute
+
+func appendRing(r []sample, s sample, n int) []sample {
+	if len(r) >= n {
+		copy(r, r[len(r)-n+1:])
+		r = r[:n-1]
+	}
+	return append(r, s)
+}
+
+func contains(s []string, x string) bool {
+	for _, v := range s {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+// point is a value of the timeline JSON: null for an unknown value.
+func point(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
