@@ -250,7 +250,7 @@ while [ "$stop" = 0 ]; do
   start=$(date +%s)
   ` + executorLine(egret, job) + ` &
   pid=$!
-  echo "egret-slurm: container $c: executor $pid started on $(hostname)"
+  echo "egret-slurm: container $c: executor $pid started on ${SLURMD_NODENAME:-this node}"
   wait "$pid"; rc=$?
   while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done
   pid=

@@ -316,7 +316,7 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 		return fmt.Errorf("slurm scheduler: topology %q has no container %d (containers 0..%d): %w", topology, container, tasks-1, spi.ErrNotFound)
 	}
 	out, err := sc.r.run(ctx, sc.s.srun, "", "--jobid="+j.id, "--overlap", "--quiet", "--nodes="+strconv.FormatInt(nodes, 10),
-		"--ntasks-per-node=1", "--ntasks="+strconv.FormatInt(nodes, 10), "--mem-per-cpu=1M", "--cpus-per-task=1", "--job-name=egret-restart",
+		"--ntasks-per-node=1", "--ntasks="+strconv.FormatInt(nodes, 10), "--mem=0", "--job-name=egret-restart",
 		"/bin/sh", "-c", restartScript(sc.s, container))
 	if err != nil {
 		return sc.fail(ctx, fmt.Sprintf("signal container %d in job %s", container, j.id), err)
