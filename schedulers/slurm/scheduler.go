@@ -315,9 +315,7 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	if container < 0 || int64(container) >= tasks {
 		return fmt.Errorf("slurm scheduler: topology %q has no container %d (containers 0..%d): %w", topology, container, tasks-1, spi.ErrNotFound)
 	}
-	out, err := sc.r.run(ctx, sc.s.srun, "", "--jobid="+j.id, "--overlap", "--quiet", "--nodes="+strconv.FormatInt(nodes, 10),
-		"--ntasks-per-node=1", "--ntasks="+strconv.FormatInt(nodes, 10), "--mem=0", "--job-name=egret-restart",
-		"/bin/sh", "-c", restartScript(sc.s, container))
+	out, err := sc.signalStep(ctx, j.id, nodes, restartScript(sc.s, container))
 	if err != nil {
 		return sc.fail(ctx, fmt.Sprintf("signal container %d in job %s", container, j.id), err)
 	}
@@ -326,6 +324,30 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	}
 	sc.log.Info("restarted container", zap.Int("container", container), zap.String("job", j.id))
 	return nil
+}
+
+// signalStep runs script once on every node of job id, in a job step that
+// shares the job's resources (srun --overlap). A step requested while
+// slurmctld is still starting up can hang without an answer (seen with
+// Slurm 22.05 right after a controller restart), so each attempt gets a
+// quarter of the command timeout (at least 5s) and a hung one is tried
+// again, up to four times.
+func (sc *Scheduler) signalStep(ctx context.Context, id string, nodes int64, script string) (string, error) {
+	r := *sc.r
+	r.timeout = max(5*time.Second, sc.r.timeout/4)
+	var err error
+	for range 4 {
+		var out string
+		out, err = r.run(ctx, sc.s.srun, "", "--jobid="+id, "--overlap", "--quiet", "--nodes="+strconv.FormatInt(nodes, 10),
+			"--ntasks-per-node=1", "--ntasks="+strconv.FormatInt(nodes, 10), "--mem=0", "--job-name=egret-restart",
+			"/bin/sh", "-c", script)
+		var ce *cmdError
+		if err == nil || !errors.As(err, &ce) || !ce.killed {
+			return out, err
+		}
+		sc.log.Warn("srun into the job did not answer; trying again", zap.String("job", id), zap.Error(err))
+	}
+	return "", err
 }
 
 // requeue requeues job id and lets it start again at once.
