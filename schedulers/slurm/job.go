@@ -273,13 +273,20 @@ exit 0
 }
 
 // restartScript is run by `srun --jobid=J --overlap` on every node of the
-// job: it signals the task of container c on that node to restart its
-// executor, and prints "restarted" when it did.
+// job: it signals the task loop of container c (every container on the
+// node with spi.AllContainers) to restart its executor, and prints
+// "restarted <c>" for each one it signalled.
 func restartScript(s *settings, container int) string {
-	return `f=` + quote(s.workDir) + `/"$SLURM_JOB_ID"/container-` + strconv.Itoa(container) + `/task.pid
-if [ -r "$f" ] && read -r host pid <"$f" && [ "$host" = "$(hostname)" ] && kill -USR1 "$pid" 2>/dev/null; then
-  echo restarted
-fi
+	which := "container-" + strconv.Itoa(container)
+	if container == spi.AllContainers {
+		which = "container-*"
+	}
+	return `for f in ` + quote(s.workDir) + `/"$SLURM_JOB_ID"/` + which + `/task.pid; do
+  if [ -r "$f" ] && read -r host pid <"$f" && [ "$host" = "$(hostname)" ] && kill -USR1 "$pid" 2>/dev/null; then
+    d=${f%/task.pid}
+    echo "restarted ${d##*/container-}"
+  fi
+done
 exit 0
 `
 }

@@ -284,18 +284,20 @@ func (sc *Scheduler) cancel(ctx context.Context, id string) {
 	}
 }
 
-// Restart restarts one container, or all with spi.AllContainers.
-//
-// All: the job is requeued (scontrol requeue: Slurm stops every task and
-// runs the job again, with the same job id) and its start time set to now,
-// so that it does not wait out Slurm's credential lifetime.
-//
-// One: a job step in the job's allocation (srun --jobid --overlap, one task
-// per node) sends SIGUSR1 to the task of container c, whose loop stops the
-// executor and starts it again at once; the other tasks are untouched.
+// Restart restarts one container, or all with spi.AllContainers, in
+// place: a job step in the job's allocation (srun --jobid --overlap, one
+// task per node) sends SIGUSR1 to the task loop of the container(s), which
+// stops the executor and starts it again at once; the other containers
+// are untouched. When a container's task loop is gone (it was killed
+// itself), restarting every container requeues the job instead (scontrol
+// requeue: a fresh run of the whole job, which Slurm starts once its
+// credential lifetime, cred_expire, has passed: 120 s by default).
 func (sc *Scheduler) Restart(ctx context.Context, topology string, container int) error {
 	if err := sc.check(ctx); err != nil {
 		return err
+	}
+	if container < 0 && container != spi.AllContainers {
+		return fmt.Errorf("slurm scheduler: container %d is not a container index: %w", container, spi.ErrNotFound)
 	}
 	j, err := sc.running(ctx, topology)
 	if err != nil {
@@ -309,20 +311,34 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	if tasks <= 0 || nodes <= 0 {
 		return fmt.Errorf("slurm scheduler: scontrol show job %s gave no task and node counts", j.id)
 	}
-	if container == spi.AllContainers {
-		return sc.requeue(ctx, j.id)
-	}
-	if container < 0 || int64(container) >= tasks {
+	if int64(container) >= tasks {
 		return fmt.Errorf("slurm scheduler: topology %q has no container %d (containers 0..%d): %w", topology, container, tasks-1, spi.ErrNotFound)
 	}
 	out, err := sc.signalStep(ctx, j.id, nodes, restartScript(sc.s, container))
 	if err != nil {
-		return sc.fail(ctx, fmt.Sprintf("signal container %d in job %s", container, j.id), err)
+		return sc.fail(ctx, fmt.Sprintf("signal the containers of job %s", j.id), err)
 	}
-	if !strings.Contains(out, "restarted") {
-		return fmt.Errorf("slurm scheduler: container %d of topology %q (job %s) has no running task; restart every container (egret restart without a container) to requeue the job", container, topology, j.id)
+	done := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		if c, ok := strings.CutPrefix(strings.TrimSpace(l), "restarted "); ok {
+			done[c] = true
+		}
 	}
-	sc.log.Info("restarted container", zap.Int("container", container), zap.String("job", j.id))
+	if container != spi.AllContainers {
+		if !done[strconv.Itoa(container)] {
+			return fmt.Errorf("slurm scheduler: container %d of topology %q (job %s) has no running task loop; restart every container (egret restart without a container) to requeue the job", container, topology, j.id)
+		}
+		sc.log.Info("restarted container", zap.Int("container", container), zap.String("job", j.id))
+		return nil
+	}
+	if int64(len(done)) == tasks {
+		sc.log.Info("restarted every container", zap.String("job", j.id), zap.Int64("containers", tasks))
+		return nil
+	}
+	sc.log.Warn("some containers have no task loop; requeueing the job", zap.String("job", j.id), zap.Int("restarted", len(done)), zap.Int64("containers", tasks))
+	if _, err := sc.r.run(ctx, sc.s.scontrol, "", "requeue", j.id); err != nil {
+		return sc.fail(ctx, "requeue job "+j.id, err)
+	}
 	return nil
 }
 
@@ -348,36 +364,6 @@ func (sc *Scheduler) signalStep(ctx context.Context, id string, nodes int64, scr
 		sc.log.Warn("srun into the job did not answer; trying again", zap.String("job", id), zap.Error(err))
 	}
 	return "", err
-}
-
-// requeue requeues job id and lets it start again at once.
-func (sc *Scheduler) requeue(ctx context.Context, id string) error {
-	if _, err := sc.r.run(ctx, sc.s.scontrol, "", "requeue", id); err != nil {
-		return sc.fail(ctx, "requeue job "+id, err)
-	}
-	sc.log.Info("requeued job", zap.String("job", id))
-	// The job goes through COMPLETING to PENDING (reason BeginTime).
-	deadline := time.Now().Add(sc.s.launchTimeout)
-	for {
-		j, err := sc.job(ctx, id)
-		if err != nil {
-			return err
-		}
-		if j.state == "PENDING" {
-			if _, err := sc.r.run(ctx, sc.s.scontrol, "", "update", "jobid="+id, "StartTime=now"); err != nil {
-				sc.log.Warn("could not set the start time of the requeued job; it starts once Slurm allows", zap.String("job", id), zap.Error(err))
-			}
-			return nil
-		}
-		if j.state == "RUNNING" || j.state == "" || isFinal(j.state) || time.Now().After(deadline) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("slurm scheduler: %w", ctx.Err())
-		case <-time.After(sc.poll):
-		}
-	}
 }
 
 // Update applies a new packing plan. A Slurm job cannot grow or shrink
