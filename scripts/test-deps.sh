@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh machine lacks: ZooKeeper from
-# Debian's packages (the real server the state-manager tests start), the
+# Debian's packages (the real server the state-manager tests start), Slurm
+# and munge from Debian's packages (the one-node cluster of the Slurm tests), the
 # Python virtualenv of the multilang tests (pystorm and streamparse), and
 # the Maven artifacts of the Hadoop mini-cluster tests.
 set -euo pipefail
@@ -10,6 +11,15 @@ if [ ! -f /usr/share/java/zookeeper.jar ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends zookeeper >/dev/null
+fi
+# A one-node Slurm for the Slurm scheduler's tests (schedulers/slurm starts
+# munged, slurmctld and slurmd itself): Debian's slurm-wlm and munge.
+if ! command -v sbatch >/dev/null || [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/munged ]; then
+  echo "installing slurm-wlm and munge (Debian packages) for the Slurm scheduler tests"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq slurm-wlm munge >/dev/null
 fi
 # The Python virtualenv of the multilang tests: pystorm and streamparse
 # from PyPI (scripts/pyvenv.sh; instant once installed).
