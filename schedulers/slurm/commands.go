@@ -21,6 +21,8 @@ type runner struct {
 	// env, when not nil, is the environment of every command (tests point
 	// SLURM_CONF at their cluster through the process environment).
 	env []string
+	// keys names the config key of each command path, for errors.
+	keys map[string]string
 }
 
 // cmdError is a Slurm command that failed: its own words, on one line.
@@ -29,11 +31,14 @@ type cmdError struct {
 	msg    string
 	code   int
 	killed bool
+	// timeout and key say how long the command had.
+	timeout time.Duration
+	key     string
 }
 
 func (e *cmdError) Error() string {
 	if e.killed {
-		return fmt.Sprintf("%s did not answer in time (is slurmctld up and reachable?)%s", e.cmd, suffix(e.msg))
+		return fmt.Sprintf("%s did not answer within %s (%s): is slurmctld up and reachable?%s", e.cmd, e.timeout, e.key, suffix(e.msg))
 	}
 	return fmt.Sprintf("%s failed (exit %d)%s", e.cmd, e.code, suffix(e.msg))
 }
@@ -74,13 +79,13 @@ func (r *runner) run(ctx context.Context, path, stdin string, args ...string) (s
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
 	}
-	e := &cmdError{cmd: name, msg: oneLine(errb.String() + " " + out.String()), killed: cctx.Err() != nil}
+	e := &cmdError{cmd: name, msg: oneLine(errb.String() + "\n" + out.String()), killed: cctx.Err() != nil, timeout: r.timeout, key: KeyCommandTimeout}
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
 		e.code = ee.ExitCode()
 	case !e.killed:
-		return "", fmt.Errorf("run %s: %w (check the command's config key)", name, err)
+		return "", fmt.Errorf("run %s: %w (check %s)", path, err, r.keys[path])
 	}
 	return "", e
 }

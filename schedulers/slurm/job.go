@@ -138,8 +138,9 @@ func (s *settings) buildBatch(job spi.Job) (*batch, error) {
 		"--chdir=/",
 	}
 	if s.tasksPerNode > 0 {
-		nodes := (b.tasks + s.tasksPerNode - 1) / s.tasksPerNode
-		b.args = append(b.args, "--ntasks-per-node="+strconv.Itoa(s.tasksPerNode), "--nodes="+strconv.Itoa(nodes))
+		per := min(s.tasksPerNode, b.tasks)
+		nodes := (b.tasks + per - 1) / per
+		b.args = append(b.args, "--ntasks-per-node="+strconv.Itoa(per), "--nodes="+strconv.Itoa(nodes))
 	}
 	for _, o := range []struct{ flag, v string }{
 		{"--partition=", s.partition}, {"--account=", s.account}, {"--qos=", s.qos}, {"--time=", s.timeLimit},

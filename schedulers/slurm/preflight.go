@@ -100,6 +100,8 @@ func (sc *Scheduler) preflight(ctx context.Context, b *batch) error {
 	var largest taskSize
 	var room int64
 	usable := 0
+	// With --ntasks, --ntasks-per-node is a maximum.
+	perNode := int64(min(sc.s.tasksPerNode, b.tasks))
 	for _, n := range nodes {
 		if !n.usable {
 			continue
@@ -108,10 +110,8 @@ func (sc *Scheduler) preflight(ctx context.Context, b *batch) error {
 		largest.cpus = max(largest.cpus, int(n.cpus))
 		largest.memoryMB = max(largest.memoryMB, n.memoryMB)
 		fit := min(n.cpus/int64(b.size.cpus), n.memoryMB/(b.size.memPerCPU()*int64(b.size.cpus)))
-		if sc.s.tasksPerNode > 0 {
-			if fit >= int64(sc.s.tasksPerNode) {
-				room += int64(sc.s.tasksPerNode)
-			}
+		if perNode > 0 {
+			room += min(fit, perNode)
 		} else {
 			room += fit
 		}

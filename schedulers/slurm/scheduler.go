@@ -47,7 +47,8 @@ func New(cfg spi.Config, log *zap.Logger) (spi.Scheduler, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scheduler{s: s, r: &runner{timeout: s.commandTimeout}, log: log.Named("slurm"), poll: 250 * time.Millisecond}, nil
+	keys := map[string]string{s.sbatch: KeySbatch, s.squeue: KeySqueue, s.scancel: KeyScancel, s.scontrol: KeyScontrol, s.srun: KeySrun}
+	return &Scheduler{s: s, r: &runner{timeout: s.commandTimeout, keys: keys}, log: log.Named("slurm"), poll: 250 * time.Millisecond}, nil
 }
 
 // jobInfo is one line of squeue about a job of the topology.
@@ -415,7 +416,7 @@ func (sc *Scheduler) JobLinks(ctx context.Context, topology string) ([]string, e
 }
 
 // RenderJob returns what Schedule would run: the sbatch command line and
-// the batch script (`egret submit --dry-run --dry-run-format slurm-json`).
+// the batch script (`egret submit --dry-run --dry-run-format slurm`).
 func (sc *Scheduler) RenderJob(job spi.Job) ([]byte, error) {
 	b, err := sc.s.buildBatch(job)
 	if err != nil {
