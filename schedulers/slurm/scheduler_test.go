@@ -300,7 +300,6 @@ func TestJobLinksAndUpdate(t *testing.T) {
 	}
 }
 
-
 // TestCommandPaths: the scheduler runs the commands its keys name (here
 // scancel and srun, missing), says which key to fix, and changes nothing.
 func TestCommandPaths(t *testing.T) {
