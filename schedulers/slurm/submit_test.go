@@ -122,7 +122,7 @@ func processesUnder(dir string) []string {
 // TestWordCountOnSlurm runs `egret submit slurm ./examples/wordcount` on
 // the one-node Slurm: counts rise, a kill -9 of an executor is survived
 // (its task loop starts it again), restart of one container replaces only
-// it, and kill leaves no job, no process and no working directory.
+// it, update to 3 containers replaces the job with data flowing, and kill leaves no job, no process and no working directory.
 func TestWordCountOnSlurm(t *testing.T) {
 	c := needCluster(t)
 	zk := zktest.Start(t)
@@ -202,6 +202,17 @@ func TestWordCountOnSlurm(t *testing.T) {
 	}
 	before = x.executed()
 	waitFor(t, "counts to rise after the restart", 3*time.Minute, func() bool { return x.executed() > before })
+
+	// update to 3 containers: a new job with the new plan replaces the old.
+	oldJobs, _ := c.JobsNamed(ctx, slurm.JobName("wordcount"))
+	x.must("update", "slurm", "wordcount", "--container-number", "3")
+	waitFor(t, "4 executors in a new job", 3*time.Minute, func() bool {
+		now := observe()
+		ids, _ := c.JobsNamed(ctx, slurm.JobName("wordcount"))
+		return len(now) == 4 && len(ids) == 1 && ids[0] != oldJobs[0]
+	})
+	before = x.executed()
+	waitFor(t, "counts to rise on 3 containers", 3*time.Minute, func() bool { return x.executed() > before })
 
 	if out := x.must("list", "slurm"); !strings.Contains(out, "wordcount") {
 		t.Errorf("list does not show wordcount:\n%s", out)
