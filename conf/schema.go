@@ -289,7 +289,7 @@ var schema = []Key{
 	{Name: "egret.slurm.containers.per.node", Type: TypeInt, Default: "0", File: "scheduler", Backend: "scheduler/slurm", check: checkNonNegative,
 		Description: "Containers (tasks) per node (sbatch --ntasks-per-node, with the node count it implies); 0: Slurm places the containers on as few nodes as fit."},
 	{Name: "egret.slurm.egret.binary", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
-		Description: "Absolute path of the egret binary on the compute nodes (installed, or on a shared file system); empty: the egret running the command."},
+		Description: "Absolute path of the egret binary on the compute nodes (installed, or on a shared file system); empty: the egret running the command (the external plugin egret-scheduler-slurm needs it set)."},
 	{Name: "egret.slurm.working.directory", Type: TypeString, Default: "/tmp/egret-slurm", File: "scheduler", Backend: "scheduler/slurm",
 		Description: "Directory on each compute node under which a job keeps its containers' working directories (<dir>/<job id>/container-<i>); the job removes its directory when it ends."},
 	{Name: "egret.slurm.sbatch", Type: TypeString, Default: "sbatch", File: "scheduler", Backend: "scheduler/slurm",

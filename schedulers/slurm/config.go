@@ -139,7 +139,7 @@ func hasDotDot(p string) bool {
 
 // egretBinary is the egret the compute nodes run: egret.slurm.egret.binary,
 // else the running executable (the egret CLI, on a shared file system or
-// on a one-node cluster).
+// on a one-node cluster); an external plugin binary must be told.
 func (s *settings) egretBinary() (string, error) {
 	if s.egret != "" {
 		return s.egret, nil
@@ -147,6 +147,9 @@ func (s *settings) egretBinary() (string, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return "", fmt.Errorf("slurm scheduler: find the egret binary for the compute nodes (set %s): %w", KeyEgretBinary, err)
+	}
+	if strings.HasPrefix(filepath.Base(exe), "egret-scheduler-") {
+		return "", fmt.Errorf("slurm scheduler: running as the plugin %s, it cannot tell where egret is: set %s to the egret binary on the compute nodes", filepath.Base(exe), KeyEgretBinary)
 	}
 	return exe, nil
 }

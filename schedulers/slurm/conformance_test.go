@@ -128,3 +128,22 @@ func TestConformancePlugin(t *testing.T) {
 		return plugintest.LoadScheduler(t, "github.com/egret-stream/egret/cmd/egret-scheduler-slurm", "slurmplugin", f.config())
 	}))
 }
+
+// TestPluginNeedsEgretBinary: the plugin binary cannot stand in for egret
+// on the compute nodes; without egret.slurm.egret.binary it refuses, and
+// submits nothing.
+func TestPluginNeedsEgretBinary(t *testing.T) {
+	needCluster(t)
+	f := newFixture(t, sleeper)
+	cfg := f.config()
+	delete(cfg, slurm.KeyEgretBinary)
+	s := plugintest.LoadScheduler(t, "github.com/egret-stream/egret/cmd/egret-scheduler-slurm", "slurmplugin", cfg)
+	topo := randomName("noegret")
+	err := s.Schedule(context.Background(), schedulertest.NewJob(topo, 1))
+	if err == nil || !strings.Contains(err.Error(), slurm.KeyEgretBinary) {
+		t.Fatalf("Schedule through the plugin without %s: %v", slurm.KeyEgretBinary, err)
+	}
+	if ids, _ := cluster.JobsNamed(context.Background(), slurm.JobName(topo)); len(ids) != 0 {
+		t.Errorf("jobs %v were submitted", ids)
+	}
+}
