@@ -123,7 +123,7 @@ func parseSettings(cfg spi.Config) (*settings, error) {
 		add(fmt.Errorf("config keys %s and %s must be positive durations", KeyLaunchTimeout, KeyCommandTimeout))
 	}
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("slurm scheduler: bad config: %w", errors.Join(errs...))
+		return nil, fmt.Errorf("slurm scheduler: bad config: %w", joined(errs))
 	}
 	return s, nil
 }
@@ -160,6 +160,9 @@ func backoff(cfg spi.Config) (initial, maxMS int64, err error) {
 	i, err1 := cfg.Duration(keyBackoffInitial, time.Second)
 	m, err2 := cfg.Duration(keyBackoffMax, time.Minute)
 	if err := errors.Join(err1, err2); err != nil {
+		if err1 != nil && err2 != nil {
+			err = joined{err1, err2}
+		}
 		return 0, 0, fmt.Errorf("slurm scheduler: %w", err)
 	}
 	if i <= 0 || m < i {
@@ -170,3 +173,16 @@ func backoff(cfg spi.Config) (initial, maxMS int64, err error) {
 
 // mebibytes rounds bytes up to MiB (Slurm's memory unit), at least 1.
 func mebibytes(b int64) int64 { return max(1, (b+(1<<20)-1)>>20) }
+
+// joined is errors.Join on one line: the errors separated by "; ".
+type joined []error
+
+func (e joined) Error() string {
+	msgs := make([]string, len(e))
+	for i, err := range e {
+		msgs[i] = err.Error()
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func (e joined) Unwrap() []error { return e }

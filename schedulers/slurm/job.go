@@ -77,7 +77,7 @@ func checkJob(job spi.Job) error {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
-		return fmt.Errorf("slurm scheduler: %w", errors.Join(errs...))
+		return fmt.Errorf("slurm scheduler: %w", joined(errs))
 	}
 	return nil
 }
@@ -149,7 +149,7 @@ func (s *settings) buildBatch(job spi.Job) (*batch, error) {
 			b.args = append(b.args, o.flag+o.v)
 		}
 	}
-	b.script = batchScript(s, job, egret, initial, maxMS)
+	b.script = batchScript(s, job, egret, b.size, initial, maxMS)
 	return b, nil
 }
 
@@ -196,7 +196,7 @@ const taskEOF = "EGRET_SLURM_TASK"
 // and starts the step again (with backoff) should every task end. On
 // SIGTERM (scancel, requeue) it stops the step and removes the job's
 // directory.
-func batchScript(s *settings, job spi.Job, egret string, initialMS, maxMS int64) string {
+func batchScript(s *settings, job spi.Job, egret string, size taskSize, initialMS, maxMS int64) string {
 	task := taskScript(s, job, egret, initialMS, maxMS)
 	return `#!/bin/bash
 # Egret topology ` + job.Topology + ` (id ` + job.TopologyID + `), written by egret's slurm scheduler.
@@ -212,7 +212,8 @@ stop=0 pid=
 trap 'stop=1; [ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null' TERM INT HUP
 delay=` + strconv.FormatInt(initialMS, 10) + `
 while [ "$stop" = 0 ]; do
-  ` + quote(s.srun) + ` --kill-on-bad-exit=0 --ntasks="$SLURM_NTASKS" /bin/sh -c "$task" egret-slurm-task &
+  ` + quote(s.srun) + ` --kill-on-bad-exit=0 --ntasks="$SLURM_NTASKS" --cpus-per-task=` + strconv.Itoa(size.cpus) +
+		` --mem-per-cpu=` + strconv.FormatInt(size.memPerCPU(), 10) + `M /bin/sh -c "$task" egret-slurm-task &
   pid=$!
   wait "$pid"; rc=$?
   while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done

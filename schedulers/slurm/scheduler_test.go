@@ -143,6 +143,9 @@ func TestBadConfig(t *testing.T) {
 	if err == nil {
 		t.Fatal("New accepted the bad config")
 	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("the error is not one line: %q", err)
+	}
 	for _, key := range []string{slurm.KeyPartition, slurm.KeyAccount, slurm.KeyQOS, slurm.KeyTimeLimit, slurm.KeyTasksPerNode,
 		slurm.KeyEgretBinary, slurm.KeyWorkingDir, slurm.KeySbatch, slurm.KeySrun, slurm.KeyLaunchTimeout, slurm.KeyCommandTimeout} {
 		if !strings.Contains(err.Error(), key) {
