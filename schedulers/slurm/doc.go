@@ -35,5 +35,6 @@
 // task loop SIGUSR1, which restarts its executor. Update submits a job
 // with the new plan that depends on the old one (afterany), then cancels
 // the old one: a running Slurm job cannot grow or shrink, so every
-// container restarts. JobLinks gives the job id.
+// container restarts. JobLinks gives the job id. Diagnose reads the task
+// loops' last lines from the batch script's log (a job step again).
 package slurm

@@ -292,3 +292,12 @@ done
 exit 0
 `
 }
+
+// diagnoseScript prints the task loops' last lines from the batch script's
+// log, on the node that has it.
+func diagnoseScript(s *settings) string {
+	return `f=` + quote(s.workDir) + `/"$SLURM_JOB_ID"/job.log
+[ -r "$f" ] && tail -n 500 "$f" | grep '^egret-slurm: container '
+exit 0
+`
+}

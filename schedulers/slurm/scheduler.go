@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -35,6 +36,7 @@ var (
 	_ spi.Scheduler   = (*Scheduler)(nil)
 	_ spi.JobRenderer = (*Scheduler)(nil)
 	_ spi.Checker     = (*Scheduler)(nil)
+	_ spi.Diagnoser   = (*Scheduler)(nil)
 )
 
 // New builds the Slurm scheduler from the cluster config. It runs no
@@ -476,4 +478,53 @@ func (sc *Scheduler) fail(ctx context.Context, what string, err error) error {
 		return fmt.Errorf("slurm scheduler: %s: %w", what, err)
 	}
 	return fmt.Errorf("slurm scheduler: %s: %w", what, err)
+}
+
+// Diagnose says why containers of the topology do not run: the job's
+// pending reason, or, from the batch script's log on the job's first node
+// (read by a job step in the allocation), each container whose executor
+// last exited and is waiting to be started again.
+func (sc *Scheduler) Diagnose(ctx context.Context, topology string) (string, error) {
+	if err := sc.check(ctx); err != nil {
+		return "", err
+	}
+	jobs, err := sc.jobs(ctx, topology)
+	if err != nil || len(jobs) == 0 {
+		return "", err
+	}
+	j := jobs[len(jobs)-1]
+	if j.state != "RUNNING" {
+		return fmt.Sprintf("Slurm job %s is %s (reason %s)", j.id, j.state, j.reason), nil
+	}
+	info, err := sc.r.run(ctx, sc.s.scontrol, "", "show", "job", "-o", j.id)
+	if err != nil {
+		return "", sc.fail(ctx, "read job "+j.id, err)
+	}
+	out, err := sc.signalStep(ctx, j.id, fieldInt(info, "NumNodes"), diagnoseScript(sc.s))
+	if err != nil {
+		return "", sc.fail(ctx, "read the log of job "+j.id, err)
+	}
+	last := map[int]string{}
+	for _, l := range strings.Split(out, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(l), "egret-slurm: container ")
+		if !ok {
+			continue
+		}
+		n, msg, ok := strings.Cut(rest, ": ")
+		c, err := strconv.Atoi(n)
+		if ok && err == nil {
+			last[c] = msg
+		}
+	}
+	var bad []string
+	for _, c := range slices.Sorted(maps.Keys(last)) {
+		if strings.HasPrefix(last[c], "executor exited") {
+			bad = append(bad, fmt.Sprintf("container %d: %s", c, last[c]))
+		}
+	}
+	if len(bad) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("Slurm job %s: %s (the executors' logs are in %s/%s/container-<i>/ on the nodes, the job's in %s/%s/job.log)",
+		j.id, strings.Join(bad, "; "), sc.s.workDir, j.id, sc.s.workDir, j.id), nil
 }

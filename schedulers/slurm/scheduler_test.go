@@ -337,3 +337,30 @@ func TestCommandPaths(t *testing.T) {
 		t.Errorf("the failed calls touched the containers: %v, were %v", now, before)
 	}
 }
+
+// TestDiagnose: an executor that keeps failing is named, with its exit
+// status, from the job's log.
+func TestDiagnose(t *testing.T) {
+	needCluster(t)
+	ctx := context.Background()
+	f := newFixture(t, "#!/bin/sh\necho boom >&2\nexit 3\n")
+	s := newScheduler(t, f.config())
+	topo := randomName("diag")
+	if err := s.Schedule(ctx, schedulertest.NewJob(topo, 1)); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Kill(ctx, topo)
+	var why string
+	waitFor(t, "a diagnosis", time.Minute, func() bool {
+		var err error
+		why, err = s.(spi.Diagnoser).Diagnose(ctx, topo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Contains(why, "container 0: executor exited with status 3") && strings.Contains(why, "container 1: executor exited with status 3")
+	})
+	t.Log(why)
+	if strings.Contains(why, "\n") {
+		t.Errorf("the diagnosis is not one line: %q", why)
+	}
+}
