@@ -148,6 +148,16 @@ func TestWordCountOnSlurm(t *testing.T) {
 		t.Errorf("--check-connectivity with an unknown partition: exit %d\n%s%s", code, out, errOut)
 	}
 
+	out = x.must("submit", "slurm", "./examples/wordcount", "--dry-run", "--dry-run-format", "slurm", "--", "--containers", "2")
+	for _, want := range []string{"sbatch '--parsable' '--job-name=egret-wordcount'", "'--ntasks=3'", "'" + egret + "' 'executor' '--topology' 'wordcount'", "--package-uri' 'file://"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("submit --dry-run --dry-run-format slurm printed no %q:\n%s", want, out)
+		}
+	}
+	if ids, _ := c.JobsNamed(context.Background(), slurm.JobName("wordcount")); len(ids) != 0 {
+		t.Fatalf("the dry run submitted jobs %v", ids)
+	}
+
 	out = x.must("submit", "slurm", "./examples/wordcount", "--wait", "3m", "--", "--containers", "2", "--rate", "200")
 	if !strings.Contains(out, "is running") {
 		t.Fatalf("submit did not report a running topology:\n%s", out)
