@@ -29,10 +29,11 @@
 // nodes (scontrol show partition/nodes) before sbatch, then waits until
 // the job step runs (egret.slurm.launch.timeout); a job that does not
 // start is cancelled. Kill is scancel, waiting until Slurm has finished
-// the job. Restart of every container requeues the job (scontrol requeue,
-// then StartTime=now); of one container it runs a job step inside the
-// job's allocation (srun --jobid --overlap) that sends the container's
-// task loop SIGUSR1, which restarts its executor. Update submits a job
+// the job. Restart runs a job step inside the job's allocation (srun
+// --jobid --overlap) that sends the task loop of the container (or of
+// every container) SIGUSR1, which restarts its executor at once; when a
+// loop is gone, restart of every container requeues the job (scontrol
+// requeue). Update submits a job
 // with the new plan that depends on the old one (afterany), then cancels
 // the old one: a running Slurm job cannot grow or shrink, so every
 // container restarts. JobLinks gives the job id. Diagnose reads the task
