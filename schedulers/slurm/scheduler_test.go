@@ -187,12 +187,15 @@ func TestLaunchTimeout(t *testing.T) {
 }
 
 // TestContainersPerNode: egret.slurm.containers.per.node becomes
-// --ntasks-per-node (and the node count), and the job runs so.
+// --ntasks-per-node (and the node count), and the job runs so; the time
+// limit, account, QoS and partition reach the job (this Slurm has no
+// accounting database, so it takes any account, and shows no QoS: --qos is checked in the rendered job only).
 func TestContainersPerNode(t *testing.T) {
 	c := needCluster(t)
 	ctx := context.Background()
 	f := newFixture(t, sleeper)
-	s := newScheduler(t, withKeys(f.config(), map[string]string{slurm.KeyTasksPerNode: "3"}))
+	s := newScheduler(t, withKeys(f.config(), map[string]string{slurm.KeyTasksPerNode: "3", slurm.KeyTimeLimit: "90",
+		slurm.KeyAccount: "streaming", slurm.KeyQOS: "normal", slurm.KeyPartition: c.Partition}))
 	topo := randomName("pernode")
 	if err := s.Schedule(ctx, schedulertest.NewJob(topo, 2)); err != nil {
 		t.Fatal(err)
@@ -206,7 +209,7 @@ func TestContainersPerNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"NumNodes=1", "NumTasks=3", "NtasksPerN:B:S:C=3:", "JobName=" + slurm.JobName(topo), "Comment=egret topology " + topo + " id " + topo + "-id"} {
+	for _, want := range []string{"NumNodes=1", "NumTasks=3", "NtasksPerN:B:S:C=3:", "TimeLimit=01:30:00", "Account=streaming", "Partition=" + c.Partition, "JobName=" + slurm.JobName(topo), "Comment=egret topology " + topo + " id " + topo + "-id"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("scontrol show job has no %q:\n%s", want, out)
 		}
