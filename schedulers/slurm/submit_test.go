@@ -122,7 +122,7 @@ func processesUnder(dir string) []string {
 // TestWordCountOnSlurm runs `egret submit slurm ./examples/wordcount` on
 // the one-node Slurm: counts rise, a kill -9 of an executor is survived
 // (its task loop starts it again), restart of one container replaces only
-// it, update to 3 containers replaces the job with data flowing, and kill leaves no job, no process and no working directory.
+// it, restart of all replaces every executor, update to 3 containers replaces the job with data flowing, and kill leaves no job, no process and no working directory.
 func TestWordCountOnSlurm(t *testing.T) {
 	c := needCluster(t)
 	zk := zktest.Start(t)
@@ -212,6 +212,16 @@ func TestWordCountOnSlurm(t *testing.T) {
 	}
 	before = x.executed()
 	waitFor(t, "counts to rise after the restart", 3*time.Minute, func() bool { return x.executed() > before })
+
+	// restart of every container, in place.
+	containers = observe()
+	x.must("restart", "slurm", "wordcount")
+	waitFor(t, "every container to be restarted", 2*time.Minute, func() bool {
+		now := observe()
+		return len(now) == 3 && now[0] != containers[0] && now[1] != containers[1] && now[2] != containers[2]
+	})
+	before = x.executed()
+	waitFor(t, "counts to rise after restarting every container", 3*time.Minute, func() bool { return x.executed() > before })
 
 	// update to 3 containers: a new job with the new plan replaces the old.
 	oldJobs, _ := c.JobsNamed(ctx, slurm.JobName("wordcount"))
