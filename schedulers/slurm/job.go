@@ -234,7 +234,7 @@ rm -rf "$root"
 // egret.executor.restart.backoff.initial up to ...max, reset after a
 // minute of running. SIGUSR1 (Restart of one container) stops the executor
 // and starts it again at once; SIGTERM stops it for good and removes the
-// container's directory. It records "<host> <pid>" in task.pid for
+// container's directory. It records "<node> <pid>" (the Slurm node name) in task.pid for
 // Restart.
 func taskScript(s *settings, job spi.Job, egret string, initialMS, maxMS int64) string {
 	init, mx := strconv.FormatInt(initialMS, 10), strconv.FormatInt(maxMS, 10)
@@ -242,7 +242,7 @@ func taskScript(s *settings, job spi.Job, egret string, initialMS, maxMS int64) 
 root=` + quote(s.workDir) + `/"$SLURM_JOB_ID"
 dir="$root/container-$c"
 mkdir -p "$dir" || exit 1
-echo "$(hostname) $$" >"$dir/task.pid"
+echo "${SLURMD_NODENAME:-$(hostname)} $$" >"$dir/task.pid"
 stop=0 again=0 pid=
 trap 'stop=1; [ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null' TERM INT HUP
 trap 'again=1; [ -z "$pid" ] || kill -TERM "$pid" 2>/dev/null' USR1
@@ -284,7 +284,7 @@ func restartScript(s *settings, container int) string {
 		which = "container-*"
 	}
 	return `for f in ` + quote(s.workDir) + `/"$SLURM_JOB_ID"/` + which + `/task.pid; do
-  if [ -r "$f" ] && read -r host pid <"$f" && [ "$host" = "$(hostname)" ] && kill -USR1 "$pid" 2>/dev/null; then
+  if [ -r "$f" ] && read -r host pid <"$f" && [ "$host" = "${SLURMD_NODENAME:-$(hostname)}" ] && kill -USR1 "$pid" 2>/dev/null; then
     d=${f%/task.pid}
     echo "restarted ${d##*/container-}"
   fi
