@@ -16,6 +16,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
 	"github.com/egret-stream/egret/schedulers/slurm"
+	"github.com/egret-stream/egret/schedulers/slurm/slurmtest"
 )
 
 func newScheduler(t *testing.T, cfg spi.Config) spi.Scheduler {
@@ -365,5 +366,90 @@ func TestDiagnose(t *testing.T) {
 	t.Log(why)
 	if strings.Contains(why, "\n") {
 		t.Errorf("the diagnosis is not one line: %q", why)
+	}
+}
+
+// commandsOf writes wrappers of the Slurm commands that use cluster c2's
+// slurm.conf, and returns the config keys that select them.
+func commandsOf(t *testing.T, c2 *slurmtest.Cluster) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	keys := map[string]string{}
+	for key, cmd := range map[string]string{slurm.KeySbatch: "sbatch", slurm.KeySqueue: "squeue", slurm.KeyScancel: "scancel", slurm.KeyScontrol: "scontrol", slurm.KeySrun: "srun"} {
+		w := filepath.Join(dir, cmd)
+		if err := os.WriteFile(w, []byte("#!/bin/sh\nSLURM_CONF="+c2.Conf+" exec "+c2.Bin(cmd)+" \"$@\"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		keys[key] = w
+	}
+	return keys
+}
+
+// TestTwoNodes runs a topology on a second cluster of two nodes (two
+// slurmd on this host): egret.slurm.containers.per.node 2 spreads the 4
+// containers over both, restart of one container (on the second node)
+// replaces only it, restart of all replaces every executor, and kill
+// leaves no process and no directory on either node.
+func TestTwoNodes(t *testing.T) {
+	needCluster(t)
+	ctx := context.Background()
+	// Not t.TempDir: munged wants every directory above its socket
+	// reachable by everyone.
+	dir, err := os.MkdirTemp("", "egret-slurm2-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	c2, err := slurmtest.Start(ctx, slurmtest.Options{Dir: dir, Nodes: 2, CPUs: 4, Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Stop()
+	f := newFixture(t, sleeper)
+	keys := commandsOf(t, c2)
+	keys[slurm.KeyTasksPerNode] = "2"
+	s := newScheduler(t, withKeys(f.config(), keys))
+	topo := randomName("two")
+	if err := s.Schedule(ctx, schedulertest.NewJob(topo, 3)); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Kill(ctx, topo)
+	obs := func() map[int]string {
+		got, err := c2.Containers(ctx, slurm.JobName(topo), isSleeper)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	var before map[int]string
+	waitFor(t, "containers 0..3", time.Minute, func() bool { before = obs(); return len(before) == 4 })
+	out, err := c2.Command(ctx, "squeue", "-h", "--name="+slurm.JobName(topo), "-o", "%D %N")
+	if err != nil || strings.TrimSpace(out) != "2 n[1-2]" {
+		t.Errorf("the job runs on %q (%v), want both nodes", out, err)
+	}
+	if err := s.Restart(ctx, topo, 3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "container 3 to be restarted", time.Minute, func() bool {
+		now := obs()
+		return len(now) == 4 && now[3] != before[3]
+	})
+	if now := obs(); now[0] != before[0] || now[1] != before[1] || now[2] != before[2] {
+		t.Errorf("restart of container 3 touched others: %v, were %v", now, before)
+	}
+	before = obs()
+	if err := s.Restart(ctx, topo, spi.AllContainers); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every container to be restarted", time.Minute, func() bool {
+		now := obs()
+		return len(now) == 4 && now[0] != before[0] && now[1] != before[1] && now[2] != before[2] && now[3] != before[3]
+	})
+	if err := s.Kill(ctx, topo); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "every process of the topology to end", time.Minute, func() bool { return len(processesUnder(f.work)) == 0 })
+	if e, _ := os.ReadDir(f.work); len(e) != 0 {
+		t.Errorf("kill left %d entries in %s", len(e), f.work)
 	}
 }

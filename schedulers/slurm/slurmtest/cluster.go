@@ -24,24 +24,33 @@ const RequireEnv = "EGRET_REQUIRE_SLURM"
 // Options configure a cluster.
 type Options struct {
 	// Dir holds everything of the cluster (config, state, spool, logs,
-	// munge key and socket). Required; it must exist.
+	// munge key and socket). Required; it must exist, and every directory
+	// above it must be reachable by everyone (munged checks; os.MkdirTemp
+	// under /tmp is, t.TempDir is not).
 	Dir string
-	// CPUs the node advertises (default 8; more than the machine has is
+	// CPUs each node advertises (default 8; more than the machine has is
 	// fine, the harness sets SlurmdParameters=config_overrides).
 	CPUs int
+	// Nodes is the number of nodes (default 1). With more than one, each
+	// node is its own slurmd on this host, named n1, n2, ..., on its own
+	// port and spool directory (Slurm's several-slurmd-per-host setup).
+	Nodes int
 	// Logf receives progress lines (may be nil).
 	Logf func(format string, args ...any)
 }
 
-// Cluster is a running one-node Slurm: munged, slurmctld and slurmd.
+// Cluster is a running Slurm on this host: munged, slurmctld and one
+// slurmd per node.
 type Cluster struct {
 	// Dir is Options.Dir; Conf the slurm.conf every client command needs
 	// (SLURM_CONF).
 	Dir, Conf string
-	// Node is the node's name (the short host name); Partition the only
-	// partition (the default one).
+	// Node is the first node's name (the short host name on a one-node
+	// cluster); Nodes all of them; Partition the only partition (the
+	// default one).
 	Node, Partition string
-	// CPUs and MemoryMB are the node's advertised size.
+	Nodes           []string
+	// CPUs and MemoryMB are each node's advertised size.
 	CPUs     int
 	MemoryMB int64
 
@@ -109,7 +118,6 @@ SlurmctldHost={{.Node}}(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 SlurmctldPort={{.CtldPort}}
-SlurmdPort={{.SlurmdPort}}
 SrunPortRange={{.SrunLow}}-{{.SrunHigh}}
 CommunicationParameters=NoCtldInAddrAny,NoInAddrAny
 AuthType=auth/munge
@@ -117,11 +125,11 @@ CredType=cred/munge
 AuthInfo=socket={{.Dir}}/munge/munge.socket,cred_expire=10
 MailProg=/bin/true
 StateSaveLocation={{.Dir}}/state
-SlurmdSpoolDir={{.Dir}}/spool
+SlurmdSpoolDir={{.Dir}}/spool/%n
 SlurmctldPidFile={{.Dir}}/run/slurmctld.pid
-SlurmdPidFile={{.Dir}}/run/slurmd.pid
+SlurmdPidFile={{.Dir}}/run/slurmd-%n.pid
 SlurmctldLogFile={{.Dir}}/log/slurmctld.log
-SlurmdLogFile={{.Dir}}/log/slurmd.log
+SlurmdLogFile={{.Dir}}/log/slurmd-%n.log
 SlurmctldDebug=info
 SlurmdDebug=info
 ProctrackType=proctrack/linuxproc
@@ -142,8 +150,8 @@ KillWait=5
 InactiveLimit=0
 SlurmdTimeout=300
 SlurmctldTimeout=300
-NodeName={{.Node}} NodeAddr=127.0.0.1 NodeHostname={{.Node}} CPUs={{.CPUs}} RealMemory={{.MemoryMB}} State=UNKNOWN
-PartitionName={{.Partition}} Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
+{{range .NodeLines}}{{.}}
+{{end}}PartitionName={{.Partition}} Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:4
 `))
 
 // Start starts munged, slurmctld and slurmd under opts.Dir and waits until
@@ -155,13 +163,24 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if opts.CPUs <= 0 {
 		opts.CPUs = 8
 	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
 	logf := opts.Logf
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	node, _ := shortHost()
-	c := &Cluster{Dir: opts.Dir, Conf: filepath.Join(opts.Dir, "etc", "slurm.conf"), Node: node, Partition: "debug",
+	host, _ := shortHost()
+	c := &Cluster{Dir: opts.Dir, Conf: filepath.Join(opts.Dir, "etc", "slurm.conf"), Partition: "debug",
 		CPUs: opts.CPUs, MemoryMB: 8192, bins: map[string]string{}, procs: map[string]*exec.Cmd{}, logf: logf}
+	if opts.Nodes == 1 {
+		c.Nodes = []string{host}
+	} else {
+		for i := 1; i <= opts.Nodes; i++ {
+			c.Nodes = append(c.Nodes, "n"+strconv.Itoa(i))
+		}
+	}
+	c.Node = c.Nodes[0]
 	for _, b := range append(append([]string{}, daemons...), clients...) {
 		c.bins[b], _ = find(b)
 	}
@@ -181,9 +200,14 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := os.WriteFile(filepath.Join(opts.Dir, "munge", "munge.key"), key, 0o400); err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := freePorts(1 + opts.Nodes)
 	if err != nil {
 		return nil, err
+	}
+	var nodeLines []string
+	for i, n := range c.Nodes {
+		nodeLines = append(nodeLines, fmt.Sprintf("NodeName=%s NodeAddr=127.0.0.1 NodeHostname=%s Port=%d CPUs=%d RealMemory=%d State=UNKNOWN",
+			n, host, ports[1+i], c.CPUs, c.MemoryMB))
 	}
 	low, err := freeRange(100)
 	if err != nil {
@@ -191,8 +215,8 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	}
 	var conf bytes.Buffer
 	if err := confTemplate.Execute(&conf, map[string]any{
-		"Node": node, "Dir": opts.Dir, "CtldPort": ports[0], "SlurmdPort": ports[1], "SrunLow": low, "SrunHigh": low + 99,
-		"CPUs": c.CPUs, "MemoryMB": c.MemoryMB, "Partition": c.Partition,
+		"Node": host, "Dir": opts.Dir, "CtldPort": ports[0], "SrunLow": low, "SrunHigh": low + 99,
+		"NodeLines": nodeLines, "Partition": c.Partition,
 	}); err != nil {
 		return nil, err
 	}
@@ -221,27 +245,35 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 	if err := c.start("slurmctld", "-D", "-i", "-f", c.Conf); err != nil {
 		return fail(err)
 	}
-	if err := c.start("slurmd", "-D", "-f", c.Conf, "-N", node); err != nil {
-		return fail(err)
+	for _, n := range c.Nodes {
+		if err := os.MkdirAll(filepath.Join(opts.Dir, "spool", n), 0o755); err != nil {
+			return fail(err)
+		}
+		if err := c.startAs("slurmd:"+n, "slurmd", "-D", "-f", c.Conf, "-N", n); err != nil {
+			return fail(err)
+		}
 	}
-	if err := c.waitFor(ctx, 30*time.Second, "the node to be idle", func() bool {
+	if err := c.waitFor(ctx, 30*time.Second, "the nodes to be idle", func() bool {
 		out, _ := c.Command(ctx, "sinfo", "-h", "-N", "-o", "%T")
-		return strings.TrimSpace(out) == "idle"
+		return strings.TrimSpace(out) == strings.TrimSpace(strings.Repeat("idle\n", len(c.Nodes)))
 	}); err != nil {
 		return fail(err)
 	}
-	logf("slurm: one-node cluster %s up in %s (slurm.conf %s)", node, opts.Dir, c.Conf)
+	logf("slurm: %d-node cluster %v up in %s (slurm.conf %s)", len(c.Nodes), c.Nodes, opts.Dir, c.Conf)
 	return c, nil
 }
 
-// start starts daemon name in its own process group, output to log/<name>.out.
-func (c *Cluster) start(name string, args ...string) error {
-	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
+// start starts daemon name in its own session, output to log/<name>.out.
+func (c *Cluster) start(name string, args ...string) error { return c.startAs(name, name, args...) }
+
+// startAs starts binary bin as the daemon called name.
+func (c *Cluster) startAs(name, bin string, args ...string) error {
+	out, err := os.Create(filepath.Join(c.Dir, "log", strings.ReplaceAll(name, ":", "-")+".out"))
 	if err != nil {
 		return err
 	}
 	defer out.Close()
-	cmd := exec.Command(c.bins[name], args...)
+	cmd := exec.Command(c.bins[bin], args...)
 	cmd.Env = c.Env()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -275,8 +307,8 @@ func exited(pid int) bool {
 func (c *Cluster) waitFor(ctx context.Context, timeout time.Duration, what string, cond func() bool) error {
 	deadline := time.Now().Add(timeout)
 	for !cond() {
-		for _, d := range daemons {
-			if c.procs[d] != nil && !c.alive(d) {
+		for d := range c.procs {
+			if !c.alive(d) {
 				return fmt.Errorf("slurmtest: %s died while waiting for %s; see %s", d, what, filepath.Join(c.Dir, "log"))
 			}
 		}
@@ -368,7 +400,9 @@ func (c *Cluster) Stop() {
 		})
 	}
 	c.KillJobProcesses()
-	c.stopDaemon("slurmd")
+	for _, n := range c.Nodes {
+		c.stopDaemon("slurmd:" + n)
+	}
 	c.stopDaemon("slurmctld")
 	c.stopDaemon("munged")
 }
@@ -376,11 +410,14 @@ func (c *Cluster) Stop() {
 // KillJobProcesses kills every process of a job on the node and the
 // slurmstepd above it: `scontrol listpids` asks each slurmstepd.
 func (c *Cluster) KillJobProcesses() {
-	if !c.alive("slurmd") {
-		return
+	var out string
+	for _, n := range c.Nodes {
+		if c.alive("slurmd:" + n) {
+			o, _ := c.Command(context.Background(), "scontrol", "listpids", "*", n)
+			out += o
+		}
 	}
-	out, _ := c.Command(context.Background(), "scontrol", "listpids")
-	for _, l := range strings.Split(out, "\n")[1:] {
+	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 0 {
 			continue
@@ -448,18 +485,22 @@ func IsEgretExecutor(args []string) bool {
 	return len(args) >= 2 && filepath.Base(args[0]) == "egret" && args[1] == "executor"
 }
 
-// Tasks returns the tasks of step 0 of job id on the node: global task id
-// (SLURM_PROCID) → pid, from `scontrol listpids`.
+// Tasks returns the tasks of step 0 of job id on the nodes: global task
+// id (SLURM_PROCID) → pid, from `scontrol listpids` on each node.
 func (c *Cluster) Tasks(ctx context.Context, id string) (map[int]int, error) {
-	out, err := c.Command(ctx, "scontrol", "listpids", id)
-	if err != nil {
-		if strings.Contains(err.Error(), "no steps") || strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "Invalid job id") {
-			return map[int]int{}, nil
+	var out string
+	for _, n := range c.Nodes {
+		o, err := c.Command(ctx, "scontrol", "listpids", id, n)
+		if err != nil {
+			if strings.Contains(err.Error(), "no steps") || strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "Invalid job id") {
+				continue
+			}
+			return nil, err
 		}
-		return nil, err
+		out += o
 	}
 	tasks := map[int]int{}
-	for _, l := range strings.Split(out, "\n")[1:] {
+	for _, l := range strings.Split(out, "\n") {
 		f := strings.Fields(l)
 		if len(f) < 5 || f[2] != "0" || f[4] == "-" {
 			continue
