@@ -291,7 +291,7 @@ var schema = []Key{
 	{Name: "egret.slurm.egret.binary", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
 		Description: "Absolute path of the egret binary on the compute nodes (installed, or on a shared file system); empty: the egret running the command (the external plugin egret-scheduler-slurm needs it set)."},
 	{Name: "egret.slurm.working.directory", Type: TypeString, Default: "/tmp/egret-slurm", File: "scheduler", Backend: "scheduler/slurm",
-		Description: "Directory on each compute node under which a job keeps its containers' working directories (<dir>/<job id>/container-<i>); the job removes its directory when it ends."},
+		Description: "Directory on each compute node under which a job keeps its containers' working directories (<dir>/<job id>/container-<i>); the job removes its directory when it ends; a job that creates the directory makes it mode 1777, like /tmp."},
 	{Name: "egret.slurm.sbatch", Type: TypeString, Default: "sbatch", File: "scheduler", Backend: "scheduler/slurm",
 		Description: "The sbatch command (a name on PATH or an absolute path)."},
 	{Name: "egret.slurm.squeue", Type: TypeString, Default: "squeue", File: "scheduler", Backend: "scheduler/slurm",

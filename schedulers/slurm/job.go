@@ -188,6 +188,16 @@ func executorLine(egret string, job spi.Job) string {
 	return b.String()
 }
 
+// baseDir is the scripts' lines that set root, the job's directory on
+// this node. The working directory is shared by every user's jobs: when a
+// job creates it, it makes it world-writable and sticky, like /tmp, so
+// that the next user's jobs can create their own directories in it.
+func baseDir(s *settings) string {
+	return `base=` + quote(s.workDir) + `
+[ -d "$base" ] || { mkdir -p "$base" && chmod 1777 "$base"; } 2>/dev/null
+root="$base/$SLURM_JOB_ID"`
+}
+
 // The delimiter of the task script's here-document in the batch script.
 const taskEOF = "EGRET_SLURM_TASK"
 
@@ -202,7 +212,7 @@ func batchScript(s *settings, job spi.Job, egret string, size taskSize, initialM
 # Egret topology ` + job.Topology + ` (id ` + job.TopologyID + `), written by egret's slurm scheduler.
 # Task k of the job step (SLURM_PROCID) runs the executor of container k:
 # 0 is the topology manager, 1..N the packing plan's containers.
-root=` + quote(s.workDir) + `/"$SLURM_JOB_ID"
+` + baseDir(s) + `
 rm -rf "$root" && mkdir -p "$root" || { echo "egret-slurm: cannot create $root on $(hostname)" >&2; exit 1; }
 exec >>"$root/job.log" 2>&1
 task=$(cat <<'` + taskEOF + `'
@@ -239,7 +249,7 @@ rm -rf "$root"
 func taskScript(s *settings, job spi.Job, egret string, initialMS, maxMS int64) string {
 	init, mx := strconv.FormatInt(initialMS, 10), strconv.FormatInt(maxMS, 10)
 	return `c=${SLURM_PROCID:?not started by srun}
-root=` + quote(s.workDir) + `/"$SLURM_JOB_ID"
+` + baseDir(s) + `
 dir="$root/container-$c"
 mkdir -p "$dir" || exit 1
 echo "${SLURMD_NODENAME:-$(hostname)} $$" >"$dir/task.pid"

@@ -57,7 +57,7 @@ func TestRenderJob(t *testing.T) {
 		"'--partition=stream'", "'--account=ops'", "'--qos=long'", "'--time=7-00:00:00'",
 		"'--ntasks=3'", "'--ntasks-per-node=2'", "'--nodes=2'", "'--cpus-per-task=2'", "'--mem-per-cpu=768M'",
 		"# /opt/slurm/bin/sbatch ", "'/opt/slurm/bin/srun' --kill-on-bad-exit=0", "'/opt/egret/bin/egret' 'executor'",
-		"root='/scratch/egret'/\"$SLURM_JOB_ID\"", "delay=250\n", "-le 30000 ]",
+		"base='/scratch/egret'\n", "delay=250\n", "-le 30000 ]",
 		"'--job-name=egret-wordcount'", "'--comment=egret topology wordcount id wordcount-id cluster conformance role tester environ test'",
 	} {
 		if !strings.Contains(string(got), want) {
@@ -82,7 +82,7 @@ func TestDefaults(t *testing.T) {
 			t.Errorf("the default job sets %s", not)
 		}
 	}
-	for _, want := range []string{"# sbatch ", "'srun' --kill-on-bad-exit=0", "root='/tmp/egret-slurm'/", "delay=1000\n", "-le 60000 ]", "'--cpus-per-task=1'", "'--mem-per-cpu=128M'"} {
+	for _, want := range []string{"# sbatch ", "'srun' --kill-on-bad-exit=0", "base='/tmp/egret-slurm'\n", "delay=1000\n", "-le 60000 ]", "'--cpus-per-task=1'", "'--mem-per-cpu=128M'"} {
 		if !strings.Contains(string(got), want) {
 			t.Errorf("the default job has no %q", want)
 		}

@@ -210,6 +210,9 @@ func TestContainersPerNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st, err := os.Stat(f.work); err != nil || st.Mode()&(os.ModeSticky|os.ModePerm) != os.ModeSticky|os.ModePerm {
+		t.Errorf("the working directory the job created: %v, %v; want mode 1777 so that every user's jobs can use it", st.Mode(), err)
+	}
 	for _, want := range []string{"NumNodes=1", "NumTasks=3", "NtasksPerN:B:S:C=3:", "TimeLimit=01:30:00", "Account=streaming", "Partition=" + c.Partition, "JobName=" + slurm.JobName(topo), "Comment=egret topology " + topo + " id " + topo + "-id"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("scontrol show job has no %q:\n%s", want, out)
