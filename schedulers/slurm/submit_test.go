@@ -243,10 +243,7 @@ func TestWordCountOnSlurm(t *testing.T) {
 		t.Errorf("after kill squeue lists jobs %v (%v)", ids, err)
 	}
 	waitFor(t, "every process of the topology to end", time.Minute, func() bool { return len(processesUnder(work)) == 0 })
-	entries, _ := os.ReadDir(work)
-	if len(entries) != 0 {
-		t.Errorf("kill left %d entries in the working directory %s", len(entries), work)
-	}
+	leftOver(t, work)
 	if out, _, _ := x.run("list", "slurm"); strings.Contains(out, "wordcount") {
 		t.Errorf("the state survived kill:\n%s", out)
 	}

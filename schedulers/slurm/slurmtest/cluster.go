@@ -146,7 +146,7 @@ SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=1,bf_interval=1
 ReturnToService=2
 MinJobAge=300
-KillWait=5
+KillWait=30
 InactiveLimit=0
 SlurmdTimeout=300
 SlurmctldTimeout=300
@@ -492,7 +492,8 @@ func (c *Cluster) Tasks(ctx context.Context, id string) (map[int]int, error) {
 	for _, n := range c.Nodes {
 		o, err := c.Command(ctx, "scontrol", "listpids", id, n)
 		if err != nil {
-			if strings.Contains(err.Error(), "no steps") || strings.Contains(err.Error(), "not found") || strings.Contains(err.Error(), "Invalid job id") {
+			if strings.Contains(err.Error(), "no steps") || strings.Contains(err.Error(), "not found") ||
+				strings.Contains(err.Error(), "Invalid job id") || strings.Contains(err.Error(), "does not exist on node") {
 				continue
 			}
 			return nil, err
