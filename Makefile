@@ -9,6 +9,7 @@ export EGRET_REQUIRE_ZK ?= 1
 export EGRET_REQUIRE_HADOOP ?= 1
 export EGRET_REQUIRE_PROMETHEUS ?= 1
 export EGRET_REQUIRE_CHROMIUM ?= 1
+export EGRET_REQUIRE_SLURM ?= 1
 
 .DEFAULT_GOAL := help
 
@@ -23,7 +24,7 @@ build: ## build every package and the egret binary into bin/
 test: test-deps ## run every test (installs what the tests need when missing)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's Maven jars) when missing
+test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's Maven jars) when missing
 	@scripts/test-deps.sh
 
 lint: ## gofmt, go vet and staticcheck

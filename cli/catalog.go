@@ -10,6 +10,7 @@ import (
 	_ "github.com/egret-stream/egret/schedulers/local"
 	_ "github.com/egret-stream/egret/schedulers/mesos"
 	_ "github.com/egret-stream/egret/schedulers/nomad"
+	_ "github.com/egret-stream/egret/schedulers/slurm"
 	_ "github.com/egret-stream/egret/schedulers/yarn"
 	_ "github.com/egret-stream/egret/statemgr/localfs"
 	_ "github.com/egret-stream/egret/statemgr/zookeeper"

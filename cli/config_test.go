@@ -91,7 +91,7 @@ func TestConfigValidateUnknownBackend(t *testing.T) {
 	home, cp := isolate(t, borgCluster)
 	code, stdout, stderr := egret(t, "config", "validate", "borg", "--config-path", cp)
 	plugin := filepath.Join(home, "plugins", "egret-scheduler-borg")
-	want := "egret: " + filepath.Join(cp, "borg", "scheduler.yaml") + `:2: egret.scheduler: scheduler "borg" is not built in (built in: [aurora kubernetes local mesos nomad yarn]) and there is no plugin binary ` +
+	want := "egret: " + filepath.Join(cp, "borg", "scheduler.yaml") + `:2: egret.scheduler: scheduler "borg" is not built in (built in: [aurora kubernetes local mesos nomad slurm yarn]) and there is no plugin binary ` +
 		plugin + ": unknown backend (install the plugin there, or set egret.plugin.directory to its directory)\n"
 	if code != ExitUsage || stdout != "" || stderr != want {
 		t.Errorf("exit %d, stdout %q, stderr:\n %q\nwant exit 2 and\n %q", code, stdout, stderr, want)
@@ -133,11 +133,11 @@ func TestSubmitUnknownBackendTouchesNothing(t *testing.T) {
 func TestConfigClustersListsOnlyUsableClusters(t *testing.T) {
 	_, cp := isolate(t, borgCluster)
 	code, stdout, _ := egret(t, "config", "clusters", "--config-path", cp)
-	if code != ExitOK || stdout != "aurora\nborg\nkubernetes\nlocal\nlocalzk\nmesos\nnomad\nyarn\n" {
+	if code != ExitOK || stdout != "aurora\nborg\nkubernetes\nlocal\nlocalzk\nmesos\nnomad\nslurm\nyarn\n" {
 		t.Errorf("exit %d, clusters %q", code, stdout)
 	}
 	code, _, stderr := egret(t, "config", "validate", "pbs", "--config-path", cp)
-	if code != ExitUsage || !strings.Contains(stderr, `cluster "pbs": unknown cluster (known clusters: aurora, borg, kubernetes, local, localzk, mesos, nomad, yarn;`) {
+	if code != ExitUsage || !strings.Contains(stderr, `cluster "pbs": unknown cluster (known clusters: aurora, borg, kubernetes, local, localzk, mesos, nomad, slurm, yarn;`) {
 		t.Errorf("validate pbs: exit %d, %q", code, stderr)
 	}
 }

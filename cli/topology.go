@@ -74,7 +74,7 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 	f := cmd.Flags()
 	f.BoolVar(&o.DeployDeactivated, "deploy-deactivated", false, "start with the spouts deactivated (egret activate starts them)")
 	f.BoolVar(&o.DryRun, "dry-run", false, "define and pack, print the result; writes, uploads and contacts nothing")
-	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "--dry-run output: the packing plan as table or json, or the scheduler's own job (nomad-json: the job as nomad job validate/plan -json read it; aurora: the job for aurora job create --read-json; kubernetes-yaml: the manifests for kubectl apply -f; all name the URI the package would be uploaded to)")
+	f.StringVar(&o.DryRunFormat, "dry-run-format", "table", "--dry-run output: the packing plan as table or json, or the scheduler's own job (nomad-json: the job as nomad job validate/plan -json read it; aurora: the job for aurora job create --read-json; kubernetes-yaml: the manifests for kubectl apply -f; slurm: the sbatch command line and batch script; all name the URI the package would be uploaded to)")
 	f.DurationVar(&o.DefineTimeout, "define-timeout", launcher.DefaultDefineTimeout, "stop the topology binary when it has not defined its topology after this long")
 	f.DurationVar(&wait, "wait", 60*time.Second, "wait this long for the topology to run (0: return after launch)")
 	f.StringVar(&o.Resources, "resources", "", "ship this directory in the package as resources/, where shell (multilang) components run (docs/multilang.md)")

@@ -183,6 +183,7 @@ func TestEmbeddedClusters(t *testing.T) {
 		"mesos":      {"mesos", "zookeeper", "http", "file,tmanager"},
 		"nomad":      {"nomad", "zookeeper", "http", "file,tmanager"},
 		"aurora":     {"aurora", "zookeeper", "http", "file,tmanager"},
+		"slurm":      {"slurm", "zookeeper", "localfs", "file,tmanager"},
 		"yarn":       {"yarn", "zookeeper", "hdfs", "file,tmanager"},
 		"kubernetes": {"kubernetes", "zookeeper", "http", "file,tmanager"},
 	}
@@ -419,7 +420,7 @@ func TestUnknownCluster(t *testing.T) {
 	if !errors.Is(err, ErrUnknownCluster) {
 		t.Fatalf("got %v, want ErrUnknownCluster", err)
 	}
-	for _, s := range []string{`"nomda"`, "edge, kubernetes, local, localzk, mesos, nomad, yarn;", filepath.Join(dir, "nomda")} {
+	for _, s := range []string{`"nomda"`, "edge, kubernetes, local, localzk, mesos, nomad, slurm, yarn;", filepath.Join(dir, "nomda")} {
 		if !strings.Contains(err.Error(), s) {
 			t.Errorf("error %q does not mention %q", err, s)
 		}
@@ -511,12 +512,13 @@ func TestUnknownKeys(t *testing.T) {
 		{"egret.uploader.gcs.bucket", ""},
 		{"egret.metrics.sink.kafka.brokers", "no longer a key: the file sink always writes metrics.jsonl in the container's working directory and the tmanager sink forwards every report at once; delete it"},
 		{"egret.packing.custom.weight", ""},
-		{"egret.slurmy.queue", ""},
+		{"egret.lsf.queue", ""},
 		{"egret.scheduler.marathon.uri", ""},
 		{"egret.statemgr.rot.path", "unknown key; did you mean egret.statemgr.root.path?"},
 		{"egret.statemgr.root", "unknown key; did you mean egret.statemgr.root.path?"},
 		{"egret.statemgr.foo", "unknown key"},
-		{"egret.slurm.queue", ""}, // slurm is not built in: a plugin's key
+		{"egret.lsf.queue.name", ""}, // lsf is not built in: a plugin's key
+		{"egret.slurm.queue", "unknown key of the built-in slurm scheduler; did you mean egret.slurm.squeue?"},
 		{"egret.uploader.http.url", "unknown key of the built-in http uploader; did you mean egret.uploader.http.uri?"},
 		{"egret.statemgr.localfs.root", "unknown key of the built-in localfs state manager; did you mean egret.statemgr.localfs.poll.interval?"},
 		{"egret.stmgr.buffer.high.watermark", "unknown key; did you mean egret.stmgr.buffer.high.watermark.bytes?"},

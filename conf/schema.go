@@ -85,7 +85,7 @@ type pluginNamespace struct {
 // Any other name of a backend kind is an external plugin binary
 // egret-<kind>-<name>; metrics sinks have no plugins.
 var (
-	builtinSchedulers = []string{"aurora", "kubernetes", "local", "mesos", "nomad", "yarn"}
+	builtinSchedulers = []string{"aurora", "kubernetes", "local", "mesos", "nomad", "slurm", "yarn"}
 	builtinStateMgrs  = []string{"localfs", "zookeeper"}
 	builtinUploaders  = []string{"hdfs", "http", "localfs"}
 	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
@@ -278,6 +278,34 @@ var schema = []Key{
 		Description: "Disk of container 0."},
 	{Name: "egret.mesos.framework.binary", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/mesos",
 		Description: "Binary that runs the topology's framework service (`<binary> mesos-framework --work-dir W`): egret or egret-scheduler-mesos; empty: the running one."},
+	{Name: "egret.slurm.partition", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Slurm partition of the topology's batch job (sbatch --partition; checked before submitting); empty: the cluster's default partition."},
+	{Name: "egret.slurm.account", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Slurm account the job is charged to (sbatch --account); empty: the user's default account."},
+	{Name: "egret.slurm.qos", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Slurm quality of service of the job (sbatch --qos); empty: the default."},
+	{Name: "egret.slurm.time.limit", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Time limit of the job in Slurm's format (sbatch --time: minutes, [days-]hours:minutes:seconds, UNLIMITED); empty: the partition's default. Slurm ends the topology at the limit."},
+	{Name: "egret.slurm.containers.per.node", Type: TypeInt, Default: "0", File: "scheduler", Backend: "scheduler/slurm", check: checkNonNegative,
+		Description: "Containers (tasks) per node (sbatch --ntasks-per-node, with the node count it implies); 0: Slurm places the containers on as few nodes as fit."},
+	{Name: "egret.slurm.egret.binary", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Absolute path of the egret binary on the compute nodes (installed, or on a shared file system); empty: the egret running the command (the external plugin egret-scheduler-slurm needs it set)."},
+	{Name: "egret.slurm.working.directory", Type: TypeString, Default: "/tmp/egret-slurm", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "Directory on each compute node under which a job keeps its containers' working directories (<dir>/<job id>/container-<i>); the job removes its directory when it ends; a job that creates the directory makes it mode 1777, like /tmp."},
+	{Name: "egret.slurm.sbatch", Type: TypeString, Default: "sbatch", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "The sbatch command (a name on PATH or an absolute path)."},
+	{Name: "egret.slurm.squeue", Type: TypeString, Default: "squeue", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "The squeue command (a name on PATH or an absolute path)."},
+	{Name: "egret.slurm.scancel", Type: TypeString, Default: "scancel", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "The scancel command (a name on PATH or an absolute path)."},
+	{Name: "egret.slurm.scontrol", Type: TypeString, Default: "scontrol", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "The scontrol command (a name on PATH or an absolute path)."},
+	{Name: "egret.slurm.srun", Type: TypeString, Default: "srun", File: "scheduler", Backend: "scheduler/slurm",
+		Description: "The srun command, run by the batch script on the compute nodes and by restart of one container (a name on PATH or an absolute path)."},
+	{Name: "egret.slurm.launch.timeout", Type: TypeDuration, Default: "2m", File: "scheduler", Backend: "scheduler/slurm", check: checkPositive,
+		Description: "How long submit and update wait for the job's containers to start, and kill for Slurm to end the job; a job not started by then is cancelled."},
+	{Name: "egret.slurm.command.timeout", Type: TypeDuration, Default: "30s", File: "scheduler", Backend: "scheduler/slurm", check: checkPositive,
+		Description: "Timeout of one Slurm command (a command against an unreachable slurmctld retries for long)."},
 	{Name: "egret.yarn.resourcemanager.address", Type: TypeString, Default: "http://127.0.0.1:8088", File: "scheduler", Backend: "scheduler/yarn", check: checkHTTPURL,
 		Description: "Web address of the YARN ResourceManager: its Services REST API (/app/v1/services, needs yarn.webapp.api-service.enable=true) and cluster REST API (/ws/v1/cluster)."},
 	{Name: "egret.yarn.user", Type: TypeString, Default: "", File: "scheduler", Backend: "scheduler/yarn",

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh machine lacks: ZooKeeper,
-# Prometheus and Chromium from Debian's packages, the Python virtualenv of the multilang
-# tests (pystorm and streamparse), and the Maven artifacts of the Hadoop
-# mini-cluster tests.
+# Prometheus, Chromium, Slurm and munge from Debian's packages, the Python
+# virtualenv of the multilang tests (pystorm and streamparse), and the Maven
+# artifacts of the Hadoop mini-cluster tests.
 set -euo pipefail
 # Debian packages, each installed when missing: ZooKeeper (the real server
 # the state-manager tests start), Prometheus (the real server that scrapes
@@ -18,6 +18,15 @@ if [ ${#pkgs[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
+fi
+# A one-node Slurm for the Slurm scheduler's tests (schedulers/slurm starts
+# munged, slurmctld and slurmd itself): Debian's slurm-wlm and munge.
+if ! command -v sbatch >/dev/null || [ ! -x /usr/sbin/slurmctld ] || [ ! -x /usr/sbin/munged ]; then
+  echo "installing slurm-wlm and munge (Debian packages) for the Slurm scheduler tests"
+  if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq slurm-wlm munge >/dev/null
 fi
 # The Python virtualenv of the multilang tests: pystorm and streamparse
 # from PyPI (scripts/pyvenv.sh; instant once installed).
