@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/internal/logfile"
+	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/internal/safepath"
 )
 
@@ -26,6 +28,7 @@ const (
 	KindMetricsMgr Kind = "metricsmgr"
 	KindStmgr      Kind = "stmgr"
 	KindInstance   Kind = "instance"
+	KindShell      Kind = "shell"
 )
 
 // State is where a child is in its life cycle.
@@ -278,6 +281,7 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), e.cfg.ExtraEnv...)
 	cmd.Env = append(cmd.Env, p.limits.env(e.cfg.ExtraEnv)...)
+	cmd.Env = append(cmd.Env, p.logLevelEnv()...)
 	cmd.Stdin = nil
 	// One writer for both: the executor copies the child's output into
 	// the log through one pipe; the sniffer notices the Go runtime's out
@@ -429,6 +433,20 @@ func (p *process) setStopped() {
 func (p *process) emit(ev Event) {
 	if f := p.ex.cfg.Hooks.OnEvent; f != nil {
 		f(ev)
+	}
+}
+
+// logLevelEnv tells the child where the container's live log-level
+// override is and which names it answers to (internal/loglevel).
+func (p *process) logLevelEnv() []string {
+	comp := p.component
+	if comp == "" {
+		comp = string(p.kind)
+	}
+	return []string{
+		loglevel.EnvFile + "=" + filepath.Join(p.ex.paths.WorkDir, loglevel.FileName),
+		loglevel.EnvProcess + "=" + p.name,
+		loglevel.EnvComponent + "=" + comp,
 	}
 }
 
