@@ -763,7 +763,10 @@ func TestStartFailureIsRetried(t *testing.T) {
 	cfg := v.config(1)
 	cfg.PackageURI, cfg.PackageSHA256 = "", ""
 	e, _, _ := v.run(cfg)
-	waitFor(t, "two failed starts", func() bool { return len(v.eventsOf("instance-word-1", EventStartFailed)) >= 2 })
+	// The restart event follows its start failure: wait for both.
+	waitFor(t, "two failed starts", func() bool {
+		return len(v.eventsOf("instance-word-1", EventStartFailed)) >= 2 && len(v.eventsOf("instance-word-1", EventRestarting)) >= 2
+	})
 	rs := v.eventsOf("instance-word-1", EventRestarting)
 	if len(rs) < 2 || rs[0].Delay != 50*time.Millisecond || rs[1].Delay != 100*time.Millisecond {
 		t.Errorf("restarts after failed starts %+v, want backoff 50ms, 100ms", rs)
