@@ -329,6 +329,9 @@ func printLog(ctx context.Context, sh launcher.Shell, file string, tail int, fol
 // lastLines returns the last n lines of b; when b does not start at the
 // beginning of the file its first, partial line does not count.
 func lastLines(b []byte, n int, whole bool) []byte {
+	if n <= 0 {
+		return nil
+	}
 	if !whole {
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
 			b = b[i+1:]
@@ -346,9 +349,6 @@ func lastLines(b []byte, n int, whole bool) []byte {
 				return b[i+1:]
 			}
 		}
-	}
-	if n == 0 {
-		return nil
 	}
 	return b
 }
