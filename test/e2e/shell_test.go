@@ -19,6 +19,7 @@ import (
 
 	"github.com/egret-stream/egret/daemons/executor"
 	"github.com/egret-stream/egret/daemons/shell"
+	"github.com/egret-stream/egret/internal/zktest"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer and a reader.
@@ -78,7 +79,19 @@ func post(t *testing.T, url string, header map[string]string, body string) (int,
 // loglevel (debug lines appear in one component's log and the level
 // reverts by itself).
 func TestShellLogsKillAndLogLevel(t *testing.T) {
-	c := newCluster(t, "local")
+	shellFeatures(t, newCluster(t, "local"))
+}
+
+// TestShellLogsKillAndLogLevelZooKeeper: the same with the shells'
+// ephemeral nodes and the secret in ZooKeeper.
+func TestShellLogsKillAndLogLevelZooKeeper(t *testing.T) {
+	addr := zktest.Start(t)
+	c := newCluster(t, "localzk", "egret.statemgr.connection.string="+addr, "egret.statemgr.session.timeout=5s")
+	c.zk = addr
+	shellFeatures(t, c)
+}
+
+func shellFeatures(t *testing.T, c *cluster) {
 	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--", "--containers", "2", "--rate", "100")
 	waitFor(t, "the spout to emit", 2*time.Minute, func() bool {
 		return c.metric("wordcount", "sentence", "instance.emitted") > 0
