@@ -327,16 +327,41 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, escaped string
 	_, _ = io.CopyN(w, f, n)
 }
 
-func (s *Server) processes() ([]executor.ProcessStatus, error) {
+func (s *Server) pidFile() (executor.PidFile, error) {
+	var pf executor.PidFile
 	b, err := os.ReadFile(filepath.Join(s.cfg.WorkDir, "pids.json"))
 	if err != nil {
-		return nil, fmt.Errorf("read the executor's pid file: %w", err)
+		return pf, fmt.Errorf("read the executor's pid file: %w", err)
 	}
-	var pf executor.PidFile
 	if err := json.Unmarshal(b, &pf); err != nil {
-		return nil, fmt.Errorf("decode the executor's pid file: %w", err)
+		return pf, fmt.Errorf("decode the executor's pid file: %w", err)
 	}
-	return pf.Status, nil
+	return pf, nil
+}
+
+func (s *Server) processes() ([]executor.ProcessStatus, error) {
+	pf, err := s.pidFile()
+	return pf.Status, err
+}
+
+// parentOf returns the parent pid of pid from /proc (ok false where there
+// is no /proc, as on macOS); err when the process is gone.
+func parentOf(pid int) (ppid int, ok bool, err error) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return 0, false, nil
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, true, err
+	}
+	// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+	i := strings.LastIndexByte(string(b), ')')
+	f := strings.Fields(string(b[i+1:]))
+	if i < 0 || len(f) < 2 {
+		return 0, true, fmt.Errorf("unexpected /proc/%d/stat", pid)
+	}
+	ppid, err = strconv.Atoi(f[1])
+	return ppid, true, err
 }
 
 // Process is one entry of GET /processes.
@@ -407,11 +432,12 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request, escaped string) {
 	if !s.authorize(w, r) {
 		return
 	}
-	ps, err := s.processes()
+	pf, err := s.pidFile()
 	if err != nil {
 		httpError(w, http.StatusServiceUnavailable, err.Error())
 		return
 	}
+	ps := pf.Status
 	var target *executor.ProcessStatus
 	for i := range ps {
 		if ps[i].Name == name {
@@ -427,6 +453,12 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request, escaped string) {
 		return
 	case target.PID == os.Getpid():
 		httpError(w, http.StatusBadRequest, "the shell does not kill itself")
+		return
+	}
+	// The pid file may lag behind an exit: kill only a child of the
+	// executor, never whatever process reused the pid.
+	if ppid, ok, err := parentOf(target.PID); ok && (err != nil || ppid != pf.Executor) {
+		httpError(w, http.StatusConflict, fmt.Sprintf("process %q (pid %d) is not running as a child of the executor (pid %d); try again", name, target.PID, pf.Executor))
 		return
 	}
 	// Every child leads its own process group (the executor starts it

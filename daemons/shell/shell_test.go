@@ -334,6 +334,20 @@ func TestProcessesAndKill(t *testing.T) {
 		t.Fatal("the process died without the right secret")
 	default:
 	}
+	// A pid file naming another executor (stale, or a reused pid): refused.
+	pf := executor.PidFile{Executor: 1, Processes: map[string]int{"instance-word-1": cmd.Process.Pid},
+		Status: []executor.ProcessStatus{{Name: "instance-word-1", PID: cmd.Process.Pid, State: executor.StateRunning}}}
+	b, _ := json.Marshal(pf)
+	mustWrite(t, filepath.Join(f.work, "pids.json"), string(b))
+	if code, body := raw(t, f.addr, "POST", kill, map[string]string{SecretHeader: hex.EncodeToString(f.secret)}); code != http.StatusConflict {
+		t.Errorf("kill of a process that is not the executor's child = %d %s, want 409", code, body)
+	}
+	select {
+	case <-exited:
+		t.Fatal("the process died although it is not the executor's child")
+	default:
+	}
+	writePids(t, f.work, executor.ProcessStatus{Name: "instance-word-1", Kind: executor.KindInstance, Task: 1, PID: cmd.Process.Pid, State: executor.StateRunning})
 	if code, body := raw(t, f.addr, "POST", kill, map[string]string{SecretHeader: hex.EncodeToString(f.secret)}); code != 200 {
 		t.Fatalf("kill with the secret = %d %s", code, body)
 	}
