@@ -313,6 +313,15 @@ func TestRestartAfterKill(t *testing.T) {
 	if n := e.Restarts("stmgr"); n != 1 {
 		t.Errorf("stmgr restarts = %d, want 1", n)
 	}
+	// pids.json carries the restart for the shell.
+	waitFor(t, "the restart in pids.json", func() bool {
+		for _, st := range readPids(t, filepath.Join(e.Paths().WorkDir, "pids.json")).Status {
+			if st.Name == "stmgr" {
+				return st.Restarts == 1 && st.PID == now && st.State == StateRunning
+			}
+		}
+		return false
+	})
 	evs := v.eventsOf("stmgr")
 	kinds := make([]EventKind, len(evs))
 	for i, ev := range evs {

@@ -419,6 +419,7 @@ func (p *process) countRestart(reason string, delay time.Duration) {
 	p.ex.mu.Lock()
 	p.restarts++
 	p.state = StateBackoff
+	p.ex.writePidsLocked() // the shell serves the restart count from it
 	p.ex.mu.Unlock()
 	p.emit(Event{Kind: EventRestarting, Process: p.name, Delay: delay, Reason: reason})
 }
@@ -427,6 +428,7 @@ func (p *process) setStopped() {
 	p.ex.mu.Lock()
 	p.state = StateStopped
 	p.pid = 0
+	p.ex.writePidsLocked()
 	p.ex.mu.Unlock()
 }
 
