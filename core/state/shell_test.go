@@ -30,6 +30,17 @@ func TestSecretWrittenAtSubmitDeletedAtKill(t *testing.T) {
 	if _, err := s.Secret(ctx, "wc"); !errors.Is(err, spi.ErrNotFound) {
 		t.Errorf("Secret after kill = %v, want ErrNotFound", err)
 	}
+	// A secret left alone (state edited by hand) makes the name taken
+	// and listed, so that kill removes it.
+	if err := s.StateManager().Create(ctx, state.Path(state.SecretsDir, "wc"), mustMarshal(t, &egretpb.TopologySecret{TopologyName: "wc", Secret: secret}), false); err != nil {
+		t.Fatal(err)
+	}
+	if names, err := s.Names(ctx); err != nil || len(names) != 1 || names[0] != "wc" {
+		t.Errorf("Names with a lone secret = %v, %v", names, err)
+	}
+	if p, err := s.Present(ctx, "wc"); err != nil || len(p) != 1 || p[0] != "/secrets/wc" {
+		t.Errorf("Present with a lone secret = %v, %v", p, err)
+	}
 }
 
 func TestShellLocations(t *testing.T) {

@@ -126,7 +126,7 @@ func (s *Store) Topologies(ctx context.Context) ([]string, error) {
 
 // persistentDirs hold the nodes that outlive every process of a
 // topology; a name with a node in any of them is taken.
-var persistentDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, CheckpointsDir}
+var persistentDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, CheckpointsDir, SecretsDir}
 
 // Names lists every topology with a persistent node: the submitted ones and
 // what a failed or interrupted submit or kill left behind (see Present).
