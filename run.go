@@ -25,6 +25,7 @@ import (
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/instance/inproc"
+	"github.com/egret-stream/egret/internal/loglevel"
 )
 
 // Exit codes of a topology binary.
@@ -115,8 +116,13 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 	}
 	switch {
 	case inst.enabled:
-		log := newLogger(stderr, level)
+		atom := zap.NewAtomicLevelAt(level)
+		log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(stderr), atom))
 		defer func() { _ = log.Sync() }()
+		// Live log levels (egret loglevel, internal/loglevel).
+		wctx, stopWatch := context.WithCancel(context.Background())
+		defer stopWatch()
+		go loglevel.FromEnv(atom, log).Run(wctx)
 		return runInstance(t, &inst, log, stderr)
 	case *define != "":
 		return writeDefinition(t, *define, stderr)

@@ -16,6 +16,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/metricsmgr"
+	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/schedulers/local"
@@ -27,7 +28,9 @@ type daemonEnv struct {
 	configFile string
 	cfg        spi.Config
 	log        *zap.Logger
-	g          *globals
+	// level is the logger's level, which live overrides change.
+	level zap.AtomicLevel
+	g     *globals
 }
 
 func (d *daemonEnv) load(name string) error {
@@ -39,7 +42,8 @@ func (d *daemonEnv) load(name string) error {
 		return usageError{err}
 	}
 	d.cfg = cfg
-	d.log = d.g.daemonLogger().Named(name)
+	log, level := d.g.daemonLoggerLevel()
+	d.log, d.level = log.Named(name), level
 	return nil
 }
 
@@ -78,7 +82,12 @@ func daemonCommand(g *globals, use, short string, flags func(*cobra.Command), ru
 				return err
 			}
 			defer func() { _ = d.log.Sync() }()
-			return run(cmd.Context(), d)
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			// Live log levels (egret loglevel): a no-op unless the
+			// executor named the container's override file.
+			go loglevel.FromEnv(d.level, d.log).Run(ctx)
+			return run(ctx, d)
 		},
 	}
 	cmd.Flags().StringVar(&d.configFile, "config", "", "resolved cluster config (JSON) of the topology")
@@ -173,6 +182,12 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 }
 
 func (g *globals) daemonLogger() *zap.Logger {
+	log, _ := g.daemonLoggerLevel()
+	return log
+}
+
+// daemonLoggerLevel builds a daemon's logger and returns its level.
+func (g *globals) daemonLoggerLevel() (*zap.Logger, zap.AtomicLevel) {
 	cfg := zap.NewProductionConfig()
 	cfg.OutputPaths = []string{"stderr"}
 	cfg.ErrorOutputPaths = []string{"stderr"}
@@ -183,7 +198,7 @@ func (g *globals) daemonLogger() *zap.Logger {
 	log, err := cfg.Build()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "egret: logger:", err)
-		return zap.NewNop()
+		return zap.NewNop(), cfg.Level
 	}
-	return log
+	return log, cfg.Level
 }

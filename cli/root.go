@@ -125,7 +125,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		submitCmd(g), killCmd(g), activateCmd(g, true), activateCmd(g, false), restartCmd(g),
-		updateCmd(g), listCmd(g), metricsCmd(g), trackerCmd(g), configCmd(g), servePackagesCmd(g), pluginCmd(g),
+		updateCmd(g), listCmd(g), metricsCmd(g), logsCmd(g), loglevelCmd(g), trackerCmd(g), configCmd(g), servePackagesCmd(g), pluginCmd(g),
 	)
 	addDaemonCmds(root, g)
 	closeAfter(root, g)

@@ -13,9 +13,9 @@ import (
 	"github.com/egret-stream/egret/daemons/tmanager"
 )
 
-// addRuntimeCmds adds the container daemons (executor, tmanager, stmgr).
+// addRuntimeCmds adds the container daemons (executor, tmanager, stmgr, shell).
 func addRuntimeCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g)} {
+	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g), shellCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
 	}

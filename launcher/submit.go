@@ -252,7 +252,11 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		SubmitTimeUnix: time.Now().Unix(), SubmitUser: currentUser(), PackageUri: uri, PackageSha256: pkg.SHA256,
 		EgretVersion: Version, Scheduler: cfg.String("egret.scheduler", ""), DeployDeactivated: o.DeployDeactivated,
 	}
-	if err := store.Submit(ctx, state.Submission{Topology: t, Plan: pp, ExecutionState: es}); err != nil {
+	secret := make([]byte, 32)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("generate the topology secret: %w", err)
+	}
+	if err := store.Submit(ctx, state.Submission{Topology: t, Plan: pp, ExecutionState: es, Secret: secret}); err != nil {
 		// Create-if-absent is the last word should the lock have been
 		// lost (an expired session): the package may be the winner's.
 		if other, oerr := store.ExecutionState(context.WithoutCancel(ctx), t.Name); oerr != nil || other.GetPackageUri() != uri {

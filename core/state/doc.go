@@ -11,6 +11,8 @@
 //	/schedulers/<name>      scheduler location       scheduler
 //	/locks/<name>           update lock              launcher
 //	/checkpoints/<name>     checkpoints              topology manager (effectively-once)
+//	/secrets/<name>         topology secret          submitter (the shells read it)
+//	/shells/<name>.<c>      shell of container c     shell (ephemeral)
 //
 // Every node holds protobuf bytes (proto/egretpb).
 package state

@@ -25,9 +25,16 @@ const (
 	LocksDir          = "/locks"
 	// CheckpointsDir holds the checkpoints of effectively-once topologies.
 	CheckpointsDir = "/checkpoints"
+	// ShellsDir holds the location of every container's shell, one
+	// ephemeral node per container (ShellNode).
+	ShellsDir = "/shells"
+	// SecretsDir holds each topology's secret, written at submit.
+	SecretsDir = "/secrets"
 )
 
-var allDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, TManagersDir, SchedulersDir, LocksDir, CheckpointsDir}
+// allDirs are the directories Kill deletes a topology's node from (the
+// ephemeral shell nodes, named per container, go with their sessions).
+var allDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, TManagersDir, SchedulersDir, LocksDir, CheckpointsDir, SecretsDir}
 
 // Path returns the node of a topology in dir.
 func Path(dir, topologyName string) string { return dir + "/" + topologyName }
@@ -48,6 +55,8 @@ type Submission struct {
 	Topology       *topology.Topology
 	Plan           *plan.PackingPlan
 	ExecutionState *egretpb.ExecutionState
+	// Secret, when set, is written to /secrets/<name> with the rest.
+	Secret []byte
 }
 
 // Submit writes the topology, its packing plan and its execution state in
@@ -67,11 +76,19 @@ func (s *Store) Submit(ctx context.Context, sub Submission) error {
 	if err != nil {
 		return err
 	}
-	err = s.sm.Multi(ctx,
-		spi.Op{Kind: spi.OpCreate, Path: Path(TopologiesDir, name), Data: tb},
-		spi.Op{Kind: spi.OpCreate, Path: Path(PackingPlansDir, name), Data: pb},
-		spi.Op{Kind: spi.OpCreate, Path: Path(ExecutionStateDir, name), Data: eb},
-	)
+	ops := []spi.Op{
+		{Kind: spi.OpCreate, Path: Path(TopologiesDir, name), Data: tb},
+		{Kind: spi.OpCreate, Path: Path(PackingPlansDir, name), Data: pb},
+		{Kind: spi.OpCreate, Path: Path(ExecutionStateDir, name), Data: eb},
+	}
+	if len(sub.Secret) > 0 {
+		sb, err := marshal(&egretpb.TopologySecret{TopologyName: name, Secret: sub.Secret})
+		if err != nil {
+			return err
+		}
+		ops = append(ops, spi.Op{Kind: spi.OpCreate, Path: Path(SecretsDir, name), Data: sb})
+	}
+	err = s.sm.Multi(ctx, ops...)
 	if errors.Is(err, spi.ErrExists) {
 		return fmt.Errorf("topology %q is already running (kill it first, or choose another name): %w", name, err)
 	}
@@ -109,7 +126,7 @@ func (s *Store) Topologies(ctx context.Context) ([]string, error) {
 
 // persistentDirs hold the nodes that outlive every process of a
 // topology; a name with a node in any of them is taken.
-var persistentDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, CheckpointsDir}
+var persistentDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, CheckpointsDir, SecretsDir}
 
 // Names lists every topology with a persistent node: the submitted ones and
 // what a failed or interrupted submit or kill left behind (see Present).

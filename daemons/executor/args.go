@@ -73,3 +73,16 @@ func InstanceArgs(p Params, task int) []string {
 		"--config", p.Paths.ConfigFile,
 	}
 }
+
+// ShellArgs is the shell's command line (every container):
+//
+//	egret shell --topology N --topology-id ID --container C --work-dir W --config F
+func ShellArgs(p Params) []string {
+	return []string{p.Egret, "shell",
+		"--topology", p.TopologyName,
+		"--topology-id", p.TopologyID,
+		"--container", strconv.Itoa(p.Container),
+		"--work-dir", p.Paths.WorkDir,
+		"--config", p.Paths.ConfigFile,
+	}
+}

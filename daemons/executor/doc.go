@@ -8,22 +8,29 @@
 //
 //	container 0:   egret executor
 //	               ├── egret tmanager
-//	               └── egret metricsmgr
+//	               ├── egret metricsmgr
+//	               └── egret shell
 //	container i≥1: egret executor
 //	               ├── egret metricsmgr
+//	               ├── egret shell
 //	               ├── egret stmgr                (once i is in the packing plan)
 //	               └── W/package/topology --instance ...   (one per task of i)
+//
+// The shell (daemons/shell) serves the container's logs and process
+// status over HTTP and kills a process on request (with the topology's
+// secret); the executor restarts a killed process like any other.
 //
 // # Command lines
 //
 // One function per process kind builds each command line (TManagerArgs,
-// MetricsMgrArgs, StmgrArgs, InstanceArgs); the cobra commands of cli/ must
+// MetricsMgrArgs, StmgrArgs, ShellArgs, InstanceArgs); the cobra commands of cli/ must
 // accept exactly these flags. Every path is passed explicitly; daemons
 // derive none.
 //
 //	egret tmanager   --topology N --topology-id ID --config F
 //	egret metricsmgr --topology N --container C --socket M --metrics-file W/metrics.jsonl --config F
 //	egret stmgr      --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F
+//	egret shell      --topology N --topology-id ID --container C --work-dir W --config F
 //	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M --config F
 //
 // F is the resolved cluster config (Config.ConfigFile, default
@@ -31,7 +38,10 @@
 // (0: any). Daemons run with W as their working directory, instances with
 // W/instances/<name>; all with the executor's environment plus
 // Config.ExtraEnv, and instances with GOMAXPROCS and GOMEMLIMIT from their
-// share of the packing plan (see Resource isolation).
+// share of the packing plan (see Resource isolation). Every child also
+// gets EGRET_LOGLEVEL_FILE=W/loglevel.json, EGRET_PROCESS=<name> and
+// EGRET_COMPONENT=<component, or the daemon's kind>: it polls that file
+// for live log-level overrides (internal/loglevel, egret loglevel).
 //
 // # Working directory W
 //
@@ -40,13 +50,16 @@
 //	                      the same digest reuses W/package without fetching
 //	W/package.tar.gz      the download, removed once extracted
 //	W/logs/<name>.log     stdout+stderr of each child, appended across restarts;
-//	                      <name> is tmanager, metricsmgr, stmgr or
+//	                      <name> is tmanager, metricsmgr, stmgr, shell or
 //	                      instance-<component>-<task>. The executor copies the
 //	                      output through a pipe and rotates the file at
 //	                      egret.logging.max.size (100MiB) to <name>.log.1 ...
 //	                      .N, N = egret.logging.max.files (5)
-//	W/pids.json           {"executor": pid, "processes": {name: pid}}, rewritten
-//	                      atomically whenever a child starts or ends
+//	W/pids.json           {"executor": pid, "processes": {name: pid}, "status": [ProcessStatus...]},
+//	                      rewritten atomically whenever a child starts or ends;
+//	                      the shell serves the status (state, restarts) from it
+//	W/loglevel.json       the live log-level override the shell writes
+//	                      (internal/loglevel); absent until egret loglevel
 //	W/instances/<name>/   each instance's working directory; its disk use is
 //	                      measured against the instance's disk share
 //	W/metrics.jsonl       the metrics manager's file sink

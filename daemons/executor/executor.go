@@ -213,6 +213,7 @@ func (e *Executor) run(ctx context.Context) error {
 		e.startProcess("tmanager", KindTManager, 0, TManagerArgs(e.params))
 	}
 	e.startProcess("metricsmgr", KindMetricsMgr, 0, MetricsMgrArgs(e.params))
+	e.startProcess("shell", KindShell, 0, ShellArgs(e.params))
 	done, err := e.reconcile(ctx, store, true)
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
@@ -492,6 +493,9 @@ type PidFile struct {
 	Executor int `json:"executor"`
 	// Processes maps each running child to its pid.
 	Processes map[string]int `json:"processes"`
+	// Status is every child's state and restart count, sorted by name
+	// (what the shell's GET /processes serves).
+	Status []ProcessStatus `json:"status"`
 }
 
 // writePidsLocked rewrites W/pids.json atomically; the caller holds e.mu.
@@ -501,7 +505,9 @@ func (e *Executor) writePidsLocked() {
 		if p.pid > 0 {
 			pf.Processes[n] = p.pid
 		}
+		pf.Status = append(pf.Status, p.statusLocked())
 	}
+	sort.Slice(pf.Status, func(i, j int) bool { return pf.Status[i].Name < pf.Status[j].Name })
 	b, err := json.MarshalIndent(pf, "", "  ")
 	if err == nil {
 		err = writeFileAtomic(e.paths.PidsFile, append(b, '\n'), 0o644)

@@ -29,7 +29,7 @@ func TestArgs(t *testing.T) {
 	p := Params{
 		Egret: "/bin/egret", TopologyName: "wc", TopologyID: "wc-1", Container: 2, StmgrPort: 7000,
 		Paths: Paths{
-			ConfigFile: "/w/package/cluster.json", TopologyBinary: "/w/package/topology",
+			WorkDir: "/w", ConfigFile: "/w/package/cluster.json", TopologyBinary: "/w/package/topology",
 			StmgrSocket: "/w/stmgr.sock", MetricsSocket: "/w/metricsmgr.sock", MetricsFile: "/w/metrics.jsonl",
 		},
 	}
@@ -45,6 +45,8 @@ func TestArgs(t *testing.T) {
 			"--socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"instance", InstanceArgs(p, 7), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
 			"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
+		{"shell", ShellArgs(p), []string{"/bin/egret", "shell", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
+			"--work-dir", "/w", "--config", "/w/package/cluster.json"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,6 +140,7 @@ func TestContainerZero(t *testing.T) {
 	e, _, errc := v.run(cfg)
 	tm := v.waitReady(e, "tmanager", "tmanager")
 	mm := v.waitReady(e, "metricsmgr", "metricsmgr")
+	sh := v.waitReady(e, "shell", "shell")
 	<-ready
 
 	cf := filepath.Join(e.Paths().WorkDir, "package", "cluster.json")
@@ -151,12 +154,27 @@ func TestContainerZero(t *testing.T) {
 	if got := v.argv("metricsmgr", mm); !slices.Equal(got, wantMM) {
 		t.Errorf("metricsmgr args\n got %q\nwant %q", got, wantMM)
 	}
-	if names := statusNames(e); !slices.Equal(names, []string{"metricsmgr", "tmanager"}) {
+	wantSH := []string{"shell", "--topology", "wc", "--topology-id", "wc-1", "--container", "0", "--work-dir", w, "--config", cf}
+	if got := v.argv("shell", sh); !slices.Equal(got, wantSH) {
+		t.Errorf("shell args\n got %q\nwant %q", got, wantSH)
+	}
+	if names := statusNames(e); !slices.Equal(names, []string{"metricsmgr", "shell", "tmanager"}) {
 		t.Errorf("container 0 runs %v", names)
 	}
 	pf := readPids(t, filepath.Join(w, "pids.json"))
-	if pf.Executor != os.Getpid() || pf.Processes["tmanager"] != tm || pf.Processes["metricsmgr"] != mm || len(pf.Processes) != 2 {
-		t.Errorf("pids.json = %+v, want tmanager %d metricsmgr %d", pf, tm, mm)
+	if pf.Executor != os.Getpid() || pf.Processes["tmanager"] != tm || pf.Processes["metricsmgr"] != mm || pf.Processes["shell"] != sh || len(pf.Processes) != 3 {
+		t.Errorf("pids.json = %+v, want tmanager %d metricsmgr %d shell %d", pf, tm, mm, sh)
+	}
+	// The status the shell serves is in pids.json too.
+	var stNames []string
+	for _, st := range pf.Status {
+		stNames = append(stNames, st.Name)
+		if st.State != StateRunning || st.PID != pf.Processes[st.Name] {
+			t.Errorf("pids.json status of %s: %+v", st.Name, st)
+		}
+	}
+	if !slices.Equal(stNames, []string{"metricsmgr", "shell", "tmanager"}) {
+		t.Errorf("pids.json status names %v", stNames)
 	}
 	// The executor copies the child's output into its log.
 	waitFor(t, "the tmanager's output in tmanager.log", func() bool {
@@ -240,7 +258,7 @@ func TestContainerProcesses(t *testing.T) {
 		"instance-word-1":  v.waitReady(e, "instance-word-1", "task-1"),
 		"instance-count-3": v.waitReady(e, "instance-count-3", "task-3"),
 	}
-	if names := statusNames(e); !slices.Equal(names, []string{"instance-count-3", "instance-word-1", "metricsmgr", "stmgr"}) {
+	if names := statusNames(e); !slices.Equal(names, []string{"instance-count-3", "instance-word-1", "metricsmgr", "shell", "stmgr"}) {
 		t.Errorf("container 1 runs %v", names)
 	}
 	w := e.Paths().WorkDir
@@ -295,6 +313,15 @@ func TestRestartAfterKill(t *testing.T) {
 	if n := e.Restarts("stmgr"); n != 1 {
 		t.Errorf("stmgr restarts = %d, want 1", n)
 	}
+	// pids.json carries the restart for the shell.
+	waitFor(t, "the restart in pids.json", func() bool {
+		for _, st := range readPids(t, filepath.Join(e.Paths().WorkDir, "pids.json")).Status {
+			if st.Name == "stmgr" {
+				return st.Restarts == 1 && st.PID == now && st.State == StateRunning
+			}
+		}
+		return false
+	})
 	evs := v.eventsOf("stmgr")
 	kinds := make([]EventKind, len(evs))
 	for i, ev := range evs {
@@ -465,6 +492,7 @@ func TestPackingPlanChange(t *testing.T) {
 	v.setPlan(testPlan(map[int][]string{1: {"word:1", "count:2"}, 2: {"count:3"}}))
 	e, _, errc := v.run(v.config(1))
 	mm := v.waitReady(e, "metricsmgr", "metricsmgr")
+	sh := v.waitReady(e, "shell", "shell")
 	st1 := v.waitReady(e, "stmgr", "stmgr")
 	w1 := v.waitReady(e, "instance-word-1", "task-1")
 	c2 := v.waitReady(e, "instance-count-2", "task-2")
@@ -491,7 +519,7 @@ func TestPackingPlanChange(t *testing.T) {
 	if got := v.waitReadyNoFail(e, "metricsmgr", "metricsmgr"); got != mm {
 		t.Errorf("metricsmgr restarted: pid %d -> %d", mm, got)
 	}
-	if names := statusNames(e); !slices.Equal(names, []string{"instance-count-3", "instance-word-1", "metricsmgr", "stmgr"}) {
+	if names := statusNames(e); !slices.Equal(names, []string{"instance-count-3", "instance-word-1", "metricsmgr", "shell", "stmgr"}) {
 		t.Errorf("after scaling container 1 runs %v", names)
 	}
 	if rs := v.eventsOf("stmgr", EventRestarting); len(rs) != 1 || rs[0].Reason != "packing plan changed" || rs[0].Delay != 0 {
@@ -501,7 +529,7 @@ func TestPackingPlanChange(t *testing.T) {
 		t.Error("task 4 of container 2 started here")
 	}
 	pf := readPids(t, filepath.Join(e.Paths().WorkDir, "pids.json"))
-	want := map[string]int{"metricsmgr": mm, "stmgr": st2, "instance-word-1": w1, "instance-count-3": c3}
+	want := map[string]int{"metricsmgr": mm, "shell": sh, "stmgr": st2, "instance-word-1": w1, "instance-count-3": c3}
 	if len(pf.Processes) != len(want) {
 		t.Errorf("pids.json %v, want %v", pf.Processes, want)
 	}
@@ -533,7 +561,7 @@ func TestWaitsForItsContainer(t *testing.T) {
 	e, _, _ := v.run(cfg)
 	v.waitReady(e, "metricsmgr", "metricsmgr")
 	<-ready
-	if names := statusNames(e); !slices.Equal(names, []string{"metricsmgr"}) {
+	if names := statusNames(e); !slices.Equal(names, []string{"metricsmgr", "shell"}) {
 		t.Errorf("a container not in the plan runs %v", names)
 	}
 	v.setPlan(testPlan(map[int][]string{1: {"word:1"}, 2: {"count:2"}}))
@@ -620,12 +648,12 @@ func TestExecutorKilledTakesChildrenAlong(t *testing.T) {
 		}
 	})
 
-	fakes := map[string]string{"metricsmgr": "metricsmgr", "stmgr": "stmgr", "instance-word-1": "task-1", "instance-count-2": "task-2"}
+	fakes := map[string]string{"metricsmgr": "metricsmgr", "shell": "shell", "stmgr": "stmgr", "instance-word-1": "task-1", "instance-count-2": "task-2"}
 	pidsPath := filepath.Join(v.work, "pids.json")
 	var pf PidFile
-	waitFor(t, "four ready children in pids.json", func() bool {
+	waitFor(t, "five ready children in pids.json", func() bool {
 		b, err := os.ReadFile(pidsPath)
-		if err != nil || json.Unmarshal(b, &pf) != nil || len(pf.Processes) != 4 {
+		if err != nil || json.Unmarshal(b, &pf) != nil || len(pf.Processes) != 5 {
 			return false
 		}
 		for n, pid := range pf.Processes {
@@ -744,7 +772,10 @@ func TestStartFailureIsRetried(t *testing.T) {
 	cfg := v.config(1)
 	cfg.PackageURI, cfg.PackageSHA256 = "", ""
 	e, _, _ := v.run(cfg)
-	waitFor(t, "two failed starts", func() bool { return len(v.eventsOf("instance-word-1", EventStartFailed)) >= 2 })
+	// The restart event follows its start failure: wait for both.
+	waitFor(t, "two failed starts", func() bool {
+		return len(v.eventsOf("instance-word-1", EventStartFailed)) >= 2 && len(v.eventsOf("instance-word-1", EventRestarting)) >= 2
+	})
 	rs := v.eventsOf("instance-word-1", EventRestarting)
 	if len(rs) < 2 || rs[0].Delay != 50*time.Millisecond || rs[1].Delay != 100*time.Millisecond {
 		t.Errorf("restarts after failed starts %+v, want backoff 50ms, 100ms", rs)

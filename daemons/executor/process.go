@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/internal/logfile"
+	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/internal/safepath"
 )
 
@@ -26,6 +28,7 @@ const (
 	KindMetricsMgr Kind = "metricsmgr"
 	KindStmgr      Kind = "stmgr"
 	KindInstance   Kind = "instance"
+	KindShell      Kind = "shell"
 )
 
 // State is where a child is in its life cycle.
@@ -278,6 +281,7 @@ func (p *process) start() (*exec.Cmd, time.Time, <-chan error, error) {
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), e.cfg.ExtraEnv...)
 	cmd.Env = append(cmd.Env, p.limits.env(e.cfg.ExtraEnv)...)
+	cmd.Env = append(cmd.Env, p.logLevelEnv()...)
 	cmd.Stdin = nil
 	// One writer for both: the executor copies the child's output into
 	// the log through one pipe; the sniffer notices the Go runtime's out
@@ -415,6 +419,7 @@ func (p *process) countRestart(reason string, delay time.Duration) {
 	p.ex.mu.Lock()
 	p.restarts++
 	p.state = StateBackoff
+	p.ex.writePidsLocked() // the shell serves the restart count from it
 	p.ex.mu.Unlock()
 	p.emit(Event{Kind: EventRestarting, Process: p.name, Delay: delay, Reason: reason})
 }
@@ -423,12 +428,27 @@ func (p *process) setStopped() {
 	p.ex.mu.Lock()
 	p.state = StateStopped
 	p.pid = 0
+	p.ex.writePidsLocked()
 	p.ex.mu.Unlock()
 }
 
 func (p *process) emit(ev Event) {
 	if f := p.ex.cfg.Hooks.OnEvent; f != nil {
 		f(ev)
+	}
+}
+
+// logLevelEnv tells the child where the container's live log-level
+// override is and which names it answers to (internal/loglevel).
+func (p *process) logLevelEnv() []string {
+	comp := p.component
+	if comp == "" {
+		comp = string(p.kind)
+	}
+	return []string{
+		loglevel.EnvFile + "=" + filepath.Join(p.ex.paths.WorkDir, loglevel.FileName),
+		loglevel.EnvProcess + "=" + p.name,
+		loglevel.EnvComponent + "=" + comp,
 	}
 }
 

@@ -67,6 +67,10 @@ func PublishMetrics(ctx context.Context, socket string, interval time.Duration, 
 			log.Debug("metrics manager connection lost", zap.String("socket", socket), zap.Error(err))
 			_ = conn.Close()
 			conn, down = nil, true
+			continue
+		}
+		if ce := log.Check(zap.DebugLevel, "metrics published"); ce != nil {
+			ce.Write(zap.Int("metrics", len(m.Metrics)))
 		}
 	}
 }

@@ -689,6 +689,147 @@ func (x *TManagerLocation) GetPid() int32 {
 	return 0
 }
 
+// ShellLocation is where a container's shell daemon listens, written by
+// the shell at /shells/<topology>.<container> (ephemeral).
+type ShellLocation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TopologyName  string                 `protobuf:"bytes,1,opt,name=topology_name,json=topologyName,proto3" json:"topology_name,omitempty"`
+	TopologyId    string                 `protobuf:"bytes,2,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	Container     int32                  `protobuf:"varint,3,opt,name=container,proto3" json:"container,omitempty"`
+	Host          string                 `protobuf:"bytes,4,opt,name=host,proto3" json:"host,omitempty"`
+	Port          int32                  `protobuf:"varint,5,opt,name=port,proto3" json:"port,omitempty"`
+	Pid           int32                  `protobuf:"varint,6,opt,name=pid,proto3" json:"pid,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ShellLocation) Reset() {
+	*x = ShellLocation{}
+	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ShellLocation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ShellLocation) ProtoMessage() {}
+
+func (x *ShellLocation) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ShellLocation.ProtoReflect.Descriptor instead.
+func (*ShellLocation) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ShellLocation) GetTopologyName() string {
+	if x != nil {
+		return x.TopologyName
+	}
+	return ""
+}
+
+func (x *ShellLocation) GetTopologyId() string {
+	if x != nil {
+		return x.TopologyId
+	}
+	return ""
+}
+
+func (x *ShellLocation) GetContainer() int32 {
+	if x != nil {
+		return x.Container
+	}
+	return 0
+}
+
+func (x *ShellLocation) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *ShellLocation) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *ShellLocation) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+// TopologySecret is the secret of a topology, generated at submit
+// (/secrets/<topology>); the shell's kill and log-level endpoints require
+// it in a header.
+type TopologySecret struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TopologyName  string                 `protobuf:"bytes,1,opt,name=topology_name,json=topologyName,proto3" json:"topology_name,omitempty"`
+	Secret        []byte                 `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopologySecret) Reset() {
+	*x = TopologySecret{}
+	mi := &file_proto_egretpb_plan_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopologySecret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopologySecret) ProtoMessage() {}
+
+func (x *TopologySecret) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_plan_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopologySecret.ProtoReflect.Descriptor instead.
+func (*TopologySecret) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TopologySecret) GetTopologyName() string {
+	if x != nil {
+		return x.TopologyName
+	}
+	return ""
+}
+
+func (x *TopologySecret) GetSecret() []byte {
+	if x != nil {
+		return x.Secret
+	}
+	return nil
+}
+
 // SchedulerLocation is written by a service-mode scheduler.
 type SchedulerLocation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -702,7 +843,7 @@ type SchedulerLocation struct {
 
 func (x *SchedulerLocation) Reset() {
 	*x = SchedulerLocation{}
-	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -714,7 +855,7 @@ func (x *SchedulerLocation) String() string {
 func (*SchedulerLocation) ProtoMessage() {}
 
 func (x *SchedulerLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -727,7 +868,7 @@ func (x *SchedulerLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerLocation.ProtoReflect.Descriptor instead.
 func (*SchedulerLocation) Descriptor() ([]byte, []int) {
-	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{8}
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SchedulerLocation) GetTopologyName() string {
@@ -822,7 +963,18 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\vserver_port\x18\x04 \x01(\x05R\n" +
 	"serverPort\x12\x1b\n" +
 	"\thttp_port\x18\x05 \x01(\x05R\bhttpPort\x12\x10\n" +
-	"\x03pid\x18\x06 \x01(\x05R\x03pid\"\x8c\x01\n" +
+	"\x03pid\x18\x06 \x01(\x05R\x03pid\"\xad\x01\n" +
+	"\rShellLocation\x12#\n" +
+	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12\x1f\n" +
+	"\vtopology_id\x18\x02 \x01(\tR\n" +
+	"topologyId\x12\x1c\n" +
+	"\tcontainer\x18\x03 \x01(\x05R\tcontainer\x12\x12\n" +
+	"\x04host\x18\x04 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x05 \x01(\x05R\x04port\x12\x10\n" +
+	"\x03pid\x18\x06 \x01(\x05R\x03pid\"M\n" +
+	"\x0eTopologySecret\x12#\n" +
+	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\fR\x06secret\"\x8c\x01\n" +
 	"\x11SchedulerLocation\x12#\n" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12#\n" +
 	"\rhttp_endpoint\x18\x02 \x01(\tR\fhttpEndpoint\x12\x1b\n" +
@@ -846,7 +998,7 @@ func file_proto_egretpb_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_egretpb_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_proto_egretpb_plan_proto_goTypes = []any{
 	(TopologyState)(0),        // 0: egret.v1.TopologyState
 	(*Resources)(nil),         // 1: egret.v1.Resources
@@ -857,20 +1009,22 @@ var file_proto_egretpb_plan_proto_goTypes = []any{
 	(*PhysicalPlan)(nil),      // 6: egret.v1.PhysicalPlan
 	(*ExecutionState)(nil),    // 7: egret.v1.ExecutionState
 	(*TManagerLocation)(nil),  // 8: egret.v1.TManagerLocation
-	(*SchedulerLocation)(nil), // 9: egret.v1.SchedulerLocation
-	nil,                       // 10: egret.v1.PhysicalPlan.RuntimeConfigEntry
-	(*Topology)(nil),          // 11: egret.v1.Topology
+	(*ShellLocation)(nil),     // 9: egret.v1.ShellLocation
+	(*TopologySecret)(nil),    // 10: egret.v1.TopologySecret
+	(*SchedulerLocation)(nil), // 11: egret.v1.SchedulerLocation
+	nil,                       // 12: egret.v1.PhysicalPlan.RuntimeConfigEntry
+	(*Topology)(nil),          // 13: egret.v1.Topology
 }
 var file_proto_egretpb_plan_proto_depIdxs = []int32{
 	1,  // 0: egret.v1.InstancePlan.resources:type_name -> egret.v1.Resources
 	2,  // 1: egret.v1.ContainerPlan.instances:type_name -> egret.v1.InstancePlan
 	1,  // 2: egret.v1.ContainerPlan.required:type_name -> egret.v1.Resources
 	3,  // 3: egret.v1.PackingPlan.containers:type_name -> egret.v1.ContainerPlan
-	11, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
+	13, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
 	4,  // 5: egret.v1.PhysicalPlan.packing:type_name -> egret.v1.PackingPlan
 	5,  // 6: egret.v1.PhysicalPlan.stmgrs:type_name -> egret.v1.StMgrLocation
 	0,  // 7: egret.v1.PhysicalPlan.state:type_name -> egret.v1.TopologyState
-	10, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
+	12, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
 	9,  // [9:9] is the sub-list for method output_type
 	9,  // [9:9] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
@@ -890,7 +1044,7 @@ func file_proto_egretpb_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_egretpb_plan_proto_rawDesc), len(file_proto_egretpb_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

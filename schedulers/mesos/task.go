@@ -38,12 +38,13 @@ const (
 // Port labels of a container; EnvPortPrefix + the upper-cased label is the
 // environment variable holding the port (the executor and the daemons
 // read EGRET_PORT_TMANAGER, EGRET_PORT_TMANAGER_HTTP, EGRET_PORT_STMGR,
-// EGRET_PORT_METRICS).
+// EGRET_PORT_METRICS, EGRET_PORT_SHELL).
 const (
 	PortTManager     = "tmanager"
 	PortTManagerHTTP = "tmanager_http"
 	PortStmgr        = "stmgr"
 	PortMetrics      = "metrics"
+	PortShell        = "shell"
 
 	EnvPortPrefix     = "EGRET_PORT_"
 	EnvContainerIndex = "EGRET_CONTAINER_INDEX"
@@ -139,7 +140,7 @@ func (s *settings) portLabels(container int) []string {
 	if s.metricsPort {
 		out = append(out, PortMetrics)
 	}
-	return out
+	return append(out, PortShell)
 }
 
 // need is what a container asks of an offer.

@@ -41,7 +41,7 @@ func TestBuildTask(t *testing.T) {
 	job := schedulertest.NewJob("wc", 1)
 	job.PackageURI = "http://pkgs/wc.tar.gz"
 	n := s.need(0, s.wanted(job)[0])
-	if n.cpus != 0.25 || n.mem != 300 || n.ports != 3 {
+	if n.cpus != 0.25 || n.mem != 300 || n.ports != 4 {
 		t.Fatalf("container 0 needs %v", n)
 	}
 	offer := mesoslib.Resources{
@@ -51,7 +51,7 @@ func TestBuildTask(t *testing.T) {
 		resources.Build().Name(resources.NamePorts).Ranges(resources.BuildRanges().Span(31000, 31001).Span(31005, 31010).Ranges).Role("*").Resource,
 	}
 	res, ports, short := take(offer, "*", n)
-	if short != nil || len(ports) != 3 || ports[2] != 31005 {
+	if short != nil || len(ports) != 4 || ports[2] != 31005 || ports[3] != 31006 {
 		t.Fatalf("take: ports %v short %v", ports, short)
 	}
 	ti := s.buildTask(taskSpec{job: job, container: 0, taskID: TaskID(job.TopologyID, 0, 7), agentID: "a1", hostname: "h1", resources: res, ports: ports})
@@ -67,7 +67,7 @@ func TestBuildTask(t *testing.T) {
 	for _, v := range ti.GetCommand().GetEnvironment().GetVariables() {
 		env[v.Name] = v.GetValue()
 	}
-	if env["EGRET_PORT_TMANAGER"] != "31000" || env["EGRET_PORT_TMANAGER_HTTP"] != "31001" || env["EGRET_PORT_METRICS"] != "31005" || env["EGRET_HOST"] != "h1" || env["EGRET_CONTAINER_INDEX"] != "0" {
+	if env["EGRET_PORT_TMANAGER"] != "31000" || env["EGRET_PORT_TMANAGER_HTTP"] != "31001" || env["EGRET_PORT_METRICS"] != "31005" || env["EGRET_PORT_SHELL"] != "31006" || env["EGRET_HOST"] != "h1" || env["EGRET_CONTAINER_INDEX"] != "0" {
 		t.Errorf("environment %v", env)
 	}
 	uris := ti.GetCommand().URIs

@@ -48,6 +48,7 @@ const (
 	PortTManagerHTTP = "tmanager_http" // container 0: its control and stats API
 	PortStmgr        = "stmgr"         // containers 1..N: the stream manager
 	PortMetrics      = "metrics"       // every container, with the prometheus sink
+	PortShell        = "shell"         // every container: the container's shell (daemons/shell)
 
 	// Paths inside the task directory (NOMAD_TASK_DIR is <task>/local).
 	workDir    = "${NOMAD_TASK_DIR}/egret"
@@ -349,7 +350,7 @@ func (s *settings) portLabels(container int) []string {
 	if s.metricsPort {
 		out = append(out, PortMetrics)
 	}
-	return out
+	return append(out, PortShell)
 }
 
 // buildGroup builds the task group of one container.

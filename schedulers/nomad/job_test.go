@@ -192,7 +192,7 @@ func TestDriversAndCore(t *testing.T) {
 				t.Errorf("driver %s command %v, want %s %s", task.Driver, task.Config["command"], tc.driver, tc.command)
 			}
 			if tc.driver == "docker" {
-				if task.Config["image"] != "registry.example.com/egret:1.0" || !slices.Equal(task.Config["ports"].([]string), []string{PortStmgr, PortMetrics}) {
+				if task.Config["image"] != "registry.example.com/egret:1.0" || !slices.Equal(task.Config["ports"].([]string), []string{PortStmgr, PortMetrics, PortShell}) {
 					t.Errorf("docker config %s", mustJSON(t, task.Config))
 				}
 			} else if _, ok := task.Config["image"]; ok {

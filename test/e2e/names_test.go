@@ -96,6 +96,9 @@ func hostileNames(t *testing.T, c *cluster) {
 			{"update", c.name, name, "--container-number", "2"},
 			{"update", c.name, name, "--runtime-config", "k=v"},
 			{"metrics", c.name, name},
+			{"logs", c.name, name},
+			{"logs", c.name, name, "count:1", "-f"},
+			{"loglevel", c.name, name, "debug"},
 		} {
 			check(fmt.Sprintf("%s %q", cmd[0], name), true, rule, cmd...)
 		}
@@ -109,6 +112,7 @@ func hostileNames(t *testing.T, c *cluster) {
 			{"kill", arg, "wordcount"}, {"activate", arg, "wordcount"}, {"deactivate", arg, "wordcount"},
 			{"restart", arg, "wordcount"}, {"update", arg, "wordcount", "--container-number", "2"},
 			{"metrics", arg, "wordcount"}, {"list", arg}, {"submit", arg, named},
+			{"logs", arg, "wordcount", "count"}, {"loglevel", arg, "wordcount", "debug"},
 		} {
 			check(fmt.Sprintf("%s %q", cmd[0], arg), true, "must start with a letter or digit", cmd...)
 		}
