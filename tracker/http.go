@@ -66,16 +66,18 @@ type endpoint func(ctx context.Context, q *query) (any, error)
 func (t *Tracker) Handler() http.Handler {
 	mux := http.NewServeMux()
 	api := map[string]endpoint{
-		"/clusters":                    t.clustersEP,
-		"/topologies":                  t.topologiesEP,
-		"/topologies/logicalplan":      t.logicalPlanEP,
-		"/topologies/packingplan":      t.packingPlanEP,
-		"/topologies/physicalplan":     t.physicalPlanEP,
-		"/topologies/executionstate":   t.executionStateEP,
-		"/topologies/metrics":          t.metricsEP,
-		"/topologies/metrics/timeline": t.timelineEP,
-		"/topologies/exceptions":       t.exceptionsEP,
-		"/topologies/exceptionsummary": t.exceptionSummaryEP,
+		"/clusters":                      t.clustersEP,
+		"/topologies":                    t.topologiesEP,
+		"/topologies/logicalplan":        t.logicalPlanEP,
+		"/topologies/packingplan":        t.packingPlanEP,
+		"/topologies/physicalplan":       t.physicalPlanEP,
+		"/topologies/executionstate":     t.executionStateEP,
+		"/topologies/metrics":            t.metricsEP,
+		"/topologies/metrics/timeline":   t.timelineEP,
+		"/topologies/exceptions":         t.exceptionsEP,
+		"/topologies/exceptionsummary":   t.exceptionSummaryEP,
+		"/topologies/containerfilestats": t.containerFileStatsEP,
+		"/topologies/containerfiledata":  t.containerFileDataEP,
 	}
 	for path, ep := range api {
 		mux.Handle(path, t.serve(ep))
@@ -185,20 +187,23 @@ type query struct {
 	metricNames                      []string
 	resolution                       string
 	path                             string
+	files                            fileQuery // the container file endpoints'
 }
 
 // Parameters each endpoint accepts.
 var params = map[string][]string{
-	"/clusters":                    {},
-	"/topologies":                  {"cluster", "role", "environ"},
-	"/topologies/logicalplan":      {"cluster", "role", "environ", "topology"},
-	"/topologies/packingplan":      {"cluster", "role", "environ", "topology"},
-	"/topologies/physicalplan":     {"cluster", "role", "environ", "topology"},
-	"/topologies/executionstate":   {"cluster", "role", "environ", "topology"},
-	"/topologies/metrics":          {"cluster", "role", "environ", "topology", "component", "instance", "metricname"},
-	"/topologies/metrics/timeline": {"cluster", "role", "environ", "topology", "component", "instance", "metricname", "resolution"},
-	"/topologies/exceptions":       {"cluster", "role", "environ", "topology", "component", "instance"},
-	"/topologies/exceptionsummary": {"cluster", "role", "environ", "topology", "component"},
+	"/clusters":                      {},
+	"/topologies":                    {"cluster", "role", "environ"},
+	"/topologies/logicalplan":        {"cluster", "role", "environ", "topology"},
+	"/topologies/packingplan":        {"cluster", "role", "environ", "topology"},
+	"/topologies/physicalplan":       {"cluster", "role", "environ", "topology"},
+	"/topologies/executionstate":     {"cluster", "role", "environ", "topology"},
+	"/topologies/metrics":            {"cluster", "role", "environ", "topology", "component", "instance", "metricname"},
+	"/topologies/metrics/timeline":   {"cluster", "role", "environ", "topology", "component", "instance", "metricname", "resolution"},
+	"/topologies/exceptions":         {"cluster", "role", "environ", "topology", "component", "instance"},
+	"/topologies/exceptionsummary":   {"cluster", "role", "environ", "topology", "component"},
+	"/topologies/containerfilestats": {"cluster", "role", "environ", "topology", "container"},
+	"/topologies/containerfiledata":  {"cluster", "role", "environ", "topology", "container", "path", "offset", "length"},
 }
 
 // maxMetricNames bounds the metricname parameters of one request.
@@ -268,6 +273,11 @@ func (t *Tracker) parseQuery(r *http.Request) (*query, error) {
 	case "", "fine", "coarse":
 	default:
 		return nil, badRequest("query parameter resolution %q must be fine or coarse", truncate(q.resolution, 40))
+	}
+	if contains(allowed, "container") {
+		if q.files, err = parseFileQuery(vals, contains(allowed, "path")); err != nil {
+			return nil, err
+		}
 	}
 	if q.clusterName != "" {
 		c, ok := t.clusters[q.clusterName]

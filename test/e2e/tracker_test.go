@@ -290,6 +290,39 @@ func TestTrackerAPI(t *testing.T) {
 	checked(t, doc, base, "/topologies/exceptions", q, nil)
 	checked(t, doc, base, "/topologies/exceptionsummary", q, nil)
 
+	// The log files of container 1, through its shell: the listing names
+	// the instance logs, and the tail of one holds its lines.
+	fq := url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"1"}}
+	var stats struct {
+		Files []struct {
+			Name string
+			Size int64
+		}
+	}
+	var logFile string
+	await(t, "container 1's instance logs in /topologies/containerfilestats", trackerTimeout, func() (bool, string) {
+		if code := checked(t, doc, base, "/topologies/containerfilestats", fq, &stats); code != 200 {
+			return false, fmt.Sprintf("status %d", code)
+		}
+		for _, f := range stats.Files {
+			if strings.HasPrefix(f.Name, "instance-") && f.Size > 0 {
+				logFile = f.Name
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("files %+v", stats.Files)
+	})
+	var data struct {
+		Path         string
+		Offset, Size int64
+		Length       int
+		Data         string
+	}
+	dq := url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"1"}, "path": {logFile}, "offset": {"-200"}, "length": {"100"}}
+	if code := checked(t, doc, base, "/topologies/containerfiledata", dq, &data); code != 200 || data.Path != logFile || data.Length == 0 || data.Length > 100 || data.Length != len(data.Data) || data.Offset+200 < data.Size {
+		t.Errorf("containerfiledata of %s: %d %+v", logFile, code, data)
+	}
+
 	// Bad parameters and unknown names.
 	for _, tc := range []struct {
 		path   string
@@ -304,6 +337,12 @@ func TestTrackerAPI(t *testing.T) {
 		{"/topologies/physicalplan", url.Values{"cluster": {"nosuch"}, "topology": {"wordcount"}}, 404},
 		{"/topologies/exceptions", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "component": {"nosuch"}}, 404},
 		{"/topologies/metrics", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "instance": {"9999"}}, 404},
+		{"/topologies/containerfiledata", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"1"}, "path": {"../../../../etc/passwd"}}, 400},
+		{"/topologies/containerfiledata", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"1"}, "path": {"%2e%2e"}}, 400},
+		{"/topologies/containerfiledata", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"1"}, "path": {"no-such.log"}}, 404},
+		{"/topologies/containerfiledata", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"1"}, "path": {"x.log"}, "length": {"99999999"}}, 400},
+		{"/topologies/containerfilestats", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"-1"}}, 400},
+		{"/topologies/containerfilestats", url.Values{"cluster": {c.name}, "topology": {"wordcount"}, "container": {"99"}}, 503},
 	} {
 		if code := checked(t, doc, base, tc.path, tc.q, nil); code != tc.status {
 			t.Errorf("GET %s?%s: %d, want %d", tc.path, tc.q.Encode(), code, tc.status)

@@ -186,6 +186,19 @@ func TestTrackerUI(t *testing.T) {
 	})()`, victim.Task, victim.Pid))
 	screenshot(t, ctx, shots, "tracker-restarted.png")
 
+	// The instance's log link returns the tail of its log through the
+	// container's shell.
+	awaitJS(t, ctx, "the log link of the restarted instance to return its log", fmt.Sprintf(`(() => {
+		const a = document.querySelector("#inst-%d a.log-link");
+		if (!a) return {ok: false, status: "no log link"};
+		const x = new XMLHttpRequest();
+		x.open("GET", a.href, false);
+		x.send();
+		if (x.status !== 200) return {ok: false, status: x.status + " " + x.responseText.slice(0, 200)};
+		const d = JSON.parse(x.responseText);
+		return {ok: d.length > 0 && d.data.length > 0, status: d.path + ": " + d.length + " bytes"};
+	})()`, victim.Task))
+
 	// The API agrees with the page.
 	var pp struct {
 		Containers []struct {

@@ -313,7 +313,7 @@
       const parts = [info];
       for (const c of pp.containers) {
         const t = el("table", {}, el("thead", {}, el("tr", {},
-          ...["Task", "Component", "Index", "CPU", "RAM MiB", "Pid", "Started", "Restarts"].map((h, i) => el("th", { class: i === 0 || i >= 2 && i !== 6 ? "num" : "", text: h })))));
+          ...["Task", "Component", "Index", "CPU", "RAM MiB", "Pid", "Started", "Restarts", "Log"].map((h, i) => el("th", { class: i === 0 || i >= 2 && i !== 6 && i !== 8 ? "num" : "", text: h })))));
         const tb = el("tbody");
         for (const i of c.instances) {
           tb.append(el("tr", { class: "instance" + (i.restarts > 0 ? " restarted" : ""), id: "inst-" + i.task, "data-task": String(i.task),
@@ -321,7 +321,10 @@
           el("td", { class: "num", text: String(i.task) }), el("td", { text: i.component }), el("td", { class: "num", text: String(i.index) }),
           el("td", { class: "num", text: fmt(i.resources.cpu, 2) }), el("td", { class: "num", text: fmt(i.resources.ram_bytes / 1048576, 0) }),
           el("td", { class: "num pid", text: i.pid ? String(i.pid) : "–" }), el("td", { text: when(i.started_unix) }),
-          el("td", { class: "num restarts", text: String(i.restarts) })));
+          el("td", { class: "num restarts", text: String(i.restarts) }),
+          el("td", {}, el("a", { class: "log-link", target: "_blank", rel: "noopener", text: "last 64 KiB",
+            href: "/topologies/containerfiledata?" + new URLSearchParams({ ...p, container: String(c.id),
+              path: `instance-${i.component}-${i.task}.log`, offset: "-65536", length: "65536" }) }))));
         }
         t.append(tb);
         const where = c.registered ? `${c.host} · data port ${c.data_port} · metrics port ${c.metrics_port}` : "stream manager not registered";
