@@ -343,7 +343,9 @@ func TestRoleWithoutAccount(t *testing.T) {
 func TestNoRoom(t *testing.T) {
 	f := fakeServer(t, auroratest.WithCapacity(4, 64<<10, 64<<10))
 	core := coreServer(t, fakeEgret)
-	sc := newSched(t, schedConfig(f.URL, core.URL+"/egret", KeyWaitTimeout, "200ms"))
+	// The timeout also bounds the kill of the instance that did start: long
+	// enough for its process to end on a loaded machine.
+	sc := newSched(t, schedConfig(f.URL, core.URL+"/egret", KeyWaitTimeout, "5s"))
 	err := sc.Schedule(ctx(t), wordcount(2)) // 3 instances of 2.5 cpus
 	if !errors.Is(err, spi.ErrCannotFit) || !strings.Contains(err.Error(), "instance 2 is PENDING: Insufficient: CPU") ||
 		!strings.Contains(err.Error(), "egret.aurora.wait.timeout") || !strings.Contains(err.Error(), "the job was killed") {
