@@ -69,7 +69,12 @@ const (
 // twice: with GOGC=100 the heap grows to twice what is live before a
 // collection; an instance grows by at least its heap floor instead.
 const (
-	bpBase        = 32 << 20 // runtime, text, steady heap (19–25 MiB idle)
+	bpBase        = 32 << 20 // an instance's runtime, text, steady heap (19–25 MiB idle)
+	// A daemon of the egret binary (stream manager, executor, topology and
+	// metrics managers) starts at about 48 MiB idle: the binary links
+	// client-go for the kubernetes scheduler, whose package init builds
+	// the API type schemes in every process (docs/backpressure.md).
+	bpDaemonBase = 56 << 20
 	bpQueue       = 1 << 20  // egret.instance.queue.max.bytes
 	bpBatch       = 40 << 10 // a 32 KiB batch's buffer (1.25 × its size)
 	bpConnBufs    = 128 << 10
@@ -88,9 +93,9 @@ func bpRSSBound(kind string) int64 {
 		live := int64(2*bpQueue + bpBatch + bpConnBufs)
 		return bpBase + max(2*live, live+bpHeapFloor)
 	case "stmgr":
-		return bpBase + 2*(bpStMgrQueues*bpStMgrQueue+bpStMgrQueues*(bpConnBufs+bpStMgrFrame))
-	default: // executor, tmanager, metricsmgr, scheduler: off the data path
-		return bpBase + bpOtherSlack
+		return bpDaemonBase + 2*(bpStMgrQueues*bpStMgrQueue+bpStMgrQueues*(bpConnBufs+bpStMgrFrame))
+	default: // executor, tmanager, metricsmgr, shell, scheduler: off the data path
+		return bpDaemonBase + bpOtherSlack
 	}
 }
 
@@ -280,6 +285,7 @@ func (s *slowTopo) processNames() map[int]string {
 // kindOf turns a process name into a bound kind.
 func kindOf(name string) string {
 	base := name[strings.IndexByte(name, '/')+1:]
+	base, _, _ = strings.Cut(base, " (pid ")
 	switch {
 	case strings.HasPrefix(base, "instance"):
 		return "instance"

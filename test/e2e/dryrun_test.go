@@ -186,7 +186,7 @@ func TestDryRunTouchesNothing(t *testing.T) {
 			// A format the cluster cannot render is refused before the
 			// topology binary runs.
 			_, stderr, code := c.egret("submit", c.name, wc, "--dry-run", "--dry-run-format", "yaml")
-			oneLineError(t, "unknown --dry-run-format", stderr, code, 2, `"yaml"`, "table, json or "+sched+"-json")
+			oneLineError(t, "unknown --dry-run-format", stderr, code, 2, `"yaml"`, "use table, json or the "+sched+" scheduler's own job")
 			_, stderr, code = c.egret("submit", c.name, wc, "--dry-run-format", "json")
 			oneLineError(t, "--dry-run-format without --dry-run", stderr, code, 2, "--dry-run-format needs --dry-run")
 		})
