@@ -92,7 +92,13 @@ func Serve(ctx context.Context, cfg ServeConfig, log *zap.Logger) (err error) {
 	if cfg.Ready != nil {
 		cfg.Ready(job.Topology, ep.URL)
 	}
-	return f.run(ctx)
+	if err := f.run(ctx); err != nil {
+		// Written before the deferred calls remove the endpoint: the CLI
+		// reads the error once it sees the endpoint gone.
+		_ = os.WriteFile(filepath.Join(dir, errorFile), []byte(err.Error()+"\n"), 0o644)
+		return err
+	}
+	return nil
 }
 
 // container is the framework's view of one container.
