@@ -69,12 +69,12 @@ const (
 // twice: with GOGC=100 the heap grows to twice what is live before a
 // collection; an instance grows by at least its heap floor instead.
 const (
-	bpBase        = 32 << 20 // an instance's runtime, text, steady heap (19–25 MiB idle)
+	bpBase = 32 << 20 // an instance's runtime, text, steady heap (19–25 MiB idle)
 	// A daemon of the egret binary (stream manager, executor, topology and
 	// metrics managers) starts at about 48 MiB idle: the binary links
 	// client-go for the kubernetes scheduler, whose package init builds
 	// the API type schemes in every process (docs/backpressure.md).
-	bpDaemonBase = 56 << 20
+	bpDaemonBase  = 56 << 20
 	bpQueue       = 1 << 20  // egret.instance.queue.max.bytes
 	bpBatch       = 40 << 10 // a 32 KiB batch's buffer (1.25 × its size)
 	bpConnBufs    = 128 << 10
