@@ -108,6 +108,9 @@ func TestStMgrRestartRewiresAndInstancesReconnect(t *testing.T) {
 		return c.TM.Registrations() > regs && c.TM.Plan().GetVersion() > version
 	})
 	c.WaitConnected(map[int]int{1: 2, 2: 1})
+	// The stream manager counts the instance once its register request
+	// arrives; the instance counts the registration once the answer does.
+	stmgrtest.WaitFor(t, 10*time.Second, "task 3 to see its registration answered", func() bool { return inst3.Stats.Registrations.Load() >= 2 })
 	if got := inst3.Stats.Registrations.Load(); got != 2 {
 		t.Errorf("task 3 registered %d times, want 2 (the first time and after the restart)", got)
 	}
