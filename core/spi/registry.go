@@ -14,6 +14,9 @@ type StateManagerFactory func(cfg Config, log *zap.Logger) (StateManager, error)
 // UploaderFactory builds an uploader from its config.
 type UploaderFactory func(cfg Config, log *zap.Logger) (Uploader, error)
 
+// MetricsSinkFactory builds an external metrics sink from its config.
+type MetricsSinkFactory func(cfg Config, log *zap.Logger) (MetricsSink, error)
+
 // registry maps backend names to factories of one kind. Built-ins register
 // from init functions; a duplicate name is a programming error and panics.
 type registry[F any] struct {
@@ -66,6 +69,7 @@ var (
 	uploaders     = newRegistry[UploaderFactory]("uploader")
 	packings      = newRegistry[PackingFactory]("packing algorithm")
 	schedulers    = newRegistry[SchedulerFactory]("scheduler")
+	metricsSinks  = newRegistry[MetricsSinkFactory]("metrics sink")
 )
 
 // RegisterPacking registers a built-in packing algorithm.
@@ -103,3 +107,12 @@ func LookupUploader(name string) (UploaderFactory, error) { return uploaders.loo
 
 // UploaderNames lists the built-in uploaders.
 func UploaderNames() []string { return uploaders.names() }
+
+// RegisterMetricsSink registers a metrics sink backend (kind metricssink).
+func RegisterMetricsSink(name string, f MetricsSinkFactory) { metricsSinks.register(name, f) }
+
+// LookupMetricsSink returns the registered metrics sink factory named name.
+func LookupMetricsSink(name string) (MetricsSinkFactory, error) { return metricsSinks.lookup(name) }
+
+// MetricsSinkNames lists the registered metrics sinks.
+func MetricsSinkNames() []string { return metricsSinks.names() }
