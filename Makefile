@@ -4,6 +4,7 @@ GO ?= go
 GOBIN ?= $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION ?= v0.8.2
 PROTOC_GEN_GO_VERSION ?= v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION ?= v1.3.0
 TEST_TIMEOUT ?= 60m
 export EGRET_REQUIRE_ZK ?= 1
 export EGRET_REQUIRE_HADOOP ?= 1
@@ -33,10 +34,13 @@ lint: ## gofmt, go vet and staticcheck
 	@[ -x $(GOBIN)/staticcheck ] || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(GOBIN)/staticcheck ./...
 
-proto: ## regenerate the protobuf Go code (needs protoc; installs protoc-gen-go)
+proto: ## regenerate the protobuf and gRPC Go code (needs protoc; installs protoc-gen-go and protoc-gen-go-grpc)
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
 	@[ -x $(GOBIN)/protoc-gen-go ] || GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	@[ -x $(GOBIN)/protoc-gen-go-grpc ] || GOFLAGS= $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	PATH=$(GOBIN):$$PATH protoc --go_out=. --go_opt=module=github.com/egret-stream/egret proto/egretpb/*.proto
+	PATH=$(GOBIN):$$PATH protoc --go_out=. --go_opt=module=github.com/egret-stream/egret \
+		--go-grpc_out=. --go-grpc_opt=module=github.com/egret-stream/egret proto/pluginpb/*.proto
 
 THRIFT_VERSION ?= 0.17.0
 thrift: ## regenerate the Go code of the Aurora API subset (needs the thrift $(THRIFT_VERSION) compiler: apt-get install -y thrift-compiler)

@@ -18,6 +18,7 @@ import (
 	"github.com/egret-stream/egret/daemons/metricsmgr"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
+	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/schedulers/local"
 )
@@ -149,6 +150,22 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 			cfg := metricsmgr.Config{TopologyName: topology, Container: container, Socket: socket, Sinks: sinks, FilePath: file,
 				GraphiteAddr:   d.cfg.String(metricsmgr.KeyGraphiteAddress, ""),
 				GraphitePrefix: d.cfg.String(metricsmgr.KeyGraphitePrefix, "egret"),
+				ReportInterval: d.duration("egret.metrics.export.interval", 10*time.Second),
+			}
+			if slices.ContainsFunc(sinks, func(s string) bool { return !slices.Contains(metricsmgr.Sinks, s) }) {
+				// External sinks run as plugin binaries of the plugin
+				// directory on this node; the loader stops them on exit.
+				loader := plugins.NewLoader(d.cfg.String("egret.plugin.directory", ""), d.log.Named("plugins"))
+				defer loader.Close()
+				for _, s := range sinks {
+					if slices.Contains(metricsmgr.Sinks, s) {
+						continue
+					}
+					if _, err := loader.Find(plugins.KindMetricsSink, s); err != nil {
+						return usageError{fmt.Errorf("config key %s: %w", metricsmgr.KeySinks, err)}
+					}
+				}
+				cfg.SinkLoader, cfg.SinkConfig = loader, d.cfg
 			}
 			if slices.Contains(sinks, metricsmgr.SinkPrometheus) {
 				// A port the resource manager assigned wins over the

@@ -416,8 +416,9 @@ func (l *loader) userName() string {
 	return ""
 }
 
-// selection holds the backend the config selects, per kind.
-type selection map[string]string
+// selection holds the backends the config selects, per kind: one of each
+// kind, and the listed metrics sinks.
+type selection map[string][]string
 
 func (l *loader) selection(sub *substituter) selection {
 	value := func(key string) string {
@@ -435,13 +436,14 @@ func (l *loader) selection(sub *substituter) selection {
 	}
 	sel := selection{}
 	for _, b := range backendKeys {
-		sel[b.kind] = value(b.key)
+		sel[b.kind] = []string{value(b.key)}
 	}
+	sel[KindMetricsSink] = splitList(value(keySinks))
 	return sel
 }
 
 func (s selection) selected(kind, name string) bool {
-	return name != "" && s[kind] == name
+	return name != "" && slices.Contains(s[kind], name)
 }
 
 // applies reports whether key k is read in this config: a core key, or a
@@ -624,7 +626,8 @@ func (l *loader) sinkCheck(cfg spi.Config, valid map[string]bool) {
 		Message: "the graphite sink needs egret.metrics.graphite.address, the host:port of a carbon line receiver"})
 }
 
-// findBackends reports each selected backend that FindBackend cannot find.
+// findBackends reports each selected backend that FindBackend cannot find,
+// metrics sinks included.
 func (l *loader) findBackends(cfg spi.Config, valid map[string]bool) {
 	if l.opts.FindBackend == nil {
 		return
@@ -638,7 +641,22 @@ func (l *loader) findBackends(cfg spi.Config, valid map[string]bool) {
 			l.problem(Problem{File: e.origin, Line: e.line, Key: b.key, Message: err.Error()})
 		}
 	}
+	if !valid[keySinks] {
+		return
+	}
+	for _, s := range splitList(cfg[keySinks]) {
+		if slices.Contains(builtinSinks, s) {
+			continue
+		}
+		if err := l.opts.FindBackend(KindMetricsSink, s, cfg["egret.plugin.directory"]); err != nil {
+			e := l.values[keySinks]
+			l.problem(Problem{File: e.origin, Line: e.line, Key: keySinks, Message: err.Error() + didYouMean(s, builtinSinks, 2)})
+		}
+	}
 }
+
+// keySinks lists the metrics sinks.
+const keySinks = "egret.metrics.sinks"
 
 func (l *loader) sortProblems() {
 	rank := func(p Problem) int {

@@ -101,7 +101,7 @@ func TestProblems(t *testing.T) {
 		{
 			dir: "bad/missing", cluster: "bare",
 			want: []string{
-				`{dir}/bare/metrics_sinks.yaml:1: egret.metrics.sinks: there is no metrics sink "prometeus" (did you mean prometheus?): use file, graphite, prometheus, tmanager`,
+				`{dir}/bare/metrics_sinks.yaml:1: egret.metrics.sinks: no metricssink "prometeus" here (did you mean prometheus?)`,
 				`egret.statemgr.connection.string: required by the zookeeper state manager; set it in statemgr.yaml of cluster bare`,
 				`egret.statemgr.root.path: required key is missing; set it in statemgr.yaml of cluster bare`,
 				`egret.uploader.http.uri: required by the http uploader; set it in uploader.yaml of cluster bare`,

@@ -61,7 +61,7 @@ type Key struct {
 	File string
 	// Backend is "" for a core key, or "<kind>/<name>" for a key read only
 	// by one built-in backend: kind is scheduler, statemgr, uploader,
-	// packing or metrics.sink ("scheduler/nomad", "metrics.sink/prometheus").
+	// packing or metricssink ("scheduler/nomad", "metricssink/prometheus").
 	Backend     string
 	Description string
 
@@ -83,7 +83,7 @@ type pluginNamespace struct {
 // The built-in backends, by kind: exactly the names the egret binary
 // registers with core/spi (a test of package cli checks that they agree).
 // Any other name of a backend kind is an external plugin binary
-// egret-<kind>-<name>; metrics sinks have no plugins.
+// egret-<kind>-<name>.
 var (
 	builtinSchedulers = []string{"aurora", "kubernetes", "local", "mesos", "nomad", "slurm", "yarn"}
 	builtinStateMgrs  = []string{"localfs", "zookeeper"}
@@ -95,6 +95,7 @@ var (
 		{"egret.statemgr", KindStateManager, builtinStateMgrs},
 		{"egret.uploader", KindUploader, builtinUploaders},
 		{"egret.packing", KindPacking, builtinPackings},
+		{"egret.metrics", KindMetricsSink, builtinSinks},
 		{"egret", KindScheduler, builtinSchedulers},
 	}
 )
@@ -106,6 +107,7 @@ const (
 	KindStateManager = "statemgr"
 	KindUploader     = "uploader"
 	KindPacking      = "packing"
+	KindMetricsSink  = "metricssink"
 )
 
 // backendKeys maps each backend kind to the key that selects it.
@@ -117,11 +119,8 @@ var backendKeys = []struct{ kind, key string }{
 }
 
 // Builtins returns the names of the built-in backends of kind (scheduler,
-// statemgr, uploader, packing, or metrics.sink), sorted.
+// statemgr, uploader, packing, or metricssink), sorted.
 func Builtins(kind string) []string {
-	if kind == "metrics.sink" {
-		return slices.Clone(builtinSinks)
-	}
 	for _, ns := range pluginNamespaces {
 		if ns.kind == kind {
 			return slices.Clone(ns.builtins)
@@ -468,12 +467,12 @@ var schema = []Key{
 
 	// metrics_sinks.yaml
 	{Name: "egret.metrics.sinks", Type: TypeList, Default: "file,tmanager", File: "metrics_sinks", check: checkSinks,
-		Description: "Metrics sinks each metrics manager feeds: file (JSON lines in the container's metrics.jsonl, rotated once at 64MiB), tmanager (forwarded to the topology manager, for egret metrics and the tracker), prometheus (a scrape endpoint per container, GET /metrics) and graphite (plaintext lines to a carbon receiver); empty: none."},
-	{Name: "egret.metrics.prometheus.port", Type: TypeInt, Default: "0", File: "metrics_sinks", Backend: "metrics.sink/prometheus", check: checkPort,
+		Description: "Metrics sinks each metrics manager feeds: file (JSON lines in the container's metrics.jsonl, rotated once at 64MiB), tmanager (forwarded to the topology manager, for egret metrics and the tracker), prometheus (a scrape endpoint per container, GET /metrics), graphite (plaintext lines to a carbon receiver), or the name of an external sink plugin egret-metricssink-<name> in egret.plugin.directory; empty: none."},
+	{Name: "egret.metrics.prometheus.port", Type: TypeInt, Default: "0", File: "metrics_sinks", Backend: "metricssink/prometheus", check: checkPort,
 		Description: "Port of each container's Prometheus endpoint, on $EGRET_BIND_HOST (else every interface); 0: any free port. A port the resource manager assigns ($EGRET_PORT_METRICS: Nomad, Mesos) wins. The bound address is written to prometheus-targets.json (file_sd format) in the container's working directory."},
-	{Name: "egret.metrics.graphite.address", Type: TypeString, Default: "", File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkHostPorts,
+	{Name: "egret.metrics.graphite.address", Type: TypeString, Default: "", File: "metrics_sinks", Backend: "metricssink/graphite", check: checkHostPorts,
 		Description: "host:port of the carbon plaintext line receiver the graphite sink writes to (required by it)."},
-	{Name: "egret.metrics.graphite.prefix", Type: TypeString, Default: "egret", File: "metrics_sinks", Backend: "metrics.sink/graphite", check: checkGraphitePrefix,
+	{Name: "egret.metrics.graphite.prefix", Type: TypeString, Default: "egret", File: "metrics_sinks", Backend: "metricssink/graphite", check: checkGraphitePrefix,
 		Description: "First part of every Graphite path: <prefix>.<topology>.<component>.<task>.<metric> for an instance, <prefix>.<topology>.<daemon>.<container>.<metric> for a daemon."},
 }
 

@@ -249,8 +249,8 @@ func checkSinks(v string) error {
 			return fmt.Errorf("sink %q is listed twice", s)
 		}
 		seen = append(seen, s)
-		if !slices.Contains(builtinSinks, s) {
-			return fmt.Errorf("there is no metrics sink %q%s: use %s", s, didYouMean(s, builtinSinks, 2), strings.Join(builtinSinks, ", "))
+		if !slices.Contains(builtinSinks, s) && !nameRE.MatchString(s) {
+			return fmt.Errorf("%q is not a metrics sink name: use a built-in sink (%s) or the name of a plugin egret-metricssink-<name> (lower-case letters, digits, - and _)", s, strings.Join(builtinSinks, ", "))
 		}
 	}
 	return nil

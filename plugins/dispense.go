@@ -66,6 +66,18 @@ func DispenseScheduler(ctx context.Context, rpc plugin.ClientProtocol, name stri
 	return c.typed(), nil
 }
 
+// DispenseMetricsSink is DispenseStateManager for a metrics sink.
+func DispenseMetricsSink(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.MetricsSink, error) {
+	c, err := dispense[*metricsSinkClient](rpc, KindMetricsSink, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.configure(ctx, name, cfg); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // adapter is implemented by the host-side client of every kind.
 type adapter interface {
 	base() *client

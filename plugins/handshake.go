@@ -16,10 +16,11 @@ const (
 	KindUploader     = "uploader"
 	KindPacking      = "packing"
 	KindScheduler    = "scheduler"
+	KindMetricsSink  = "metricssink"
 )
 
 // Kinds lists every plugin kind.
-var Kinds = []string{KindStateManager, KindUploader, KindPacking, KindScheduler}
+var Kinds = []string{KindStateManager, KindUploader, KindPacking, KindScheduler, KindMetricsSink}
 
 // Handshake is the go-plugin handshake of Egret plugins. The magic cookie
 // is not a security measure: it makes a plugin binary started by hand say
@@ -46,6 +47,8 @@ func PluginSet(kind string) (plugin.PluginSet, error) {
 		p = &PackingPlugin{}
 	case KindScheduler:
 		p = &SchedulerPlugin{}
+	case KindMetricsSink:
+		p = &MetricsSinkPlugin{}
 	default:
 		return nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)
 	}

@@ -20,6 +20,7 @@ var serviceKinds = map[string]string{
 	pluginpb.Uploader_ServiceDesc.ServiceName:     KindUploader,
 	pluginpb.Packing_ServiceDesc.ServiceName:      KindPacking,
 	pluginpb.Scheduler_ServiceDesc.ServiceName:    KindScheduler,
+	pluginpb.MetricsSink_ServiceDesc.ServiceName:  KindMetricsSink,
 }
 
 // Kind starts the plugin binary at path, completes the handshake and asks

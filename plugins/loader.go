@@ -165,10 +165,31 @@ func (l *Loader) LoadScheduler(ctx context.Context, name string, cfg spi.Config)
 	return c.typed(), nil
 }
 
+// LoadMetricsSink returns the metrics sink named name, configured with
+// cfg. For a plugin, Close stops the process.
+func (l *Loader) LoadMetricsSink(ctx context.Context, name string, cfg spi.Config) (spi.MetricsSink, error) {
+	if f, err := spi.LookupMetricsSink(name); err == nil {
+		return f(cfg, l.log.Named(KindMetricsSink).With(zap.String("backend", name)))
+	}
+	proc, rpc, err := l.start(ctx, KindMetricsSink, name, spi.MetricsSinkNames())
+	if err != nil {
+		return nil, err
+	}
+	c, err := dispense[*metricsSinkClient](rpc, KindMetricsSink, proc)
+	if err == nil {
+		err = c.configure(ctx, name, cfg)
+	}
+	if err != nil {
+		proc.Kill()
+		return nil, l.startErr(proc, err)
+	}
+	return c, nil
+}
+
 // LoadBinary starts the plugin binary at path as a backend of kind named
 // name, whatever the plugin directory holds and even when name is built in,
 // and configures it with cfg. It returns the backend (a spi.StateManager,
-// spi.Uploader, spi.Packing or spi.Scheduler, as for the Load methods) and
+// spi.Uploader, spi.Packing, spi.Scheduler or spi.MetricsSink, as for the Load methods) and
 // the closer that stops the process. `egret plugin verify` uses it.
 func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg spi.Config) (any, io.Closer, error) {
 	if _, ok := kindNames[kind]; !ok {
@@ -221,6 +242,12 @@ func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg sp
 			}
 		}
 		closer = c
+	case KindMetricsSink:
+		var c *metricsSinkClient
+		if c, err = dispense[*metricsSinkClient](rpc, kind, proc); err == nil {
+			err = c.configure(ctx, name, cfg)
+		}
+		v, closer = c, c
 	}
 	if err != nil {
 		proc.Kill()
@@ -280,12 +307,17 @@ func (l *Loader) Find(kind, name string) (string, error) {
 // to be an executable file.
 func (l *Loader) binary(kind, name string, builtins []string) (string, error) {
 	what := kindNames[kind]
+	// The metrics manager's own sinks are not registered with spi.
+	builtIn := fmt.Sprintf(" (built in: %v)", builtins)
+	if len(builtins) == 0 {
+		builtIn = ""
+	}
 	if !validName.MatchString(name) {
-		return "", fmt.Errorf("%s name %q is invalid: use letters, digits, '.', '_' and '-' (built in: %v): %w", what, name, builtins, spi.ErrUnknownBackend)
+		return "", fmt.Errorf("%s name %q is invalid: use letters, digits, '.', '_' and '-'%s: %w", what, name, builtIn, spi.ErrUnknownBackend)
 	}
 	if l.dir == "" {
-		return "", fmt.Errorf("%s %q is not built in (built in: %v) and no plugin directory is configured (set egret.plugin.directory to the directory holding %s): %w",
-			what, name, builtins, BinaryName(kind, name), spi.ErrUnknownBackend)
+		return "", fmt.Errorf("%s %q is not built in%s and no plugin directory is configured (set egret.plugin.directory to the directory holding %s): %w",
+			what, name, builtIn, BinaryName(kind, name), spi.ErrUnknownBackend)
 	}
 	path := l.BinaryPath(kind, name)
 	if abs, err := filepath.Abs(path); err == nil {
@@ -294,8 +326,8 @@ func (l *Loader) binary(kind, name string, builtins []string) (string, error) {
 	fi, err := os.Stat(path)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return "", fmt.Errorf("%s %q is not built in (built in: %v) and there is no plugin binary %s: %w (install the plugin there, or set egret.plugin.directory to its directory)",
-			what, name, builtins, path, spi.ErrUnknownBackend)
+		return "", fmt.Errorf("%s %q is not built in%s and there is no plugin binary %s: %w (install the plugin there, or set egret.plugin.directory to its directory)",
+			what, name, builtIn, path, spi.ErrUnknownBackend)
 	case err != nil:
 		return "", fmt.Errorf("%s %q: plugin binary %s: %w", what, name, path, err)
 	case fi.IsDir():
@@ -405,6 +437,7 @@ var builtinNames = map[string]func() []string{
 	KindUploader:     spi.UploaderNames,
 	KindPacking:      spi.PackingNames,
 	KindScheduler:    spi.SchedulerNames,
+	KindMetricsSink:  spi.MetricsSinkNames,
 }
 
 var kindNames = map[string]string{
@@ -412,6 +445,7 @@ var kindNames = map[string]string{
 	KindUploader:     "uploader",
 	KindPacking:      "packing algorithm",
 	KindScheduler:    "scheduler",
+	KindMetricsSink:  "metrics sink",
 }
 
 type nopCloser struct{}

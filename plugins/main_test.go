@@ -18,6 +18,7 @@ const (
 	localfsPlugin   = "./testdata/egret-statemgr-localfs"
 	zookeeperPlugin = "./testdata/egret-statemgr-zookeeper"
 	httpPlugin      = "./testdata/egret-uploader-http"
+	sinkPlugin      = "./testdata/egret-metricssink-jsonl"
 	packingPlugin   = "./testdata/egret-packing-builtins"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envHostDir) != "" {
 		runHost() // the host helper of TestPluginDiesWithHost; never returns
 	}
-	plugintest.Main(m, testPlugin, localfsPlugin, zookeeperPlugin, httpPlugin, packingPlugin)
+	plugintest.Main(m, testPlugin, localfsPlugin, zookeeperPlugin, httpPlugin, packingPlugin, sinkPlugin)
 }
 
 // pluginDir returns a plugin directory holding the test plugin under the

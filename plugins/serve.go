@@ -32,6 +32,9 @@ func ServePacking(f spi.PackingFactory) { Serve(KindPacking, f) }
 // optional services, e.g. WithObserver for `egret plugin verify`.
 func ServeScheduler(f spi.SchedulerFactory, opts ...ServeOption) { Serve(KindScheduler, f, opts...) }
 
+// ServeMetricsSink serves the metrics sink built by f as a plugin.
+func ServeMetricsSink(f spi.MetricsSinkFactory) { Serve(KindMetricsSink, f) }
+
 // ServeBuiltin serves the built-in implementation of kind registered as
 // name (blank-import its package), e.g. to run a built-in out of process.
 func ServeBuiltin(kind, name string) {
@@ -46,6 +49,8 @@ func ServeBuiltin(kind, name string) {
 		impl, err = spi.LookupPacking(name)
 	case KindScheduler:
 		impl, err = spi.LookupScheduler(name)
+	case KindMetricsSink:
+		impl, err = spi.LookupMetricsSink(name)
 	default:
 		err = fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)
 	}
@@ -168,6 +173,21 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 			return nil, nil, bad("spi.SchedulerFactory or spi.Scheduler")
 		}
 		p := &SchedulerPlugin{Factory: f, Log: log, Observer: o.observer}
+		return plugin.PluginSet{kind: p}, p.closeBackend, nil
+	case KindMetricsSink:
+		var f spi.MetricsSinkFactory
+		switch v := impl.(type) {
+		case spi.MetricsSinkFactory:
+			f = v
+		case func(spi.Config, *zap.Logger) (spi.MetricsSink, error):
+			f = v
+		case spi.MetricsSink:
+			f = func(spi.Config, *zap.Logger) (spi.MetricsSink, error) { return v, nil }
+		}
+		if f == nil {
+			return nil, nil, bad("spi.MetricsSinkFactory or spi.MetricsSink")
+		}
+		p := &MetricsSinkPlugin{Factory: f, Log: log}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
 	}
 	return nil, nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)

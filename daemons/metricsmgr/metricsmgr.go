@@ -45,6 +45,15 @@ type Config struct {
 	// GraphitePrefix starts every path (default "egret").
 	GraphiteAddr   string
 	GraphitePrefix string
+	// SinkLoader starts the external sinks: every name of Sinks that is not
+	// a built-in sink (required when there is one). SinkConfig is the
+	// config they are configured with (the cluster config).
+	SinkLoader SinkLoader
+	SinkConfig spi.Config
+	// ReportInterval is how often the metrics manager reports its own
+	// counters and process metrics to its sinks (source "metricsmgr");
+	// 0: never.
+	ReportInterval time.Duration
 	// MaxFrame bounds an accepted frame (default wire.DefaultMaxFrame).
 	MaxFrame int
 	// Ready, when set, is called once the socket listens.
@@ -56,8 +65,14 @@ type Config struct {
 // Stats are the metrics manager's counters.
 type Stats struct {
 	Received atomic.Int64 // reports received
-	Dropped  atomic.Int64 // reports a sink could not take
+	Dropped  atomic.Int64 // reports a sink could not take (all sinks)
 	BadConns atomic.Int64 // connections closed for protocol errors
+}
+
+// sinkCounters are one sink's counters, published by the metrics manager
+// as metricsmgr.sink.<name>.*.
+type sinkCounters struct {
+	dropped atomic.Int64 // reports its full queue could not take
 }
 
 // sink consumes reports.
@@ -96,10 +111,18 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 	if stats == nil {
 		stats = &Stats{}
 	}
+	counters := make([]sinkCounters, len(sinks))
 	var wg sync.WaitGroup
 	for _, s := range sinks {
 		wg.Add(1)
 		go func(s sink) { defer wg.Done(); s.run(ctx) }(s)
+	}
+	if cfg.ReportInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reportSelf(ctx, cfg, sinks, counters, stats)
+		}()
 	}
 	go func() { <-ctx.Done(); ln.Close() }()
 	slots := make(chan struct{}, maxConns)
@@ -128,14 +151,14 @@ func run(ctx context.Context, cfg Config, log *zap.Logger) (*Stats, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
-			serve(ctx, conn, cfg, sinks, stats, log)
+			serve(ctx, conn, cfg, sinks, counters, stats, log)
 		}()
 	}
 	wg.Wait()
 	return stats, nil
 }
 
-func serve(ctx context.Context, conn net.Conn, cfg Config, sinks []sink, stats *Stats, log *zap.Logger) {
+func serve(ctx context.Context, conn net.Conn, cfg Config, sinks []sink, counters []sinkCounters, stats *Stats, log *zap.Logger) {
 	defer conn.Close()
 	go func() { <-ctx.Done(); conn.Close() }()
 	r := bufio.NewReader(conn)
@@ -169,11 +192,48 @@ func serve(ctx context.Context, conn net.Conn, cfg Config, sinks []sink, stats *
 			mp.Container = int32(cfg.Container)
 		}
 		stats.Received.Add(1)
-		for _, s := range sinks {
-			if !s.offer(mp) {
-				stats.Dropped.Add(1)
+		deliver(mp, sinks, counters, stats)
+	}
+}
+
+// deliver offers m to every sink, counting what a full queue drops.
+func deliver(m *egretpb.MetricsPublish, sinks []sink, counters []sinkCounters, stats *Stats) {
+	for i, s := range sinks {
+		if !s.offer(m) {
+			counters[i].dropped.Add(1)
+			stats.Dropped.Add(1)
+		}
+	}
+}
+
+// reportSelf hands the sinks the metrics manager's own report every
+// cfg.ReportInterval: metricsmgr.received, metricsmgr.dropped, per sink
+// metricsmgr.sink.<name>.dropped (and, for a plugin sink, .delivered,
+// .failed and .starts), and the process metrics.
+func reportSelf(ctx context.Context, cfg Config, sinks []sink, counters []sinkCounters, stats *Stats) {
+	t := time.NewTicker(cfg.ReportInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		m := &egretpb.MetricsPublish{Source: "metricsmgr", Container: int32(cfg.Container), UnixNanos: time.Now().UnixNano()}
+		add := func(name string, v int64) { m.Metrics = append(m.Metrics, &egretpb.Metric{Name: name, Value: float64(v)}) }
+		add("metricsmgr.received", stats.Received.Load())
+		add("metricsmgr.dropped", stats.Dropped.Load())
+		for i, s := range sinks {
+			prefix := "metricsmgr.sink." + s.name() + "."
+			add(prefix+"dropped", counters[i].dropped.Load())
+			if p, ok := s.(*pluginSink); ok {
+				add(prefix+"delivered", p.delivered.Load())
+				add(prefix+"failed", p.failed.Load())
+				add(prefix+"starts", p.starts.Load())
 			}
 		}
+		m.Metrics = append(m.Metrics, wire.ProcessMetrics()...)
+		deliver(m, sinks, counters, stats)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,9 @@ const KeySinks = "egret.metrics.sinks"
 var DefaultSinks = []string{SinkFile, SinkTManager}
 
 // SinksFromConfig returns the sinks cfg enables: the comma-separated
-// KeySinks (empty: none), DefaultSinks when the key is absent.
+// KeySinks (empty: none), DefaultSinks when the key is absent. A name that
+// is not a built-in sink (Sinks) is an external sink: the plugin binary
+// egret-metricssink-<name>.
 func SinksFromConfig(cfg spi.Config) ([]string, error) {
 	v, ok := cfg[KeySinks]
 	if !ok {
@@ -53,8 +56,8 @@ func SinksFromConfig(cfg spi.Config) ([]string, error) {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
 		}
-		if !slices.Contains(Sinks, s) {
-			return nil, fmt.Errorf("config key %s: there is no metrics sink %q: use %s", KeySinks, s, strings.Join(Sinks, ", "))
+		if !slices.Contains(Sinks, s) && !pluginName.MatchString(s) {
+			return nil, fmt.Errorf("config key %s: metrics sink name %q is invalid: use a built-in sink (%s) or the name of a plugin (letters, digits, '.', '_', '-')", KeySinks, s, strings.Join(Sinks, ", "))
 		}
 		if !slices.Contains(out, s) {
 			out = append(out, s)
@@ -62,6 +65,9 @@ func SinksFromConfig(cfg spi.Config) ([]string, error) {
 	}
 	return out, nil
 }
+
+// pluginName is the syntax of an external sink's name.
+var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
 // newSinks creates the sinks cfg.Sinks names; the prometheus sink binds its
 // endpoint here, so that a port that cannot be had fails the start.
@@ -101,7 +107,10 @@ func newSinks(cfg Config, log *zap.Logger) (sinks []sink, err error) {
 			}
 			sinks = append(sinks, newGraphiteSink(cfg.TopologyName, cfg.GraphiteAddr, cmp.Or(cfg.GraphitePrefix, "egret"), log.Named("graphite")))
 		default:
-			return sinks, fmt.Errorf("metricsmgr: there is no metrics sink %q: use %s", name, strings.Join(Sinks, ", "))
+			if cfg.SinkLoader == nil {
+				return sinks, fmt.Errorf("metricsmgr: metrics sink %q is not built in (%s) and no plugin loader is configured", name, strings.Join(Sinks, ", "))
+			}
+			sinks = append(sinks, newPluginSink(name, cfg.SinkLoader, cfg.SinkConfig, log.Named("plugin").With(zap.String("sink", name))))
 		}
 	}
 	return sinks, nil

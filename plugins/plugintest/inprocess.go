@@ -90,3 +90,15 @@ func Scheduler(t testing.TB, f spi.SchedulerFactory, cfg spi.Config) spi.Schedul
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// MetricsSink is StateManager for a metrics sink.
+func MetricsSink(t testing.TB, f spi.MetricsSinkFactory, cfg spi.Config) spi.MetricsSink {
+	t.Helper()
+	rpc := connect(t, plugins.KindMetricsSink, &plugins.MetricsSinkPlugin{Factory: f, Log: zaptest.NewLogger(t)})
+	s, err := plugins.DispenseMetricsSink(context.Background(), rpc, Name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
