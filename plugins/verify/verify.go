@@ -21,6 +21,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/spi/spitest"
+	"github.com/egret-stream/egret/daemons/metricsmgr/metricssinktest"
 	"github.com/egret-stream/egret/packing/packingtest"
 	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
@@ -190,6 +191,18 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return u.(spi.Uploader), nil
 		}
 		rep.Run(ctx, kind, func(t spitest.T) { uploadertest.Suite{Open: open, Fetch: fetch.Options{Token: o.FetchToken}}.Run(t) })
+	case plugins.KindMetricsSink:
+		// No observer of the destination: the suite checks what the
+		// host sees (batches accepted, cancellation, Close).
+		rep.Run(ctx, kind, func(t spitest.T) {
+			metricssinktest.Suite{Open: func(ctx context.Context) (spi.MetricsSink, error) {
+				s, _, err := v.load(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return s.(spi.MetricsSink), nil
+			}}.Run(t)
+		})
 	case plugins.KindPacking:
 		factory := func(cfg spi.Config) (spi.Packing, error) {
 			// The suite's config replaces the operator's for packing: it

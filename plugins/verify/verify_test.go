@@ -23,10 +23,11 @@ const (
 	packingPkg = "../testdata/egret-packing-builtins"
 	localfsPkg = "../testdata/egret-statemgr-localfs"
 	multiPkg   = "../testdata/egretplugin"
+	sinkPkg    = "../testdata/egret-metricssink-jsonl"
 )
 
 func TestMain(m *testing.M) {
-	plugintest.Main(m, examplePkg, brokenPkg, packingPkg, localfsPkg, multiPkg)
+	plugintest.Main(m, examplePkg, brokenPkg, packingPkg, localfsPkg, multiPkg, sinkPkg)
 }
 
 // install puts the binary of pkg into a fresh directory as
@@ -139,6 +140,7 @@ func TestOtherKinds(t *testing.T) {
 		{packingPkg, plugins.KindPacking, "plugin-ffd", nil, `PASS: packing plugin "plugin-ffd": 36 passed, 0 failed, 0 skipped`},
 		{localfsPkg, plugins.KindStateManager, "localfs", spi.Config{"egret.statemgr.session.timeout": "1s"}, `PASS: statemgr plugin "localfs": 30 passed, 0 failed, 0 skipped`},
 		{multiPkg, plugins.KindUploader, "fs", nil, `PASS: uploader plugin "fs": 11 passed, 0 failed, 1 skipped`},
+		{sinkPkg, plugins.KindMetricsSink, "jsonl", spi.Config{"egret.metrics.jsonl.path": filepath.Join(t.TempDir(), "m.jsonl")}, `PASS: metricssink plugin "jsonl": 7 passed, 0 failed, 0 skipped`},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			cfg := spi.Config{

@@ -1,6 +1,7 @@
 package metricssinktest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +24,9 @@ type Suite struct {
 	// apart by their source, component and unix_nanos; the suite's checks
 	// use distinct ones.
 	Delivered func(ctx context.Context) ([]*egretpb.MetricsPublish, error)
+	// DeliveryTimeout bounds the wait for accepted reports to show in
+	// Delivered (default 30s): a sink may deliver asynchronously.
+	DeliveryTimeout time.Duration
 }
 
 // Run runs every check as a subtest of t.
@@ -114,7 +118,7 @@ func (s Suite) checkDelivered(t spitest.T, component string, want []*egretpb.Met
 		t.Logf("no Delivered observer: what reached the destination is not checked")
 		return
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(cmp.Or(s.DeliveryTimeout, 30*time.Second))
 	var got []*egretpb.MetricsPublish
 	for {
 		ctx, cancel := opCtx(t)
