@@ -22,8 +22,9 @@ var packages = map[string]string{
 	"egret":     "./cmd/egret",
 	"wordcount": "./examples/wordcount",
 	// plugin binaries for the plugin tests (plugins_test.go)
-	"egretplugin":            "./plugins/testdata/egretplugin",
-	"egret-scheduler-broken": "./plugins/testdata/egret-scheduler-broken",
+	"egretplugin":             "./plugins/testdata/egretplugin",
+	"egret-scheduler-broken":  "./plugins/testdata/egret-scheduler-broken",
+	"egret-metricssink-jsonl": "./plugins/testdata/egret-metricssink-jsonl",
 }
 
 // binaries are built once per test run, on first use.

@@ -206,10 +206,11 @@ func TestPrometheusScrapesATopology(t *testing.T) {
 	if _, ok := promScalar(prom, `sum(egret_stmgr_tuples_to_instances_total{topology="wordcount"})`); !ok {
 		t.Error("no stream manager series")
 	}
-	// Every instance, stream manager and executor reports its own process.
-	procs := float64(len(perTask) + 2 + 3)
+	// Every instance, stream manager, executor and metrics manager reports
+	// its own process.
+	procs := float64(len(perTask) + 2 + 3 + 3)
 	for _, q := range []string{`count(egret_process_rss_bytes{topology="wordcount"} > 0)`, `count(egret_process_cpu_seconds_total{topology="wordcount"})`, `count(egret_process_goroutines{topology="wordcount"} > 0)`} {
-		waitFor(t, fmt.Sprintf("%s to count %v processes (instances, 2 stream managers, 3 executors)", q, procs), time.Minute, func() bool {
+		waitFor(t, fmt.Sprintf("%s to count %v processes (instances, 2 stream managers, 3 executors, 3 metrics managers)", q, procs), time.Minute, func() bool {
 			v, _ := promScalar(prom, q)
 			return v == procs
 		})
