@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs and a fresh machine lacks: ZooKeeper,
-# Prometheus, Chromium, Slurm and munge from Debian's packages, the Python
+# Prometheus, Chromium, carbon-cache, Slurm and munge from Debian's packages, the Python
 # virtualenv of the multilang tests (pystorm and streamparse), and the Maven
 # artifacts of the Hadoop mini-cluster tests.
 set -euo pipefail
 # Debian packages, each installed when missing: ZooKeeper (the real server
 # the state-manager tests start), Prometheus (the real server that scrapes
 # a topology in test/e2e) and Chromium (the headless browser of the
-# tracker UI tests in test/e2e).
+# tracker UI tests in test/e2e) and graphite-carbon (the real carbon-cache
+# the graphite sink writes to in test/e2e).
 pkgs=()
 [ -f /usr/share/java/zookeeper.jar ] || pkgs+=(zookeeper)
 command -v prometheus >/dev/null || pkgs+=(prometheus)
 [ -x /usr/lib/chromium/chromium ] || pkgs+=(chromium)
+command -v carbon-cache >/dev/null || pkgs+=(graphite-carbon)
 if [ ${#pkgs[@]} -gt 0 ]; then
   echo "installing ${pkgs[*]} (Debian packages) for the tests"
   if [ "$(id -u)" = 0 ]; then SUDO=""; else SUDO="sudo"; fi
