@@ -265,8 +265,10 @@ func (s *spoutAcks) settle(in *Instance, r wire.AckResult, now time.Time) (any, 
 	m.PendingRoots.Store(int64(s.n))
 	if r.Acked {
 		m.Acked.Add(1)
-		m.CompleteLatencyNanos.Add(int64(max(now.Sub(p.start), 0)))
+		d := max(now.Sub(p.start), 0)
+		m.CompleteLatencyNanos.Add(int64(d))
 		m.CompleteLatencyCount.Add(1)
+		m.CompleteLatency.Observe(d, 1)
 	} else {
 		m.Failed.Add(1)
 	}

@@ -197,6 +197,7 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			sa.local[i] = localResult{}
 			in.metrics.Acked.Add(1)
 			in.metrics.CompleteLatencyCount.Add(1)
+			in.metrics.CompleteLatency.Observe(0, 1)
 			ack(r.msgID)
 		}
 		sa.local = sa.local[:0]
@@ -392,7 +393,9 @@ func (in *Instance) boltExecutor(b api.Bolt) *boltExecutor {
 func (x *boltExecutor) execute(t api.Tuple) {
 	start := time.Now()
 	_ = x.in.call("Execute", func() error { x.b.Execute(t); return nil })
-	x.in.metrics.ExecuteNanos.Add(int64(time.Since(start)))
+	d := time.Since(start)
+	x.in.metrics.ExecuteNanos.Add(int64(d))
+	x.in.metrics.ExecuteLatency.Observe(d, 1)
 	x.in.metrics.Executed.Add(1)
 }
 
@@ -436,7 +439,9 @@ func (x *boltExecutor) run() (finished bool) {
 		}
 		start := time.Now()
 		x.b.Execute(t)
-		in.metrics.ExecuteNanos.Add(executeSample * int64(time.Since(start)))
+		d := time.Since(start)
+		in.metrics.ExecuteNanos.Add(executeSample * int64(d))
+		in.metrics.ExecuteLatency.Observe(d, executeSample)
 	}
 	return true
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/daemons/wire"
 )
 
 // Metrics are an instance's counters. They are written by the instance's
@@ -33,6 +34,11 @@ type Metrics struct {
 	PendingRoots         atomic.Int64 // roots emitted and not yet acked, failed or timed out
 	// AckUpdates counts the ack and fail updates a bolt task sent.
 	AckUpdates atomic.Int64
+
+	// ExecuteLatency is the distribution of Execute times (sampled: each
+	// timed tuple counts for the tuples it stands for); CompleteLatency
+	// that of the emit-to-ack times of acked roots.
+	ExecuteLatency, CompleteLatency wire.LatencyHistogram
 
 	mu         sync.Mutex
 	counters   map[string]*api.Counter

@@ -220,7 +220,9 @@ func reportSelf(ctx context.Context, cfg Config, sinks []sink, counters []sinkCo
 		case <-t.C:
 		}
 		m := &egretpb.MetricsPublish{Source: "metricsmgr", Container: int32(cfg.Container), UnixNanos: time.Now().UnixNano()}
-		add := func(name string, v int64) { m.Metrics = append(m.Metrics, &egretpb.Metric{Name: name, Value: float64(v)}) }
+		add := func(name string, v int64) {
+			m.Metrics = append(m.Metrics, &egretpb.Metric{Name: name, Value: float64(v)})
+		}
 		add("metricsmgr.received", stats.Received.Load())
 		add("metricsmgr.dropped", stats.Dropped.Load())
 		for i, s := range sinks {

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -60,13 +61,16 @@ var gauges = map[string]bool{
 	"resource.memory.limit.bytes": true,
 }
 
-// summaries pairs the sum (nanoseconds) and count metrics of a latency:
-// they are exported as one Prometheus summary in seconds (sum and count, no
-// quantiles: instances publish no distribution), and the sum is not
-// exported on its own.
-var summaries = map[string]struct{ sum, count string }{
-	"egret_instance_execute_latency_seconds":  {"instance.execute.nanos", "instance.executed"},
-	"egret_instance_complete_latency_seconds": {"instance.complete.latency.nanos", "instance.complete.latency.count"},
+// latencies are the latency series: the sum (nanoseconds) and count
+// metrics of a latency and its histogram's buckets (hist.le.<bucket>, see
+// wire.LatencyHistogram). They are exported as one Prometheus histogram in
+// seconds: with the buckets, its count is their total; without (a process
+// that publishes none) it has the +Inf bucket only, holding the count
+// metric, so that every series of the family has one type. The parts are
+// not exported on their own.
+var latencies = []struct{ name, sum, count, hist string }{
+	{"egret_instance_execute_latency_seconds", "instance.execute.nanos", "instance.executed", "instance.execute.latency"},
+	{"egret_instance_complete_latency_seconds", "instance.complete.latency.nanos", "instance.complete.latency.count", "instance.complete.latency"},
 }
 
 // promSource identifies the process a report came from.
@@ -203,15 +207,9 @@ func (s *promSink) Collect(ch chan<- prometheus.Metric) {
 	for k, r := range s.reports {
 		names, values := promLabelNames, promLabels(s.topology, k)
 		covered := map[string]bool{}
-		for name, sum := range summaries {
-			if v, ok := r.values[sum.sum]; ok {
-				if n, ok := r.values[sum.count]; ok {
-					covered[sum.sum] = true
-					m, err := prometheus.NewConstSummary(desc(name, "Latency in seconds (sum and count of the measured tuples).", names), uint64(max(n, 0)), v/1e9, nil, values...)
-					if err == nil {
-						ch <- m
-					}
-				}
+		for _, l := range latencies {
+			if m := latencyMetric(r.values, l.sum, l.count, l.hist, covered, func(help string) *prometheus.Desc { return desc(l.name, help, names) }, values); m != nil {
+				ch <- m
 			}
 		}
 		for metric, v := range r.values {
@@ -230,6 +228,42 @@ func (s *promSink) Collect(ch chan<- prometheus.Metric) {
 	}
 	d := prometheus.NewDesc("egret_metricsmgr_prometheus_reports_dropped_total", "Reports dropped because the prometheus sink holds its maximum number of sources.", []string{"topology", "container"}, nil)
 	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, s.dropped, s.topology, strconv.Itoa(s.container))
+}
+
+// latencyMetric builds the histogram of one latency from a report's values and marks the values it used in covered; nil when the
+// report has no such latency.
+func latencyMetric(values map[string]float64, sum, count, hist string, covered map[string]bool, desc func(help string) *prometheus.Desc, labels []string) prometheus.Metric {
+	v, ok := values[sum]
+	if !ok {
+		return nil
+	}
+	covered[sum] = true
+	if _, ok := values[hist+".le.inf"]; ok {
+		buckets := make(map[float64]uint64, len(wire.LatencyBounds))
+		var total uint64
+		for i, b := range wire.LatencyBucketNames {
+			name := hist + ".le." + b
+			covered[name] = true
+			total += uint64(max(values[name], 0))
+			if i < len(wire.LatencyBounds) {
+				buckets[wire.LatencyBounds[i].Seconds()] = total
+			}
+		}
+		m, err := prometheus.NewConstHistogram(desc("Latency in seconds of the measured tuples (execute latency is sampled, each timed tuple counting for those it stands for)."), total, v/1e9, buckets, labels...)
+		if err != nil {
+			return nil
+		}
+		return m
+	}
+	n, ok := values[count]
+	if !ok {
+		return nil
+	}
+	m, err := prometheus.NewConstHistogram(desc("Latency in seconds (sum and count of the measured tuples; this process publishes no buckets)."), uint64(max(n, 0)), v/1e9, nil, labels...)
+	if err != nil {
+		return nil
+	}
+	return m
 }
 
 // promLabelNames are the labels of every series. A family's series must

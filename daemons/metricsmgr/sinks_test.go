@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/model"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -70,7 +71,16 @@ func scrape(t *testing.T, addr string) map[string]*dtoFamily {
 				v = s.GetSampleSum()
 				df.count = float64(s.GetSampleCount())
 			}
-			df.series = append(df.series, series{labels, v})
+			var buckets map[float64]float64
+			if h := m.GetHistogram(); h != nil {
+				v = h.GetSampleSum()
+				df.count = float64(h.GetSampleCount())
+				buckets = map[float64]float64{}
+				for _, b := range h.GetBucket() {
+					buckets[b.GetUpperBound()] = float64(b.GetCumulativeCount())
+				}
+			}
+			df.series = append(df.series, series{labels, v, df.count, buckets})
 		}
 		out[name] = df
 	}
@@ -78,14 +88,16 @@ func scrape(t *testing.T, addr string) map[string]*dtoFamily {
 }
 
 type series struct {
-	labels map[string]string
-	value  float64
+	labels  map[string]string
+	value   float64
+	count   float64             // of a summary or histogram
+	buckets map[float64]float64 // of a histogram: upper bound → cumulative count
 }
 
 type dtoFamily struct {
 	typ    string
 	series []series
-	count  float64
+	count  float64 // of the last series
 }
 
 func TestPromName(t *testing.T) {
@@ -141,8 +153,8 @@ func TestPrometheusSinkServesLatestReports(t *testing.T) {
 			t.Errorf("label %s = %q, want %q (labels %v)", k, ex.series[0].labels[k], v, ex.series[0].labels)
 		}
 	}
-	if lat := fams["egret_instance_execute_latency_seconds"]; lat == nil || lat.typ != "SUMMARY" || lat.series[0].value != 2 || lat.count != 100 {
-		t.Errorf("execute latency summary: %+v", lat)
+	if lat := fams["egret_instance_execute_latency_seconds"]; lat == nil || lat.typ != "HISTOGRAM" || lat.series[0].value != 2 || lat.count != 100 {
+		t.Errorf("execute latency without buckets (+Inf only): %+v", lat)
 	}
 	if fams["egret_instance_execute_seconds_total"] != nil {
 		t.Error("the execute time is exported twice: as the summary's sum and as a counter")
@@ -335,5 +347,70 @@ func TestGraphiteSinkBoundedWhileReceiverDown(t *testing.T) {
 	waitFor(t, "every report received", func() bool { return h.statsNow().Received.Load() == int64(len(reports)) })
 	if d := h.statsNow().Dropped.Load(); d < int64(len(reports)-sinkQueue-1) {
 		t.Errorf("%d reports dropped, want at least %d (the queue holds %d)", d, len(reports)-sinkQueue-1, sinkQueue)
+	}
+}
+
+// TestPrometheusSinkHistograms: latencies are histograms; a report with
+// buckets gives the buckets, one without gives +Inf only, in one family.
+func TestPrometheusSinkHistograms(t *testing.T) {
+	dir := t.TempDir()
+	targets := filepath.Join(dir, TargetsFileName)
+	h := start(t, Config{TopologyName: "wordcount", Container: 1, Socket: filepath.Join(dir, "m.sock"),
+		Sinks: []string{SinkPrometheus}, PrometheusAddr: "127.0.0.1:0", PrometheusTargetsFile: targets})
+	var addr string
+	waitFor(t, "the targets file", func() bool {
+		var tg []struct {
+			Targets []string `json:"targets"`
+		}
+		b, err := os.ReadFile(targets)
+		if err != nil || json.Unmarshal(b, &tg) != nil || len(tg) != 1 || len(tg[0].Targets) != 1 {
+			return false
+		}
+		addr = tg[0].Targets[0]
+		return true
+	})
+
+	// A report with the histogram's buckets gives a histogram: cumulative
+	// buckets in seconds, the count their total, the buckets not exported
+	// on their own.
+	hist := instanceReport("split", 4, 100, 3e9)
+	for i, b := range wire.LatencyBucketNames {
+		v := 0.0
+		switch i {
+		case 2: // 16us
+			v = 60
+		case 5: // 1ms
+			v = 30
+		case len(wire.LatencyBounds): // inf
+			v = 10
+		}
+		hist.Metrics = append(hist.Metrics, &egretpb.Metric{Name: "instance.execute.latency.le." + b, Value: v})
+	}
+	conn := publish(t, h.cfg.Socket, instanceReport("count", 3, 100, 2e9), hist)
+	defer conn.Close()
+	var fams map[string]*dtoFamily
+	waitFor(t, "the histogram on the endpoint", func() bool {
+		fams = scrape(t, addr)
+		f := fams["egret_instance_execute_latency_seconds"]
+		return f != nil && len(f.series) == 2
+	})
+	var split series
+	for _, s := range fams["egret_instance_execute_latency_seconds"].series {
+		if s.labels["component"] == "split" {
+			split = s
+		}
+	}
+	if split.count != 100 || split.value != 3 {
+		t.Errorf("execute latency histogram: count %v sum %v, want 100 and 3", split.count, split.value)
+	}
+	for bound, want := range map[float64]float64{1e-6: 0, 16e-6: 60, 256e-6: 60, 1e-3: 90, 16: 90} {
+		if got, ok := split.buckets[bound]; !ok || got != want {
+			t.Errorf("bucket le=%v: %v, want %v (buckets %v)", bound, got, want, split.buckets)
+		}
+	}
+	for name := range fams {
+		if strings.Contains(name, "_le_") {
+			t.Errorf("a histogram bucket is exported on its own: %s", name)
+		}
 	}
 }

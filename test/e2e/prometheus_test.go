@@ -216,8 +216,12 @@ func TestPrometheusScrapesATopology(t *testing.T) {
 		})
 	}
 	if _, ok := promScalar(prom, `sum(rate(egret_instance_execute_latency_seconds_sum{component="count"}[30s])) / sum(rate(egret_instance_execute_latency_seconds_count{component="count"}[30s]))`); !ok {
-		t.Error("the execute latency summary gives no average")
+		t.Error("the execute latency histogram gives no average")
 	}
+	waitFor(t, "a p99 execute latency of the count bolts from the histogram's buckets", time.Minute, func() bool {
+		v, ok := promScalar(prom, `histogram_quantile(0.99, sum by (le) (rate(egret_instance_execute_latency_seconds_bucket{topology="wordcount",component="count"}[30s])))`)
+		return ok && v > 0 && v <= 16
+	})
 	c.mustEgret("kill", c.name, "wordcount")
 	c.waitGone(t)
 }

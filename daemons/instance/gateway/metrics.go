@@ -14,14 +14,18 @@ const (
 	MetricSent         = "instance.sent"
 	MetricExecuted     = "instance.executed"
 	MetricExecuteNanos = "instance.execute.nanos"
-	MetricNextTuples   = "instance.next.tuples"
-	MetricBatches      = "instance.batches"
-	MetricErrors       = "instance.errors"
-	MetricDropped      = "instance.dropped"
-	MetricTuplesIn     = "gateway.tuples.in"
-	MetricTuplesOut    = "gateway.tuples.out"
-	MetricTuplesLost   = "gateway.tuples.lost"
-	MetricQueueBytes   = "gateway.out.queue.bytes"
+	// MetricExecuteLatency and MetricCompleteLatency are histograms:
+	// <name>.le.<bucket> per wire.LatencyBucketNames.
+	MetricExecuteLatency  = "instance.execute.latency"
+	MetricCompleteLatency = "instance.complete.latency"
+	MetricNextTuples      = "instance.next.tuples"
+	MetricBatches         = "instance.batches"
+	MetricErrors          = "instance.errors"
+	MetricDropped         = "instance.dropped"
+	MetricTuplesIn        = "gateway.tuples.in"
+	MetricTuplesOut       = "gateway.tuples.out"
+	MetricTuplesLost      = "gateway.tuples.lost"
+	MetricQueueBytes      = "gateway.out.queue.bytes"
 	// MetricInQueueBytes is what inbound batches not yet consumed by the
 	// instance hold.
 	MetricInQueueBytes = "gateway.in.queue.bytes"
@@ -69,6 +73,7 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricQueueBytes, int64(g.out.Bytes()))
 	add(MetricInQueueBytes, int64(g.in.bytes()))
 	add(MetricReconnects, g.stats.Registrations.Load())
+	m.Metrics = im.ExecuteLatency.AppendMetrics(m.Metrics, MetricExecuteLatency)
 	if g.atLeastOnce {
 		add(MetricAcked, im.Acked.Load())
 		add(MetricFailed, im.Failed.Load())
@@ -76,6 +81,7 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 		add(MetricCompleteLatencyNanos, im.CompleteLatencyNanos.Load())
 		add(MetricCompleteLatencyCount, im.CompleteLatencyCount.Load())
 		add(MetricPendingRoots, im.PendingRoots.Load())
+		m.Metrics = im.CompleteLatency.AppendMetrics(m.Metrics, MetricCompleteLatency)
 		add(MetricAckUpdates, im.AckUpdates.Load())
 		add(MetricAckUpdatesOut, g.acks.updatesOut.Load())
 		add(MetricAckUpdatesLost, g.acks.updatesLost.Load())

@@ -19,11 +19,14 @@ import (
 // show that the suite finds each.
 type memSink struct {
 	dest *dest
-	// flaws
-	ignoreCtx, dropLast, reverse, nilAfterClose, failSecondClose bool
+	flaws
 
 	mu     sync.Mutex
 	closed int
+}
+
+type flaws struct {
+	ignoreCtx, dropLast, reverse, nilAfterClose, failSecondClose bool
 }
 
 type dest struct {
@@ -67,13 +70,11 @@ func (s *memSink) Close() error {
 	return nil
 }
 
-func run(t *testing.T, proto memSink) []spitest.Result {
+func run(f flaws) []spitest.Result {
 	d := &dest{}
 	suite := metricssinktest.Suite{
 		Open: func(context.Context) (spi.MetricsSink, error) {
-			s := proto
-			s.dest = d
-			return &s, nil
+			return &memSink{dest: d, flaws: f}, nil
 		},
 		Delivered: func(context.Context) ([]*egretpb.MetricsPublish, error) {
 			d.mu.Lock()
@@ -98,7 +99,7 @@ func failed(results []spitest.Result) []string {
 }
 
 func TestSuitePassesACorrectSink(t *testing.T) {
-	if f := failed(run(t, memSink{})); len(f) != 0 {
+	if f := failed(run(flaws{})); len(f) != 0 {
 		t.Fatalf("checks failed on a correct sink: %v", f)
 	}
 }
@@ -107,16 +108,16 @@ func TestSuitePassesACorrectSink(t *testing.T) {
 func TestSuiteFindsEachFlaw(t *testing.T) {
 	for _, tc := range []struct {
 		flaw  string
-		sink  memSink
+		sink  flaws
 		check string
 	}{
-		{"ignores a cancelled context", memSink{ignoreCtx: true}, "CancelledContext"},
-		{"loses a report of each batch", memSink{dropLast: true}, "ReportsArriveInOrder"},
-		{"reorders a batch", memSink{reverse: true}, "ReportsArriveInOrder"},
-		{"accepts reports after Close", memSink{nilAfterClose: true}, "ReportAfterClose"},
-		{"fails a second Close", memSink{failSecondClose: true}, "CloseIsIdempotent"},
+		{"ignores a cancelled context", flaws{ignoreCtx: true}, "CancelledContext"},
+		{"loses a report of each batch", flaws{dropLast: true}, "ReportsArriveInOrder"},
+		{"reorders a batch", flaws{reverse: true}, "ReportsArriveInOrder"},
+		{"accepts reports after Close", flaws{nilAfterClose: true}, "ReportAfterClose"},
+		{"fails a second Close", flaws{failSecondClose: true}, "CloseIsIdempotent"},
 	} {
-		f := failed(run(t, tc.sink))
+		f := failed(run(tc.sink))
 		if !slices.ContainsFunc(f, func(n string) bool { return strings.HasSuffix(n, "/"+tc.check) }) {
 			t.Errorf("a sink that %s: failed checks %v, want %s among them", tc.flaw, f, tc.check)
 		}
