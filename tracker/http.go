@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -307,20 +308,69 @@ func truncate(s string, n int) string {
 // ---- /clusters
 
 type clusterJSON struct {
-	Name      string `json:"name"`
-	Role      string `json:"role"`
-	Environ   string `json:"environ"`
-	StateMgr  string `json:"statemgr"`
-	Scheduler string `json:"scheduler"`
+	Name      string         `json:"name"`
+	Role      string         `json:"role"`
+	Environ   string         `json:"environ"`
+	StateMgr  string         `json:"statemgr"`
+	Scheduler string         `json:"scheduler"`
+	Metrics   clusterMetrics `json:"metrics"`
+}
+
+// clusterMetrics aggregate the latest timeline sample of every topology
+// of a cluster the tracker follows (JStorm's cluster level): rates per
+// second, cpu in cores, memory in bytes. A figure no topology reports is
+// 0; Topologies counts the topologies with a sample.
+type clusterMetrics struct {
+	Topologies  int     `json:"topologies"`
+	Throughput  float64 `json:"throughput"`
+	ExecuteRate float64 `json:"execute_rate"`
+	AckRate     float64 `json:"ack_rate"`
+	FailRate    float64 `json:"fail_rate"`
+	CPUCores    float64 `json:"cpu_cores"`
+	RSSBytes    float64 `json:"rss_bytes"`
 }
 
 func (t *Tracker) clustersEP(_ context.Context, _ *query) (any, error) {
 	out := []clusterJSON{}
 	for _, n := range t.order {
 		c := t.clusters[n].conf
-		out = append(out, clusterJSON{Name: n, Role: c.Role, Environ: c.Environ, StateMgr: c.String("egret.statemgr"), Scheduler: c.String("egret.scheduler")})
+		out = append(out, clusterJSON{Name: n, Role: c.Role, Environ: c.Environ, StateMgr: c.String("egret.statemgr"), Scheduler: c.String("egret.scheduler"),
+			Metrics: t.clusterMetrics(n)})
 	}
 	return map[string]any{"clusters": out}, nil
+}
+
+// clusterMetrics sums the latest sample of the cluster's topologies.
+func (t *Tracker) clusterMetrics(cluster string) clusterMetrics {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var m clusterMetrics
+	add := func(dst *float64, v float64) {
+		if point(v) != nil {
+			*dst += v
+		}
+	}
+	for k, tt := range t.tracks {
+		if k.cluster != cluster || len(tt.fine) == 0 {
+			continue
+		}
+		m.Topologies++
+		last := tt.fine[len(tt.fine)-1]
+		for comp, v := range last.comps {
+			if v == nil {
+				continue
+			}
+			if slices.Contains(tt.spouts, comp) {
+				add(&m.Throughput, v[0])
+			}
+			add(&m.ExecuteRate, v[1])
+			add(&m.AckRate, v[2])
+			add(&m.FailRate, v[3])
+			add(&m.CPUCores, v[9])
+			add(&m.RSSBytes, v[10])
+		}
+	}
+	return m
 }
 
 // ---- /topologies

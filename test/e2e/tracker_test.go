@@ -159,9 +159,28 @@ func TestTrackerAPI(t *testing.T) {
 	waitTrackerRunning(t, doc, base, c.name, "wordcount")
 	q := url.Values{"cluster": {c.name}, "topology": {"wordcount"}}
 
-	var clusters struct{ Clusters []struct{ Name string } }
-	checked(t, doc, base, "/clusters", nil, &clusters)
-	if len(clusters.Clusters) != 1 || clusters.Clusters[0].Name != c.name {
+	var clusters struct {
+		Clusters []struct {
+			Name    string
+			Metrics struct {
+				Topologies  int
+				Throughput  float64
+				ExecuteRate float64 `json:"execute_rate"`
+				CPUCores    float64 `json:"cpu_cores"`
+				RSSBytes    float64 `json:"rss_bytes"`
+			}
+		}
+	}
+	// The cluster aggregate sums the word count's latest sample.
+	waitFor(t, "the cluster's aggregate throughput, execute rate, cpu and memory", time.Minute, func() bool {
+		checked(t, doc, base, "/clusters", nil, &clusters)
+		if len(clusters.Clusters) != 1 {
+			return false
+		}
+		m := clusters.Clusters[0].Metrics
+		return m.Topologies == 1 && m.Throughput > 0 && m.ExecuteRate > m.Throughput && m.CPUCores > 0 && m.RSSBytes > 0
+	})
+	if clusters.Clusters[0].Name != c.name {
 		t.Errorf("/clusters: %+v", clusters)
 	}
 
