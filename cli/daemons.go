@@ -16,6 +16,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/metricsmgr"
+	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/plugins"
@@ -53,6 +54,15 @@ func (d *daemonEnv) stateManager(ctx context.Context) (spi.StateManager, error) 
 	b := newBackends(d.log)
 	d.g.closers = append(d.g.closers, b.Close)
 	return b.StateManager(ctx, d.cfg)
+}
+
+// publishProcessMetrics reports the daemon's process metrics (source
+// source) to the container's metrics manager every export interval until
+// ctx ends; an empty socket: none.
+func (d *daemonEnv) publishProcessMetrics(ctx context.Context, socket, source string, container int) {
+	wire.PublishMetrics(ctx, socket, d.duration("egret.metrics.export.interval", 10*time.Second), func() *egretpb.MetricsPublish {
+		return &egretpb.MetricsPublish{Source: source, Container: int32(container), Metrics: wire.ProcessMetrics()}
+	}, d.log)
 }
 
 func (d *daemonEnv) duration(key string, def time.Duration) time.Duration {

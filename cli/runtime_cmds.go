@@ -53,6 +53,7 @@ func envPort(name string) int {
 
 func tmanagerCmd(g *globals) *cobra.Command {
 	var c tmanager.Config
+	var metricsSocket string
 	return daemonCommand(g, "tmanager --topology T --topology-id ID --config F", "Run a topology's topology manager (container 0)",
 		func(cmd *cobra.Command) {
 			f := cmd.Flags()
@@ -62,6 +63,7 @@ func tmanagerCmd(g *globals) *cobra.Command {
 			f.StringVar(&c.BindHost, "bind", bindHost(), "interface to listen on (default: $EGRET_BIND_HOST, else all)")
 			f.IntVar(&c.ServerPort, "server-port", envPort("EGRET_PORT_TMANAGER"), "port for stream and metrics managers (default: $EGRET_PORT_TMANAGER, else any)")
 			f.IntVar(&c.HTTPPort, "http-port", envPort("EGRET_PORT_TMANAGER_HTTP"), "port of the control and stats API (default: $EGRET_PORT_TMANAGER_HTTP, else any)")
+			f.StringVar(&metricsSocket, "metrics-socket", "", "the metrics manager's Unix socket, for the process metrics")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
 			if c.TopologyName == "" || c.TopologyID == "" {
@@ -76,6 +78,7 @@ func tmanagerCmd(g *globals) *cobra.Command {
 			}
 			defer sm.Close()
 			c.StateManager, c.Settings = sm, d.cfg
+			go d.publishProcessMetrics(ctx, metricsSocket, "tmanager", 0)
 			return tmanager.Run(ctx, c, d.log)
 		})
 }

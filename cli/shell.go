@@ -26,6 +26,7 @@ import (
 
 func shellCmd(g *globals) *cobra.Command {
 	var c shell.Config
+	var metricsSocket string
 	return daemonCommand(g, "shell --topology T --topology-id ID --container N --work-dir W --config F", "Run a container's shell (logs, processes, kill, log levels over HTTP)",
 		func(cmd *cobra.Command) {
 			f := cmd.Flags()
@@ -36,6 +37,7 @@ func shellCmd(g *globals) *cobra.Command {
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
 			f.StringVar(&c.BindHost, "bind", bindHost(), "interface to listen on (default: $EGRET_BIND_HOST, else all)")
 			f.IntVar(&c.Port, "port", envPort("EGRET_PORT_SHELL"), "port to listen on (default: $EGRET_PORT_SHELL, else any)")
+			f.StringVar(&metricsSocket, "metrics-socket", "", "the metrics manager's Unix socket, for the process metrics")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
 			if c.TopologyName == "" || c.WorkDir == "" || c.Container < 0 {
@@ -50,6 +52,7 @@ func shellCmd(g *globals) *cobra.Command {
 			}
 			defer sm.Close()
 			c.StateManager = sm
+			go d.publishProcessMetrics(ctx, metricsSocket, "shell", c.Container)
 			return shell.Run(ctx, c, d.log)
 		})
 }

@@ -22,11 +22,12 @@ type Params struct {
 
 // TManagerArgs is the topology manager's command line (container 0):
 //
-//	egret tmanager --topology N --topology-id ID --config F
+//	egret tmanager --topology N --topology-id ID --metrics-socket M --config F
 func TManagerArgs(p Params) []string {
 	return []string{p.Egret, "tmanager",
 		"--topology", p.TopologyName,
 		"--topology-id", p.TopologyID,
+		"--metrics-socket", p.Paths.MetricsSocket,
 		"--config", p.Paths.ConfigFile,
 	}
 }
@@ -76,13 +77,14 @@ func InstanceArgs(p Params, task int) []string {
 
 // ShellArgs is the shell's command line (every container):
 //
-//	egret shell --topology N --topology-id ID --container C --work-dir W --config F
+//	egret shell --topology N --topology-id ID --container C --work-dir W --metrics-socket M --config F
 func ShellArgs(p Params) []string {
 	return []string{p.Egret, "shell",
 		"--topology", p.TopologyName,
 		"--topology-id", p.TopologyID,
 		"--container", strconv.Itoa(p.Container),
 		"--work-dir", p.Paths.WorkDir,
+		"--metrics-socket", p.Paths.MetricsSocket,
 		"--config", p.Paths.ConfigFile,
 	}
 }

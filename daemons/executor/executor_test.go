@@ -38,7 +38,7 @@ func TestArgs(t *testing.T) {
 		got  []string
 		want []string
 	}{
-		{"tmanager", TManagerArgs(p), []string{"/bin/egret", "tmanager", "--topology", "wc", "--topology-id", "wc-1", "--config", "/w/package/cluster.json"}},
+		{"tmanager", TManagerArgs(p), []string{"/bin/egret", "tmanager", "--topology", "wc", "--topology-id", "wc-1", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"metricsmgr", MetricsMgrArgs(p), []string{"/bin/egret", "metricsmgr", "--topology", "wc", "--container", "2",
 			"--socket", "/w/metricsmgr.sock", "--metrics-file", "/w/metrics.jsonl", "--config", "/w/package/cluster.json"}},
 		{"stmgr", StmgrArgs(p), []string{"/bin/egret", "stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
@@ -46,7 +46,7 @@ func TestArgs(t *testing.T) {
 		{"instance", InstanceArgs(p, 7), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
 			"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"shell", ShellArgs(p), []string{"/bin/egret", "shell", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
-			"--work-dir", "/w", "--config", "/w/package/cluster.json"}},
+			"--work-dir", "/w", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -144,17 +144,17 @@ func TestContainerZero(t *testing.T) {
 	<-ready
 
 	cf := filepath.Join(e.Paths().WorkDir, "package", "cluster.json")
-	wantTM := []string{"tmanager", "--topology", "wc", "--topology-id", "wc-1", "--config", cf}
+	w := e.Paths().WorkDir
+	wantTM := []string{"tmanager", "--topology", "wc", "--topology-id", "wc-1", "--metrics-socket", filepath.Join(w, "metricsmgr.sock"), "--config", cf}
 	if got := v.argv("tmanager", tm); !slices.Equal(got, wantTM) {
 		t.Errorf("tmanager args\n got %q\nwant %q", got, wantTM)
 	}
-	w := e.Paths().WorkDir
 	wantMM := []string{"metricsmgr", "--topology", "wc", "--container", "0", "--socket", filepath.Join(w, "metricsmgr.sock"),
 		"--metrics-file", filepath.Join(w, "metrics.jsonl"), "--config", cf}
 	if got := v.argv("metricsmgr", mm); !slices.Equal(got, wantMM) {
 		t.Errorf("metricsmgr args\n got %q\nwant %q", got, wantMM)
 	}
-	wantSH := []string{"shell", "--topology", "wc", "--topology-id", "wc-1", "--container", "0", "--work-dir", w, "--config", cf}
+	wantSH := []string{"shell", "--topology", "wc", "--topology-id", "wc-1", "--container", "0", "--work-dir", w, "--metrics-socket", filepath.Join(w, "metricsmgr.sock"), "--config", cf}
 	if got := v.argv("shell", sh); !slices.Equal(got, wantSH) {
 		t.Errorf("shell args\n got %q\nwant %q", got, wantSH)
 	}

@@ -206,11 +206,12 @@ func TestPrometheusScrapesATopology(t *testing.T) {
 	if _, ok := promScalar(prom, `sum(egret_stmgr_tuples_to_instances_total{topology="wordcount"})`); !ok {
 		t.Error("no stream manager series")
 	}
-	// Every instance, stream manager, executor and metrics manager reports
-	// its own process.
-	procs := float64(len(perTask) + 2 + 3 + 3)
+	// Every process reports its own: the instances, 2 stream managers, and
+	// in each of the 3 containers the executor, the metrics manager and the
+	// shell, and the topology manager.
+	procs := float64(len(perTask) + 2 + 3*3 + 1)
 	for _, q := range []string{`count(egret_process_rss_bytes{topology="wordcount"} > 0)`, `count(egret_process_cpu_seconds_total{topology="wordcount"})`, `count(egret_process_goroutines{topology="wordcount"} > 0)`} {
-		waitFor(t, fmt.Sprintf("%s to count %v processes (instances, 2 stream managers, 3 executors, 3 metrics managers)", q, procs), time.Minute, func() bool {
+		waitFor(t, fmt.Sprintf("%s to count %v processes (instances, 2 stream managers, 3 executors, 3 metrics managers, 3 shells, the topology manager)", q, procs), time.Minute, func() bool {
 			v, _ := promScalar(prom, q)
 			return v == procs
 		})
