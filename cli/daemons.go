@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -161,6 +162,14 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 				GraphiteAddr:   d.cfg.String(metricsmgr.KeyGraphiteAddress, ""),
 				GraphitePrefix: d.cfg.String(metricsmgr.KeyGraphitePrefix, "egret"),
 				ReportInterval: d.duration("egret.metrics.export.interval", 10*time.Second),
+			}
+			maxSize, err := d.cfg.Size(metricsmgr.KeyFileMaxSize, 64<<20, math.MaxInt)
+			if err != nil {
+				return usageError{err}
+			}
+			cfg.FileMaxBytes = int64(maxSize)
+			if cfg.FileMaxFiles, err = d.cfg.Int(metricsmgr.KeyFileMaxFiles, 1); err != nil {
+				return usageError{err}
 			}
 			if slices.ContainsFunc(sinks, func(s string) bool { return !slices.Contains(metricsmgr.Sinks, s) }) {
 				// External sinks run as plugin binaries of the plugin

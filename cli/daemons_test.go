@@ -44,7 +44,7 @@ func TestMetricsMgrFeedsTheConfiguredSinks(t *testing.T) {
 	defer cancel()
 	exited := make(chan int, 1)
 	go func() {
-		code, _, _ := egretCtx(ctx, args(writeConfig("file.json", `{"egret.metrics.sinks": "file"}`))...)
+		code, _, _ := egretCtx(ctx, args(writeConfig("file.json", `{"egret.metrics.sinks": "file", "egret.metrics.file.max.size": "200", "egret.metrics.file.max.files": "2"}`))...)
 		exited <- code
 	}()
 	deadline := time.Now().Add(30 * time.Second)
@@ -70,12 +70,17 @@ func TestMetricsMgrFeedsTheConfiguredSinks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Write(frame); err != nil {
-		t.Fatal(err)
+	// Enough reports to rotate the 200-byte file more than twice.
+	for range 12 {
+		if _, err := conn.Write(frame); err != nil {
+			t.Fatal(err)
+		}
 	}
 	for {
 		b, _ := os.ReadFile(filepath.Join(dir, "metrics.jsonl"))
-		if strings.Contains(string(b), `"taskId":7`) {
+		_, err1 := os.Stat(filepath.Join(dir, "metrics.jsonl.1"))
+		_, err2 := os.Stat(filepath.Join(dir, "metrics.jsonl.2"))
+		if strings.Contains(string(b), `"taskId":7`) && err1 == nil && err2 == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -86,5 +91,13 @@ func TestMetricsMgrFeedsTheConfiguredSinks(t *testing.T) {
 	cancel()
 	if code := <-exited; code != ExitOK {
 		t.Errorf("metricsmgr exited with %d after cancel", code)
+	}
+	// egret.metrics.file.max.size and .max.files: files of at most 200
+	// bytes, two rotated ones kept.
+	if _, err := os.Stat(filepath.Join(dir, "metrics.jsonl.3")); err == nil {
+		t.Error("metrics.jsonl.3 exists: egret.metrics.file.max.files is 2")
+	}
+	if st, err := os.Stat(filepath.Join(dir, "metrics.jsonl.1")); err != nil || st.Size() > 200 {
+		t.Errorf("metrics.jsonl.1: %v, %v; want at most 200 bytes (egret.metrics.file.max.size)", st, err)
 	}
 }

@@ -467,13 +467,17 @@ var schema = []Key{
 
 	// metrics_sinks.yaml
 	{Name: "egret.metrics.sinks", Type: TypeList, Default: "file,tmanager", File: "metrics_sinks", check: checkSinks,
-		Description: "Metrics sinks each metrics manager feeds: file (JSON lines in the container's metrics.jsonl, rotated once at 64MiB), tmanager (forwarded to the topology manager, for egret metrics and the tracker), prometheus (a scrape endpoint per container, GET /metrics), graphite (plaintext lines to a carbon receiver), or the name of an external sink plugin egret-metricssink-<name> in egret.plugin.directory; empty: none."},
+		Description: "Metrics sinks each metrics manager feeds: file (JSON lines in the container's metrics.jsonl, rotated by egret.metrics.file.max.size and .max.files), tmanager (forwarded to the topology manager, for egret metrics and the tracker), prometheus (a scrape endpoint per container, GET /metrics), graphite (plaintext lines to a carbon receiver), or the name of an external sink plugin egret-metricssink-<name> in egret.plugin.directory; empty: none."},
 	{Name: "egret.metrics.prometheus.port", Type: TypeInt, Default: "0", File: "metrics_sinks", Backend: "metricssink/prometheus", check: checkPort,
 		Description: "Port of each container's Prometheus endpoint, on $EGRET_BIND_HOST (else every interface); 0: any free port. A port the resource manager assigns ($EGRET_PORT_METRICS: Nomad, Mesos) wins. The bound address is written to prometheus-targets.json (file_sd format) in the container's working directory."},
 	{Name: "egret.metrics.graphite.address", Type: TypeString, Default: "", File: "metrics_sinks", Backend: "metricssink/graphite", check: checkHostPorts,
 		Description: "host:port of the carbon plaintext line receiver the graphite sink writes to (required by it)."},
 	{Name: "egret.metrics.graphite.prefix", Type: TypeString, Default: "egret", File: "metrics_sinks", Backend: "metricssink/graphite", check: checkGraphitePrefix,
 		Description: "First part of every Graphite path: <prefix>.<topology>.<component>.<task>.<metric> for an instance, <prefix>.<topology>.<daemon>.<container>.<metric> for a daemon."},
+	{Name: "egret.metrics.file.max.size", Type: TypeBytes, Default: "64MiB", File: "metrics_sinks", Backend: "metricssink/file", check: checkPositive,
+		Description: "Size at which the file sink rotates metrics.jsonl (to metrics.jsonl.1, older ones shift up); a file exceeds it by at most one report."},
+	{Name: "egret.metrics.file.max.files", Type: TypeInt, Default: "1", File: "metrics_sinks", Backend: "metricssink/file", check: checkPositive,
+		Description: "Rotated files of the file sink kept besides the current one (metrics.jsonl.1 ... .N); the oldest is deleted."},
 }
 
 // removedKeys were once documented but nothing read them; a config that

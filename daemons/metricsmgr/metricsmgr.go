@@ -30,9 +30,11 @@ type Config struct {
 	Sinks []string
 	// FilePath is the file sink's path (required by the file sink).
 	FilePath string
-	// FileMaxBytes caps the file sink (default 64 MiB); the file is rotated
-	// once to FilePath+".1".
+	// FileMaxBytes is the size at which the file sink rotates its file
+	// (default 64 MiB) and FileMaxFiles how many rotated files it keeps
+	// (FilePath+".1" ...; default 1).
 	FileMaxBytes int64
+	FileMaxFiles int
 	// StateManager locates the topology manager for the tmanager sink
 	// (required by it).
 	StateManager spi.StateManager

@@ -130,6 +130,35 @@ func TestFileSinkRotatesAtCap(t *testing.T) {
 	if st, _ := os.Stat(file); st.Size() > 400 {
 		t.Errorf("file is %d bytes, above its 400-byte cap", st.Size())
 	}
+	if _, err := os.Stat(file + ".2"); err == nil {
+		t.Errorf("%s.2 exists: the default keeps one rotated file", file)
+	}
+}
+
+// TestFileSinkKeepsMaxFiles: FileMaxFiles rotated files are kept, the
+// oldest deleted beyond them.
+func TestFileSinkKeepsMaxFiles(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "metrics.jsonl")
+	h := start(t, Config{Container: 1, Socket: filepath.Join(dir, "m.sock"), Sinks: []string{SinkFile}, FilePath: file, FileMaxBytes: 400, FileMaxFiles: 3})
+	var reports []*egretpb.MetricsPublish
+	for i := 0; i < 40; i++ {
+		reports = append(reports, report(int32(i), float64(i)))
+	}
+	conn := publish(t, h.cfg.Socket, reports...)
+	defer conn.Close()
+	waitFor(t, "the last report", func() bool {
+		l := lines(file)
+		return len(l) > 0 && strings.Contains(l[len(l)-1], `"taskId":39`)
+	})
+	for _, suffix := range []string{".1", ".2", ".3"} {
+		if _, err := os.Stat(file + suffix); err != nil {
+			t.Errorf("rotated file %s%s: %v", file, suffix, err)
+		}
+	}
+	if _, err := os.Stat(file + ".4"); err == nil {
+		t.Errorf("%s.4 exists: only 3 rotated files may be kept", file)
+	}
 }
 
 func TestGarbageClosesOnlyThatConnection(t *testing.T) {

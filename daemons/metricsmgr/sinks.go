@@ -83,7 +83,7 @@ func newSinks(cfg Config, log *zap.Logger) (sinks []sink, err error) {
 			if cfg.FilePath == "" {
 				return nil, errors.New("metricsmgr: the file sink needs a file path (--metrics-file)")
 			}
-			sinks = append(sinks, newFileSink(cfg.FilePath, cfg.FileMaxBytes, log))
+			sinks = append(sinks, newFileSink(cfg.FilePath, cfg.FileMaxBytes, cfg.FileMaxFiles, log))
 		case SinkTManager:
 			if cfg.StateManager == nil {
 				return nil, errors.New("metricsmgr: the tmanager sink needs a state manager to find the topology manager")
@@ -126,27 +126,33 @@ func closeSinks(sinks []sink) {
 	}
 }
 
-// Config keys of the prometheus and graphite sinks.
+// Config keys of the file, prometheus and graphite sinks.
 const (
+	KeyFileMaxSize     = "egret.metrics.file.max.size"
+	KeyFileMaxFiles    = "egret.metrics.file.max.files"
 	KeyPrometheusPort  = "egret.metrics.prometheus.port"
 	KeyGraphiteAddress = "egret.metrics.graphite.address"
 	KeyGraphitePrefix  = "egret.metrics.graphite.prefix"
 )
 
-// fileSink appends reports as JSON lines to a file rotated once at its
-// size cap.
+// fileSink appends reports as JSON lines to a file rotated at its size
+// cap, keeping files rotated copies.
 type fileSink struct {
-	path string
-	max  int64
+	path  string
+	max   int64
+	files int
 	log  *zap.Logger
 	ch   chan *egretpb.MetricsPublish
 }
 
-func newFileSink(path string, max int64, log *zap.Logger) *fileSink {
+func newFileSink(path string, max int64, files int, log *zap.Logger) *fileSink {
 	if max <= 0 {
 		max = 64 << 20
 	}
-	return &fileSink{path: path, max: max, log: log, ch: make(chan *egretpb.MetricsPublish, sinkQueue)}
+	if files <= 0 {
+		files = 1
+	}
+	return &fileSink{path: path, max: max, files: files, log: log, ch: make(chan *egretpb.MetricsPublish, sinkQueue)}
 }
 
 func (s *fileSink) name() string { return SinkFile }
@@ -178,7 +184,7 @@ func (s *fileSink) run(ctx context.Context) {
 		case m := <-s.ch:
 			if f == nil {
 				var err error
-				if f, err = logfile.Open(s.path, logfile.Limits{MaxSize: s.max, MaxFiles: 1}, s.log); err != nil {
+				if f, err = logfile.Open(s.path, logfile.Limits{MaxSize: s.max, MaxFiles: s.files}, s.log); err != nil {
 					s.log.Error("file sink cannot open its file; dropping reports", zap.String("path", s.path), zap.Error(err))
 					continue
 				}
