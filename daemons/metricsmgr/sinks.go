@@ -141,8 +141,8 @@ type fileSink struct {
 	path  string
 	max   int64
 	files int
-	log  *zap.Logger
-	ch   chan *egretpb.MetricsPublish
+	log   *zap.Logger
+	ch    chan *egretpb.MetricsPublish
 }
 
 func newFileSink(path string, max int64, files int, log *zap.Logger) *fileSink {
