@@ -16,11 +16,8 @@ import (
 // does not stop a subprocess: the owner of rpc does that. Loader does all
 // of it.
 func DispenseStateManager(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.StateManager, error) {
-	c, err := dispense[*stateManagerClient](rpc, KindStateManager, nil)
+	c, err := configured[*stateManagerClient](ctx, rpc, KindStateManager, nil, name, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.configure(ctx, name, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -28,11 +25,8 @@ func DispenseStateManager(ctx context.Context, rpc plugin.ClientProtocol, name s
 
 // DispenseUploader is DispenseStateManager for an uploader.
 func DispenseUploader(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Uploader, error) {
-	c, err := dispense[*uploaderClient](rpc, KindUploader, nil)
+	c, err := configured[*uploaderClient](ctx, rpc, KindUploader, nil, name, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.configure(ctx, name, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -42,11 +36,8 @@ func DispenseUploader(ctx context.Context, rpc plugin.ClientProtocol, name strin
 // result implements io.Closer, and spi.Repacking when the plugin's
 // algorithm does.
 func DispensePacking(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Packing, error) {
-	c, err := dispense[*packingClient](rpc, KindPacking, nil)
+	c, err := configured[*packingClient](ctx, rpc, KindPacking, nil, name, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.configure(ctx, name, cfg); err != nil {
 		return nil, err
 	}
 	return c.typed(), nil
@@ -56,11 +47,8 @@ func DispensePacking(ctx context.Context, rpc plugin.ClientProtocol, name string
 // implements spi.Launcher and spi.Scalable exactly when the plugin's
 // scheduler does.
 func DispenseScheduler(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Scheduler, error) {
-	c, err := dispense[*schedulerClient](rpc, KindScheduler, nil)
+	c, err := configured[*schedulerClient](ctx, rpc, KindScheduler, nil, name, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.configure(ctx, name, cfg); err != nil {
 		return nil, err
 	}
 	return c.typed(), nil
@@ -68,11 +56,8 @@ func DispenseScheduler(ctx context.Context, rpc plugin.ClientProtocol, name stri
 
 // DispenseMetricsSink is DispenseStateManager for a metrics sink.
 func DispenseMetricsSink(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.MetricsSink, error) {
-	c, err := dispense[*metricsSinkClient](rpc, KindMetricsSink, nil)
+	c, err := configured[*metricsSinkClient](ctx, rpc, KindMetricsSink, nil, name, cfg)
 	if err != nil {
-		return nil, err
-	}
-	if err := c.configure(ctx, name, cfg); err != nil {
 		return nil, err
 	}
 	return c, nil
@@ -81,9 +66,20 @@ func DispenseMetricsSink(ctx context.Context, rpc plugin.ClientProtocol, name st
 // adapter is implemented by the host-side client of every kind.
 type adapter interface {
 	base() *client
+	configure(ctx context.Context, name string, cfg spi.Config) error
 }
 
 func (c *client) base() *client { return c }
+
+// configured takes kind's adapter from rpc, attaches proc to it and
+// configures it with name and cfg.
+func configured[T adapter](ctx context.Context, rpc plugin.ClientProtocol, kind string, proc *Process, name string, cfg spi.Config) (T, error) {
+	c, err := dispense[T](rpc, kind, proc)
+	if err == nil {
+		err = c.configure(ctx, name, cfg)
+	}
+	return c, err
+}
 
 // dispense takes kind's adapter from rpc and attaches proc to it.
 func dispense[T adapter](rpc plugin.ClientProtocol, kind string, proc *Process) (T, error) {

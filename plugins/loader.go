@@ -76,19 +76,7 @@ func (l *Loader) LoadStateManager(ctx context.Context, name string, cfg spi.Conf
 	if f, err := spi.LookupStateManager(name); err == nil {
 		return f(cfg, l.log.Named(KindStateManager).With(zap.String("backend", name)))
 	}
-	proc, rpc, err := l.start(ctx, KindStateManager, name, spi.StateManagerNames())
-	if err != nil {
-		return nil, err
-	}
-	c, err := dispense[*stateManagerClient](rpc, KindStateManager, proc)
-	if err == nil {
-		err = c.configure(ctx, name, cfg)
-	}
-	if err != nil {
-		proc.Kill()
-		return nil, l.startErr(proc, err)
-	}
-	return c, nil
+	return startPlugin[*stateManagerClient](ctx, l, KindStateManager, name, cfg, spi.StateManagerNames())
 }
 
 // LoadUploader returns the uploader named name, configured with cfg. For a
@@ -97,19 +85,7 @@ func (l *Loader) LoadUploader(ctx context.Context, name string, cfg spi.Config) 
 	if f, err := spi.LookupUploader(name); err == nil {
 		return f(cfg, l.log.Named(KindUploader).With(zap.String("backend", name)))
 	}
-	proc, rpc, err := l.start(ctx, KindUploader, name, spi.UploaderNames())
-	if err != nil {
-		return nil, err
-	}
-	c, err := dispense[*uploaderClient](rpc, KindUploader, proc)
-	if err == nil {
-		err = c.configure(ctx, name, cfg)
-	}
-	if err != nil {
-		proc.Kill()
-		return nil, l.startErr(proc, err)
-	}
-	return c, nil
+	return startPlugin[*uploaderClient](ctx, l, KindUploader, name, cfg, spi.UploaderNames())
 }
 
 // LoadPacking returns the packing algorithm named name, configured with
@@ -127,17 +103,9 @@ func (l *Loader) LoadPacking(ctx context.Context, name string, cfg spi.Config) (
 		}
 		return p, nopCloser{}, nil
 	}
-	proc, rpc, err := l.start(ctx, KindPacking, name, spi.PackingNames())
+	c, err := startPlugin[*packingClient](ctx, l, KindPacking, name, cfg, spi.PackingNames())
 	if err != nil {
 		return nil, nil, err
-	}
-	c, err := dispense[*packingClient](rpc, KindPacking, proc)
-	if err == nil {
-		err = c.configure(ctx, name, cfg)
-	}
-	if err != nil {
-		proc.Kill()
-		return nil, nil, l.startErr(proc, err)
 	}
 	return c.typed(), c, nil
 }
@@ -150,17 +118,9 @@ func (l *Loader) LoadScheduler(ctx context.Context, name string, cfg spi.Config)
 	if f, err := spi.LookupScheduler(name); err == nil {
 		return f(cfg, l.log.Named(KindScheduler).With(zap.String("backend", name)))
 	}
-	proc, rpc, err := l.start(ctx, KindScheduler, name, spi.SchedulerNames())
+	c, err := startPlugin[*schedulerClient](ctx, l, KindScheduler, name, cfg, spi.SchedulerNames())
 	if err != nil {
 		return nil, err
-	}
-	c, err := dispense[*schedulerClient](rpc, KindScheduler, proc)
-	if err == nil {
-		err = c.configure(ctx, name, cfg)
-	}
-	if err != nil {
-		proc.Kill()
-		return nil, l.startErr(proc, err)
 	}
 	return c.typed(), nil
 }
@@ -171,17 +131,22 @@ func (l *Loader) LoadMetricsSink(ctx context.Context, name string, cfg spi.Confi
 	if f, err := spi.LookupMetricsSink(name); err == nil {
 		return f(cfg, l.log.Named(KindMetricsSink).With(zap.String("backend", name)))
 	}
-	proc, rpc, err := l.start(ctx, KindMetricsSink, name, spi.MetricsSinkNames())
+	return startPlugin[*metricsSinkClient](ctx, l, KindMetricsSink, name, cfg, spi.MetricsSinkNames())
+}
+
+// startPlugin finds and starts the plugin binary of kind and name (not a
+// built-in), takes its adapter and configures it with cfg; on an error the
+// process is killed.
+func startPlugin[C adapter](ctx context.Context, l *Loader, kind, name string, cfg spi.Config, builtins []string) (C, error) {
+	var zero C
+	proc, rpc, err := l.start(ctx, kind, name, builtins)
 	if err != nil {
-		return nil, err
+		return zero, err
 	}
-	c, err := dispense[*metricsSinkClient](rpc, KindMetricsSink, proc)
-	if err == nil {
-		err = c.configure(ctx, name, cfg)
-	}
+	c, err := configured[C](ctx, rpc, kind, proc, name, cfg)
 	if err != nil {
 		proc.Kill()
-		return nil, l.startErr(proc, err)
+		return zero, l.startErr(proc, err)
 	}
 	return c, nil
 }
@@ -216,37 +181,27 @@ func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg sp
 	switch kind {
 	case KindStateManager:
 		var c *stateManagerClient
-		if c, err = dispense[*stateManagerClient](rpc, kind, proc); err == nil {
-			err = c.configure(ctx, name, cfg)
-		}
+		c, err = configured[*stateManagerClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
 	case KindUploader:
 		var c *uploaderClient
-		if c, err = dispense[*uploaderClient](rpc, kind, proc); err == nil {
-			err = c.configure(ctx, name, cfg)
-		}
+		c, err = configured[*uploaderClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
 	case KindPacking:
 		var c *packingClient
-		if c, err = dispense[*packingClient](rpc, kind, proc); err == nil {
-			if err = c.configure(ctx, name, cfg); err == nil {
-				v = c.typed()
-			}
+		if c, err = configured[*packingClient](ctx, rpc, kind, proc, name, cfg); err == nil {
+			v = c.typed()
 		}
 		closer = c
 	case KindScheduler:
 		var c *schedulerClient
-		if c, err = dispense[*schedulerClient](rpc, kind, proc); err == nil {
-			if err = c.configure(ctx, name, cfg); err == nil {
-				v = c.typed()
-			}
+		if c, err = configured[*schedulerClient](ctx, rpc, kind, proc, name, cfg); err == nil {
+			v = c.typed()
 		}
 		closer = c
 	case KindMetricsSink:
 		var c *metricsSinkClient
-		if c, err = dispense[*metricsSinkClient](rpc, kind, proc); err == nil {
-			err = c.configure(ctx, name, cfg)
-		}
+		c, err = configured[*metricsSinkClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
 	}
 	if err != nil {

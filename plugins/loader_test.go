@@ -39,6 +39,11 @@ func TestLoaderUsesBuiltins(t *testing.T) {
 	if _, ok := plugins.ProcessOf(u); ok {
 		t.Fatal("a built-in has a plugin process")
 	}
+	// A name that is neither built in nor installed: the error lists the
+	// built-ins (this test binary has localfs among the uploaders).
+	if _, err := l.LoadUploader(testCtx(t), "nosuch", nil); err == nil || !strings.Contains(err.Error(), "(built in: [") || !strings.Contains(err.Error(), "localfs") {
+		t.Fatalf("load of an unknown uploader: %v; want the built-ins listed", err)
+	}
 }
 
 func TestLoaderErrors(t *testing.T) {
@@ -59,7 +64,7 @@ func TestLoaderErrors(t *testing.T) {
 		unknown            bool
 	}{
 		{name: "missing", dir: dir, backend: "nomadx", unknown: true,
-			want: []string{`scheduler "nomadx" is not built in`, "built in: [", filepath.Join(dir, "egret-scheduler-nomadx")}},
+			want: []string{`scheduler "nomadx" is not built in`, filepath.Join(dir, "egret-scheduler-nomadx")}},
 		{name: "no directory", dir: "", backend: "nomadx", unknown: true,
 			want: []string{"no plugin directory is configured", "egret.plugin.directory", "egret-scheduler-nomadx"}},
 		{name: "invalid name", dir: dir, backend: "../basic", unknown: true, want: []string{`"../basic" is invalid`}},

@@ -120,22 +120,7 @@ func TestPrometheusSinkServesLatestReports(t *testing.T) {
 	targets := filepath.Join(dir, TargetsFileName)
 	h := start(t, Config{TopologyName: "wordcount", Container: 1, Socket: filepath.Join(dir, "m.sock"),
 		Sinks: []string{SinkPrometheus}, PrometheusAddr: "127.0.0.1:0", PrometheusTargetsFile: targets})
-	var addr string
-	waitFor(t, "the targets file", func() bool {
-		var tg []struct {
-			Targets []string          `json:"targets"`
-			Labels  map[string]string `json:"labels"`
-		}
-		b, err := os.ReadFile(targets)
-		if err != nil || json.Unmarshal(b, &tg) != nil || len(tg) != 1 || len(tg[0].Targets) != 1 {
-			return false
-		}
-		if tg[0].Labels["egret_topology"] != "wordcount" || tg[0].Labels["egret_container"] != "1" {
-			t.Errorf("targets labels %v", tg[0].Labels)
-		}
-		addr = tg[0].Targets[0]
-		return true
-	})
+	addr := targetsAddr(t, targets)
 	conn := publish(t, h.cfg.Socket, instanceReport("count", 3, 100, 2e9), stmgrReport(5e8))
 	defer conn.Close()
 	var fams map[string]*dtoFamily
@@ -357,18 +342,7 @@ func TestPrometheusSinkHistograms(t *testing.T) {
 	targets := filepath.Join(dir, TargetsFileName)
 	h := start(t, Config{TopologyName: "wordcount", Container: 1, Socket: filepath.Join(dir, "m.sock"),
 		Sinks: []string{SinkPrometheus}, PrometheusAddr: "127.0.0.1:0", PrometheusTargetsFile: targets})
-	var addr string
-	waitFor(t, "the targets file", func() bool {
-		var tg []struct {
-			Targets []string `json:"targets"`
-		}
-		b, err := os.ReadFile(targets)
-		if err != nil || json.Unmarshal(b, &tg) != nil || len(tg) != 1 || len(tg[0].Targets) != 1 {
-			return false
-		}
-		addr = tg[0].Targets[0]
-		return true
-	})
+	addr := targetsAddr(t, targets)
 
 	// A report with the histogram's buckets gives a histogram: cumulative
 	// buckets in seconds, the count their total, the buckets not exported
@@ -413,4 +387,27 @@ func TestPrometheusSinkHistograms(t *testing.T) {
 			t.Errorf("a histogram bucket is exported on its own: %s", name)
 		}
 	}
+}
+
+// targetsAddr waits for the prometheus sink's targets file and returns the
+// one target it lists, checking its labels.
+func targetsAddr(t *testing.T, targets string) string {
+	t.Helper()
+	var addr string
+	waitFor(t, "the targets file", func() bool {
+		var tg []struct {
+			Targets []string          `json:"targets"`
+			Labels  map[string]string `json:"labels"`
+		}
+		b, err := os.ReadFile(targets)
+		if err != nil || json.Unmarshal(b, &tg) != nil || len(tg) != 1 || len(tg[0].Targets) != 1 {
+			return false
+		}
+		if tg[0].Labels["egret_topology"] != "wordcount" || tg[0].Labels["egret_container"] != "1" {
+			t.Errorf("targets labels %v", tg[0].Labels)
+		}
+		addr = tg[0].Targets[0]
+		return true
+	})
+	return addr
 }
