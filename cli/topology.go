@@ -82,22 +82,44 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 }
 
 func killCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var now bool
+	var drain time.Duration
+	cmd := &cobra.Command{
 		Use:   "kill cluster[/role[/env]] <topology>",
-		Short: "Stop a topology and remove its state (idempotent)",
+		Short: "Drain a topology, stop it and remove its state (idempotent)",
 		Args:  exactArgs(2, "egret kill local wordcount"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if now && cmd.Flags().Changed("drain-timeout") {
+				return usagef("--now and --drain-timeout exclude each other")
+			}
+			if drain < 0 {
+				return usagef("--drain-timeout %s is negative", drain)
+			}
 			l, err := g.launcher(args[0], g.logger())
 			if err != nil {
 				return err
 			}
-			if err := l.Kill(cmd.Context(), args[1]); err != nil {
+			var o launcher.KillOptions
+			switch {
+			case now:
+			case cmd.Flags().Changed("drain-timeout"):
+				o.DrainTimeout = drain
+			default:
+				if o.DrainTimeout, err = l.Cluster.Duration("egret.kill.drain.timeout"); err != nil {
+					return usageError{err}
+				}
+			}
+			if err := l.Kill(cmd.Context(), args[1], o); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "killed topology %q\n", args[1])
 			return nil
 		},
 	}
+	f := cmd.Flags()
+	f.BoolVar(&now, "now", false, "stop at once, without draining")
+	f.DurationVar(&drain, "drain-timeout", 0, "how long to drain before stopping (default egret.kill.drain.timeout, 30s; 0: no drain)")
+	return cmd
 }
 
 func activateCmd(g *globals, active bool) *cobra.Command {

@@ -334,7 +334,7 @@ func corruptState(t *testing.T, newFix func(t *testing.T) (*fixture, string)) {
 					t.Errorf("deactivate of a topology with a damaged definition: %v, want an error wrapping spi.ErrCorrupt", err)
 				}
 
-				if err := f.l.Kill(ctx, "bad"); err != nil {
+				if err := f.l.Kill(ctx, "bad", launcher.KillOptions{}); err != nil {
 					t.Fatalf("Kill of the damaged topology: %v", err)
 				}
 				if present, err := f.store.Present(ctx, "bad"); err != nil || len(present) > 0 {
@@ -378,7 +378,7 @@ func TestPartialStateListedAndKilled(t *testing.T) {
 	if err != nil || len(infos) != 1 || infos[0].State != "partial" || !strings.Contains(infos[0].Problem, "/topologies/half") {
 		t.Fatalf("List = %+v, %v; want half as partial, naming /topologies/half", infos, err)
 	}
-	if err := f.l.Kill(ctx, "half"); err != nil {
+	if err := f.l.Kill(ctx, "half", launcher.KillOptions{}); err != nil {
 		t.Fatalf("Kill of a partial topology: %v", err)
 	}
 	if present, err := f.store.Present(ctx, "half"); err != nil || len(present) > 0 {
@@ -524,7 +524,7 @@ func TestLockSerializesCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.l.LockTimeout = 300 * time.Millisecond
-	err = f.l.Kill(ctxFor(t), "wc")
+	err = f.l.Kill(ctxFor(t), "wc", launcher.KillOptions{})
 	if err == nil || !strings.Contains(err.Error(), `another egret command has been changing topology "wc"`) {
 		t.Fatalf("Kill while another command holds the lock: %v", err)
 	}
@@ -541,7 +541,7 @@ func TestLockSerializesCommands(t *testing.T) {
 	}
 	f.l.LockTimeout = time.Minute
 	done := make(chan error, 1)
-	go func() { done <- f.l.Kill(ctxFor(t), "wc") }()
+	go func() { done <- f.l.Kill(ctxFor(t), "wc", launcher.KillOptions{}) }()
 	if err := unlock(); err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func (l *Launcher) lock(ctx context.Context, store *state.Store, name string) (f
 // the state, so that a submit of the same name waiting for the lock never
 // sees its freshly uploaded package (content-addressed, so possibly at the
 // same URI) deleted by this kill.
-func (l *Launcher) Kill(ctx context.Context, name string) error {
+func (l *Launcher) Kill(ctx context.Context, name string, o KillOptions) error {
 	if err := checkTopology(name); err != nil {
 		return err
 	}
@@ -96,13 +96,23 @@ func (l *Launcher) Kill(ctx context.Context, name string) error {
 	}
 	defer unlock()
 	es, esErr := store.ExecutionState(ctx, name)
-	l.progress("stopping the containers of %q", name)
 	sched, err := l.Backends.Scheduler(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
 	defer sched.Close()
+	deactivated := false
+	if o.DrainTimeout > 0 {
+		deactivated = l.drain(ctx, store, name, o.DrainTimeout)
+	}
+	l.progress("stopping the containers of %q", name)
 	if err := sched.Kill(ctx, name); err != nil {
+		if deactivated {
+			// The kill did not happen: leave the topology as it was.
+			if aerr := l.activateAfterFailedKill(ctx, store, name); aerr != nil {
+				return fmt.Errorf("kill the containers of %q: %w (and its spouts stay deactivated: %v; egret activate starts them)", name, err, aerr)
+			}
+		}
 		return fmt.Errorf("kill the containers of %q: %w", name, err)
 	}
 	switch {
@@ -125,6 +135,15 @@ func (l *Launcher) removePackage(ctx context.Context, cfg spi.Config, uri string
 	if err := up.Undo(context.WithoutCancel(ctx), uri); err != nil {
 		l.Log.Warn("could not remove the topology package", zap.String("uri", uri), zap.Error(err))
 	}
+}
+
+// activateAfterFailedKill activates the spouts a drain deactivated.
+func (l *Launcher) activateAfterFailedKill(ctx context.Context, store *state.Store, name string) error {
+	loc, err := store.TManagerLocation(context.WithoutCancel(ctx), name)
+	if err != nil {
+		return err
+	}
+	return l.postTManager(context.WithoutCancel(ctx), loc, name, "/activate", nil)
 }
 
 // SetActive activates or deactivates a topology through its topology
@@ -162,6 +181,11 @@ func (l *Launcher) tmanagerPost(ctx context.Context, name, path string, form url
 	if err != nil {
 		return err
 	}
+	return l.postTManager(ctx, loc, name, path, form)
+}
+
+// postTManager posts form to path of the topology manager at loc.
+func (l *Launcher) postTManager(ctx context.Context, loc *egretpb.TManagerLocation, name, path string, form url.Values) error {
 	u := fmt.Sprintf("http://%s:%d%s", loc.GetHost(), loc.GetHttpPort(), path)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
 	if err != nil {

@@ -74,7 +74,7 @@ func TestOperationsRefuseInvalidNames(t *testing.T) {
 	for _, name := range hostileNames {
 		_, metricsErr := l.Metrics(ctx, name)
 		for op, err := range map[string]error{
-			"kill":           l.Kill(ctx, name),
+			"kill":           l.Kill(ctx, name, KillOptions{}),
 			"activate":       l.SetActive(ctx, name, true),
 			"deactivate":     l.SetActive(ctx, name, false),
 			"runtime config": l.SetRuntimeConfig(ctx, name, map[string]string{"k": "v"}),

@@ -1,0 +1,86 @@
+package e2e
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+)
+
+// TestKillDrainsInFlightTuples: egret kill (egret.kill.drain.timeout)
+// deactivates the spouts and waits until no tuple is in flight before it
+// stops the containers: every id a spout emitted is acked by then, while
+// messages flow at full speed with a thousand pending per spout task.
+func TestKillDrainsInFlightTuples(t *testing.T) {
+	c := newCluster(t, "local", "egret.kill.drain.timeout=90s")
+	run := startAckCheck(t, c, "drained", 0, "--rate", "4000", "--max-pending", "1000")
+	waitFor(t, "the first 2,000 acks", 2*time.Minute, func() bool {
+		n, err := ackcheck.CountAcked(run.state)
+		return err == nil && n >= 2000
+	})
+
+	out := c.mustEgret("kill", c.name, "drained")
+	if !strings.Contains(out, `draining "drained"`) || !strings.Contains(out, `drained "drained" in`) {
+		t.Fatalf("kill did not drain (egret.kill.drain.timeout=90s):\n%s", out)
+	}
+	c.waitGone(t)
+
+	acked, err := ackcheck.AckedIDs(run.state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const spouts = 2 // ackcheck's default parallelism
+	emitted, unacked := 0, []int64{}
+	for i := range int64(spouts) {
+		cursor, err := ackcheck.ReadCursor(filepath.Join(run.state, ackcheck.Cursor(int(i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id := i; id <= cursor; id += spouts {
+			emitted++
+			if !acked[id] && len(unacked) < 20 {
+				unacked = append(unacked, id)
+			}
+		}
+	}
+	if emitted < 2000 {
+		t.Fatalf("only %d ids emitted", emitted)
+	}
+	if len(unacked) > 0 {
+		t.Fatalf("%d ids emitted, but some were never acked when the drained kill stopped the topology: %v", emitted, unacked)
+	}
+	t.Logf("%d ids emitted, every one acked before the stop", emitted)
+}
+
+// TestKillNowAndNoDrain: --now, and a zero egret.kill.drain.timeout, stop
+// at once; a bad --drain-timeout is refused before anything happens.
+func TestKillNowAndNoDrain(t *testing.T) {
+	c := newCluster(t, "local")
+	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--", "--containers", "1")
+	waitFor(t, "the word count to run", 2*time.Minute, func() bool {
+		return strings.Contains(c.mustEgret("list", c.name), "running")
+	})
+	if _, stderr, code := c.egret("kill", c.name, "wordcount", "--now", "--drain-timeout", "5s"); code != 2 || !strings.Contains(stderr, "exclude each other") {
+		t.Fatalf("--now with --drain-timeout: exit %d, %q", code, stderr)
+	}
+	if _, stderr, code := c.egret("kill", c.name, "wordcount", "--drain-timeout", "-1s"); code != 2 || !strings.Contains(stderr, "negative") {
+		t.Fatalf("a negative --drain-timeout: exit %d, %q", code, stderr)
+	}
+	if !strings.Contains(c.mustEgret("list", c.name), "running") {
+		t.Fatal("a refused kill stopped the topology")
+	}
+	out := c.mustEgret("--config-property", "egret.kill.drain.timeout=0s", "kill", c.name, "wordcount")
+	if strings.Contains(out, "draining") {
+		t.Fatalf("egret.kill.drain.timeout=0s drained:\n%s", out)
+	}
+	c.waitGone(t)
+
+	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--", "--containers", "1")
+	out = c.mustEgret("kill", c.name, "wordcount", "--now")
+	if strings.Contains(out, "draining") {
+		t.Fatalf("--now drained:\n%s", out)
+	}
+	c.waitGone(t)
+}
