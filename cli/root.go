@@ -56,11 +56,16 @@ func (g *globals) logger() *zap.Logger {
 
 // loadCluster loads the config of a cluster[/role[/env]] argument.
 func (g *globals) loadCluster(arg string) (*conf.Cluster, error) {
+	return g.loadClusterWith(arg, g.properties)
+}
+
+// loadClusterWith is loadCluster with other config properties.
+func (g *globals) loadClusterWith(arg string, props []string) (*conf.Cluster, error) {
 	cluster, role, env, err := conf.ParseClusterRoleEnv(arg)
 	if err != nil {
 		return nil, usageError{err}
 	}
-	c, err := conf.Load(conf.LoadOptions{Cluster: cluster, Role: role, Environ: env, ConfigPath: g.configPath, Overrides: g.properties,
+	c, err := conf.Load(conf.LoadOptions{Cluster: cluster, Role: role, Environ: env, ConfigPath: g.configPath, Overrides: props,
 		FindBackend: findBackend})
 	if err != nil {
 		return nil, usageError{err}
@@ -76,13 +81,19 @@ func findBackend(kind, name, pluginDir string) error {
 }
 
 func (g *globals) launcher(arg string, log *zap.Logger) (*launcher.Launcher, error) {
-	c, err := g.loadCluster(arg)
+	return g.launcherWith(arg, g.properties, log, g.stdout)
+}
+
+// launcherWith is launcher with other config properties and another
+// progress writer (nil: none).
+func (g *globals) launcherWith(arg string, props []string, log *zap.Logger, progress io.Writer) (*launcher.Launcher, error) {
+	c, err := g.loadClusterWith(arg, props)
 	if err != nil {
 		return nil, err
 	}
 	b := newBackends(log)
 	g.closers = append(g.closers, b.Close)
-	return &launcher.Launcher{Cluster: c, Backends: b, Log: log, Progress: g.stdout}, nil
+	return &launcher.Launcher{Cluster: c, Backends: b, Log: log, Progress: progress}, nil
 }
 
 func (g *globals) close() {
@@ -125,7 +136,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		submitCmd(g), killCmd(g), activateCmd(g, true), activateCmd(g, false), restartCmd(g),
-		updateCmd(g), listCmd(g), metricsCmd(g), logsCmd(g), loglevelCmd(g), trackerCmd(g), configCmd(g), servePackagesCmd(g), pluginCmd(g),
+		updateCmd(g), applyCmd(g), listCmd(g), metricsCmd(g), logsCmd(g), loglevelCmd(g), trackerCmd(g), configCmd(g), servePackagesCmd(g), pluginCmd(g),
 	)
 	addDaemonCmds(root, g)
 	closeAfter(root, g)

@@ -825,3 +825,27 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 	}
 	return out, nil
 }
+
+// Scale returns a topology's task count per component and its number of
+// containers (without container 0), from its packing plan.
+func (l *Launcher) Scale(ctx context.Context, name string) (map[string]int, int, error) {
+	if err := checkTopology(name); err != nil {
+		return nil, 0, err
+	}
+	_, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer closeSM()
+	pp, _, err := store.PackingPlan(ctx, name)
+	if err != nil {
+		return nil, 0, killHint(name, err)
+	}
+	out := map[string]int{}
+	for _, c := range pp.Containers {
+		for _, in := range c.Instances {
+			out[in.Component]++
+		}
+	}
+	return out, len(pp.Containers), nil
+}
