@@ -128,6 +128,16 @@ type Context interface {
 	ResourcesDir() string
 }
 
+// Reconfigurable is implemented by a spout or bolt that takes changes of
+// its user settings while it runs (egret update --runtime-config with keys
+// that do not start with "topology."). Reconfigure gets the settings that
+// changed, a deleted one with an empty value; it runs on the task's
+// goroutine, between calls of NextTuple or Execute. A component that does
+// not implement it sees the new values when it is next started.
+type Reconfigurable interface {
+	Reconfigure(changed map[string]string)
+}
+
 // Pumper is implemented by a bolt that gets work outside the calls the
 // runtime makes, such as a shell bolt whose subprocess emits and acks on
 // its own schedule. Whenever Wake has a value, the runtime calls Pump on

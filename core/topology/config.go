@@ -103,7 +103,7 @@ type keySpec struct {
 	typ       keyType
 	component bool // may be set per component
 	// runtime: may be changed in a running topology's runtime config
-	// (egret update --runtime-config); instances read it when they start.
+	// (egret update --runtime-config); running instances apply it live.
 	runtime bool
 	min     float64
 }

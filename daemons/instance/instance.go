@@ -238,6 +238,8 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			in.em.flushAll()
 		case MsgData:
 			in.cfg.Transport.Done(m.Batch)
+		case MsgConfig:
+			in.reconfigure(s, m.Config, sa, nil)
 		}
 		if m.Handled != nil {
 			m.Handled()
@@ -338,11 +340,19 @@ func waitInbox(ctx context.Context, inbox <-chan Msg, timer *time.Timer, wait ti
 func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 	inbox := in.cfg.Transport.Inbox()
 	var tick <-chan time.Time
-	if freq := in.cfg.Topology.Logical.TickFrequency(in.comp.Name); freq > 0 {
-		t := time.NewTicker(freq)
-		defer t.Stop()
-		tick = t.C
+	var ticker *time.Ticker
+	setTick := func(freq time.Duration) {
+		if ticker != nil {
+			ticker.Stop()
+			ticker, tick = nil, nil
+		}
+		if freq > 0 {
+			ticker = time.NewTicker(freq)
+			tick = ticker.C
+		}
 	}
+	setTick(in.cfg.Topology.Logical.TickFrequency(in.comp.Name))
+	defer func() { setTick(0) }()
 	exec := in.boltExecutor(b)
 	// A bolt with work of its own (a shell bolt) is pumped when it asks.
 	var wake <-chan struct{}
@@ -357,10 +367,13 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 			_ = in.call("Pump", pump)
 			in.em.flushAll()
 		case m := <-inbox:
-			if m.Kind == MsgData {
+			switch m.Kind {
+			case MsgData:
 				in.executeBatch(m.Batch.Buf, exec)
 				in.em.flushAll()
 				in.cfg.Transport.Done(m.Batch)
+			case MsgConfig:
+				in.reconfigure(b, m.Config, nil, setTick)
 			}
 			if m.Handled != nil {
 				m.Handled()

@@ -34,6 +34,8 @@ type Metrics struct {
 	PendingRoots         atomic.Int64 // roots emitted and not yet acked, failed or timed out
 	// AckUpdates counts the ack and fail updates a bolt task sent.
 	AckUpdates atomic.Int64
+	// Reconfigurations counts Reconfigure calls (live user settings).
+	Reconfigurations atomic.Int64
 
 	// ExecuteLatency is the distribution of Execute times (sampled: each
 	// timed tuple counts for the tuples it stands for); CompleteLatency

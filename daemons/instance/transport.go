@@ -20,6 +20,9 @@ const (
 	// MsgAckResults carries completed and failed roots of a spout task
 	// (at-least-once mode).
 	MsgAckResults
+	// MsgConfig carries the runtime config settings that changed (an
+	// empty value: deleted), applied without a restart.
+	MsgConfig
 )
 
 // Msg is one message delivered to an instance.
@@ -28,6 +31,8 @@ type Msg struct {
 	Batch *wire.Batch
 	// Acks are the results of a MsgAckResults message.
 	Acks []wire.AckResult
+	// Config are the changed settings of a MsgConfig message.
+	Config map[string]string
 	// Handled, when set, is called once the instance has acted on the
 	// message (for a deactivation: after flushing what the spout emitted).
 	Handled func()

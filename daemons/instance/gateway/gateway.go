@@ -56,6 +56,10 @@ type gateway struct {
 	layout    *plan.Layout
 	active    bool
 	activeCh  chan bool // latest wanted activation state, for the forwarder
+	// runtimeCfg is the runtime config of the last plan applied; configCh
+	// holds the changes not yet delivered to the instance (merged).
+	runtimeCfg map[string]string
+	configCh   chan map[string]string
 	acks      ackCounters
 	// atLeastOnce is set (before metrics are published) when the
 	// topology acks.
@@ -80,6 +84,7 @@ func Run(ctx context.Context, cfg Config) error {
 		stats:    cfg.Stats,
 		inbox:    make(chan instance.Msg, 1024),
 		activeCh: make(chan bool, 1),
+		configCh: make(chan map[string]string, 1),
 	}
 	g.in.init(set.queueMax)
 	g.out = wire.NewQueue(set.queueMax, batchSize)
@@ -106,6 +111,7 @@ func (g *gateway) run(ctx context.Context) error {
 	g.layout, g.component = layout, layout.ComponentOf[g.cfg.TaskID]
 	g.log = g.log.With(zap.String("component", g.component))
 	g.active = isActive(pp)
+	g.runtimeCfg = maps.Clone(pp.GetRuntimeConfig())
 	g.atLeastOnce = topo.Logical.DeliveryMode() == topology.AtLeastOnce
 	in, err := instance.New(instance.Config{
 		Topology:     topo,
@@ -126,6 +132,7 @@ func (g *gateway) run(ctx context.Context) error {
 	instDone := make(chan error, 1)
 	go func() { instDone <- in.Run(instCtx) }()
 	go g.forwardActivation(instCtx, g.active)
+	go g.forwardConfig(instCtx)
 	metricsCtx, stopMetrics := context.WithCancel(ctx)
 	defer stopMetrics()
 	go wire.PublishMetrics(metricsCtx, g.cfg.MetricsSocket, g.set.metricsEvery, g.metricsMessage, g.log)
@@ -211,7 +218,8 @@ func (g *gateway) drain() {
 }
 
 // applyPlan reacts to a new physical plan: a changed layout ends the
-// instance, a changed state (de)activates a spout.
+// instance, a changed state (de)activates a spout, a changed runtime
+// config is handed to the instance (applied live).
 func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) error {
 	g.stats.PlanVersion.Store(pp.GetVersion())
 	layout := plan.FromProto(pp.GetPacking()).Layout()
@@ -229,7 +237,46 @@ func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) error {
 		}
 		g.activeCh <- active
 	}
+	if next := pp.GetRuntimeConfig(); !maps.Equal(next, g.runtimeCfg) {
+		changed := map[string]string{}
+		for k, v := range next {
+			if old, ok := g.runtimeCfg[k]; !ok || old != v {
+				changed[k] = v
+			}
+		}
+		for k := range g.runtimeCfg {
+			if _, ok := next[k]; !ok {
+				changed[k] = ""
+			}
+		}
+		g.runtimeCfg = maps.Clone(next)
+		g.log.Info("runtime config changed", zap.Uint64("plan_version", pp.GetVersion()), zap.Int("settings", len(changed)))
+		select {
+		case pending := <-g.configCh:
+			maps.Copy(pending, changed)
+			changed = pending
+		default:
+		}
+		g.configCh <- changed
+	}
 	return nil
+}
+
+// forwardConfig delivers runtime config changes to the instance without
+// blocking the gateway's main loop.
+func (g *gateway) forwardConfig(ctx context.Context) {
+	for {
+		select {
+		case changed := <-g.configCh:
+			select {
+			case g.inbox <- instance.Msg{Kind: instance.MsgConfig, Config: changed}:
+			case <-ctx.Done():
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // isActive reports whether a plan lets spouts run: every state but

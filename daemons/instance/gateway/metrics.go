@@ -30,6 +30,9 @@ const (
 	// instance hold.
 	MetricInQueueBytes = "gateway.in.queue.bytes"
 	MetricReconnects   = "gateway.registrations"
+	// MetricReconfigurations counts live user-setting changes handed to
+	// an api.Reconfigurable component.
+	MetricReconfigurations = "instance.reconfigurations"
 
 	// At-least-once, spout tasks: roots acked, failed (by a bolt or the
 	// ledger), timed out; the sum and count of complete latencies; roots
@@ -73,6 +76,7 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricQueueBytes, int64(g.out.Bytes()))
 	add(MetricInQueueBytes, int64(g.in.bytes()))
 	add(MetricReconnects, g.stats.Registrations.Load())
+	add(MetricReconfigurations, im.Reconfigurations.Load())
 	m.Metrics = im.ExecuteLatency.AppendMetrics(m.Metrics, MetricExecuteLatency)
 	if g.atLeastOnce {
 		add(MetricAcked, im.Acked.Load())
