@@ -60,7 +60,7 @@ type gateway struct {
 	// holds the changes not yet delivered to the instance (merged).
 	runtimeCfg map[string]string
 	configCh   chan map[string]string
-	acks      ackCounters
+	acks       ackCounters
 	// atLeastOnce is set (before metrics are published) when the
 	// topology acks.
 	atLeastOnce bool
