@@ -68,7 +68,7 @@ func (l *Launcher) waitDrained(ctx context.Context, loc *egretpb.TManagerLocatio
 	var last drained
 	var prev *drainRound
 	for {
-		r, err := l.drainStats(ctx, loc, since.UnixNano())
+		r, err := drainStats(ctx, loc, since.UnixNano())
 		if err == nil {
 			last.pending, last.bytes = r.pending, r.bytes
 			if r.quiet() {
@@ -110,20 +110,28 @@ type drainRound struct {
 
 func (r *drainRound) quiet() bool { return r.fresh && r.pending == 0 && r.bytes == 0 }
 
-func (l *Launcher) drainStats(ctx context.Context, loc *egretpb.TManagerLocation, since int64) (*drainRound, error) {
+// getStats decodes the topology manager's GET /stats into v.
+func getStats(ctx context.Context, loc *egretpb.TManagerLocation, v any) error {
 	u := fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort())
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("GET %s: %w", u, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET /stats: %s", resp.Status)
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
 	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(v); err != nil {
+		return fmt.Errorf("bad /stats answer: %w", err)
+	}
+	return nil
+}
+
+func drainStats(ctx context.Context, loc *egretpb.TManagerLocation, since int64) (*drainRound, error) {
 	type report struct {
 		UnixNanos int64              `json:"unix_nanos"`
 		Metrics   map[string]float64 `json:"metrics"`
@@ -134,8 +142,8 @@ func (l *Launcher) drainStats(ctx context.Context, loc *egretpb.TManagerLocation
 		} `json:"components"`
 		Containers map[string]map[string]report `json:"containers"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("bad /stats answer: %w", err)
+	if err := getStats(ctx, loc, &raw); err != nil {
+		return nil, err
 	}
 	r := &drainRound{fresh: true, oldest: 1<<63 - 1}
 	seen := func(ts int64) {

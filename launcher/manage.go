@@ -2,7 +2,6 @@ package launcher
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -790,16 +789,6 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 	if err != nil {
 		return nil, err
 	}
-	u := fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("topology manager of %q at %s: %w", name, u, err)
-	}
-	defer resp.Body.Close()
 	var raw struct {
 		Components map[string]struct {
 			Sums map[string]float64 `json:"sums"`
@@ -808,8 +797,8 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 			Metrics map[string]float64 `json:"metrics"`
 		} `json:"containers"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&raw); err != nil {
-		return nil, fmt.Errorf("topology manager of %q: bad /stats answer: %w", name, err)
+	if err := getStats(ctx, loc, &raw); err != nil {
+		return nil, fmt.Errorf("topology manager of %q: %w", name, err)
 	}
 	out := &Stats{Topology: name, Components: map[string]map[string]float64{}}
 	for c, v := range raw.Components {
