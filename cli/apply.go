@@ -260,6 +260,11 @@ func (s *applyStep) run(ctx context.Context, wait time.Duration) error {
 		s.Action = "create"
 		return s.l.Update(ctx, s.Topology, s.scale)
 	case "update":
+		d, err := s.l.Cluster.Duration("egret.update.drain.timeout")
+		if err != nil {
+			return err
+		}
+		s.scale.DrainTimeout = d
 		return s.l.Update(ctx, s.Topology, s.scale)
 	case "kill":
 		d, err := s.l.Cluster.Duration("egret.kill.drain.timeout")

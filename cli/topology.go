@@ -184,6 +184,7 @@ func restartCmd(g *globals) *cobra.Command {
 func updateCmd(g *globals) *cobra.Command {
 	var parallelism, runtimeConfig []string
 	var containers int
+	var drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "update cluster[/role[/env]] <topology> [--component-parallelism c:n]... [--container-number n] [--runtime-config k=v]...",
 		Short: "Rescale a running topology or change its runtime config",
@@ -203,11 +204,20 @@ func updateCmd(g *globals) *cobra.Command {
 			if containers < 0 {
 				return usagef("--container-number %d must be at least 1", containers)
 			}
+			if drain < 0 {
+				return usagef("--drain-timeout %s is negative", drain)
+			}
 			l, err := g.launcher(args[0], g.logger())
 			if err != nil {
 				return err
 			}
-			if err := l.Update(cmd.Context(), args[1], launcher.UpdateOptions{Parallelism: par, Containers: containers, RuntimeConfig: rc}); err != nil {
+			o := launcher.UpdateOptions{Parallelism: par, Containers: containers, RuntimeConfig: rc, DrainTimeout: drain}
+			if !cmd.Flags().Changed("drain-timeout") {
+				if o.DrainTimeout, err = l.Cluster.Duration("egret.update.drain.timeout"); err != nil {
+					return usageError{err}
+				}
+			}
+			if err := l.Update(cmd.Context(), args[1], o); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "updated topology %q\n", args[1])
@@ -218,6 +228,7 @@ func updateCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&parallelism, "component-parallelism", nil, "new task count of a component: component:count (repeatable)")
 	f.IntVar(&containers, "container-number", 0, "new number of containers")
 	f.StringArrayVar(&runtimeConfig, "runtime-config", nil, "runtime config value: key=value (repeatable)")
+	f.DurationVar(&drain, "drain-timeout", 0, "how long a rescale drains before the instances restart (default egret.update.drain.timeout, 30s; 0: no drain)")
 	return cmd
 }
 

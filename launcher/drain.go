@@ -49,16 +49,22 @@ func (l *Launcher) drain(ctx context.Context, store *state.Store, name string, t
 		l.progress("could not deactivate %q (%v): stopping without a drain", name, err)
 		return false
 	}
+	l.settle(ctx, loc, name, timeout, time.Now())
+	return true
+}
+
+// settle waits, at most timeout, until the deactivated topology is
+// drained, saying how it went.
+func (l *Launcher) settle(ctx context.Context, loc *egretpb.TManagerLocation, name string, timeout time.Duration, since time.Time) {
 	l.progress("draining %q: spouts deactivated, waiting up to %s for the tuples in flight", name, timeout)
-	d := l.waitDrained(ctx, loc, time.Now(), timeout)
+	d := l.waitDrained(ctx, loc, since, timeout)
 	switch {
 	case d.ok:
 		l.progress("drained %q in %s", name, d.took.Round(time.Millisecond))
 	case ctx.Err() != nil:
 	default:
-		l.progress("the drain of %q timed out after %s (%.0f roots pending, %.0f bytes queued at the last report): stopping anyway", name, timeout, d.pending, d.bytes)
+		l.progress("the drain of %q timed out after %s (%.0f roots pending, %.0f bytes queued at the last report): going on", name, timeout, d.pending, d.bytes)
 	}
-	return true
 }
 
 // waitDrained polls the topology manager's stats until the topology is

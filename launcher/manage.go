@@ -317,6 +317,9 @@ type UpdateOptions struct {
 	Containers int
 	// RuntimeConfig is sent to the topology manager.
 	RuntimeConfig map[string]string
+	// DrainTimeout bounds the drain of a running topology between its
+	// deactivation and the restart of its instances (see Kill); 0: none.
+	DrainTimeout time.Duration
 }
 
 // Update rescales a topology (repacking it and handing the new plan to the
@@ -369,6 +372,7 @@ type rescaling struct {
 	es              *egretpb.ExecutionState
 	cfg             spi.Config
 	wasRunning      bool
+	drain           time.Duration
 	physicalVersion uint64
 	undo            []undoStep
 }
@@ -411,7 +415,7 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 	if err := requireRunning(ctx, store, name); err != nil {
 		return nil, err
 	}
-	r := &rescaling{name: name, store: store, cfg: cfg}
+	r := &rescaling{name: name, store: store, cfg: cfg, drain: o.DrainTimeout}
 	var err error
 	if r.t, err = store.Topology(ctx, name); err != nil {
 		return nil, killHint(name, err)
@@ -484,8 +488,16 @@ func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
 			}
 			return retryConflict(ctx, func() error { return l.SetActive(ctx, r.name, true) })
 		}})
+		since := time.Now()
 		if err := l.SetActive(ctx, r.name, false); err != nil {
 			return fmt.Errorf("deactivate: %w", err)
+		}
+		if r.drain > 0 {
+			// What is in flight is processed (and acked) before the
+			// instances restart with the new plan.
+			if loc, err := r.store.TManagerLocation(ctx, r.name); err == nil {
+				l.settle(ctx, loc, r.name, r.drain, since)
+			}
 		}
 	}
 	l.progress("writing the new packing plan (%d containers)", len(r.next.Containers))
