@@ -35,13 +35,27 @@ func submitWordCount(t *testing.T, c *cluster, containers, sentences int, extra 
 func exactCounts(t *testing.T, reports string) map[string]int64 {
 	t.Helper()
 	var emitted, counted map[string]int64
-	waitFor(t, "the count bolts to count every emitted word", 3*time.Minute, func() bool {
+	await(t, "the count bolts to count every emitted word", 3*time.Minute, func() (bool, string) {
 		var err error
 		if emitted, err = wordcount.ReadReports(reports, "sentence-"); err != nil || len(emitted) == 0 {
-			return false
+			return false, fmt.Sprintf("no spout report yet (%v)", err)
 		}
 		counted, err = wordcount.ReadReports(reports, "count-")
-		return err == nil && reflect.DeepEqual(emitted, counted)
+		if err == nil && reflect.DeepEqual(emitted, counted) {
+			return true, ""
+		}
+		var e, c int64
+		var differ []string
+		for w, n := range emitted {
+			e += n
+			if counted[w] != n && len(differ) < 5 {
+				differ = append(differ, fmt.Sprintf("%s %d/%d", w, counted[w], n))
+			}
+		}
+		for _, n := range counted {
+			c += n
+		}
+		return false, fmt.Sprintf("%d words counted of %d emitted; counted/emitted of some words: %v (%v)", c, e, differ, err)
 	})
 	return counted
 }

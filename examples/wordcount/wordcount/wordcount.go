@@ -212,7 +212,10 @@ func (b *CountBolt) Execute(t api.Tuple) {
 		for w := range b.changed {
 			b.out.Emit(api.Values{w, b.counts[w]})
 		}
-		if b.report != "" && len(b.changed) > 0 {
+		// The report is rewritten on every tick, also without a change,
+		// so that a report a previous instance of this task wrote while
+		// it was stopping (the counts of before a restart) is replaced.
+		if b.report != "" {
 			writeReport(b.report, b.counts)
 		}
 		clear(b.changed)
