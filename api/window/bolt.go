@@ -128,16 +128,16 @@ func (s *Spec[K, IN, ACC, OUT]) validate() error {
 		errs = append(errs, err)
 	}
 	if s.Value == nil {
-		errs = append(errs, errors.New("Value is nil"))
+		errs = append(errs, errors.New("no Value function"))
 	}
 	if s.Aggregate == nil {
-		errs = append(errs, errors.New("Aggregate is nil"))
+		errs = append(errs, errors.New("no Aggregate function"))
 	}
 	if s.Time == EventTime && s.Assigner.isTime() && s.Timestamp == nil && len(s.StreamTimestamps) == 0 {
 		errs = append(errs, errors.New("event time needs Timestamp or StreamTimestamps"))
 	}
 	if (s.Output == nil) != (s.OutputFields == nil) {
-		errs = append(errs, errors.New("Output and OutputFields go together"))
+		errs = append(errs, errors.New("set both Output and OutputFields, or neither"))
 	}
 	if s.EarlyCount < 0 || s.EarlyInterval < 0 || s.AllowedLateness < 0 || s.MaxAnchors < 0 {
 		errs = append(errs, errors.New("EarlyCount, EarlyInterval, AllowedLateness and MaxAnchors must not be negative"))
