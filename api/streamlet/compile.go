@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/window"
 )
 
 // group is one compiled component: a head stage and the stages fused
@@ -94,6 +95,9 @@ func (b *Builder) Compile() (*api.TopologyBuilder, error) {
 			d := tb.SetBolt(g.name, func() api.Bolt {
 				return &chainBolt{members: members, out: out, decoders: decoders}
 			}, head.parallelism)
+			if out.stamp != nil {
+				d.SetTickFrequency(watermarkEvery)
+			}
 			subscribe(d, head, of)
 		}
 	}
@@ -112,6 +116,9 @@ func subscribe(d *api.BoltDeclarer, head *node, of map[*node]*group) {
 		switch {
 		case p.keyed:
 			d.FieldsGrouping(src, "key")
+			if p.stamp != nil {
+				d.Input(src, window.WatermarkStream, api.All())
+			}
 		case head.partition != nil:
 			part, dec := head.partition, decoderOf(p)
 			d.CustomGrouping(src, fmt.Sprintf("streamlet-%s", head.label()), func(values []any, tasks []int) []int {
@@ -135,6 +142,10 @@ func subscribe(d *api.BoltDeclarer, head *node, of map[*node]*group) {
 type output struct {
 	fields []string // nil: the component emits nothing
 	encode func(v any) api.Values
+	// stamp and delay: the component generates watermarks (see
+	// node.stamp).
+	stamp func(v any) time.Time
+	delay time.Duration
 }
 
 func outputOf(tail *node) output {
@@ -146,7 +157,7 @@ func outputOf(tail *node) output {
 		return output{fields: []string{"key", "value"}, encode: func(v any) api.Values {
 			kv := v.(keyValue)
 			return api.Values{kv.key, enc(kv.value)}
-		}}
+		}, stamp: tail.stamp, delay: tail.delay}
 	}
 	return output{fields: []string{"value"}, encode: func(v any) api.Values { return api.Values{enc(v)} }}
 }

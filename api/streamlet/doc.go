@@ -54,4 +54,16 @@
 // metrics apply. Windows follow package window (incremental aggregates,
 // one accumulator per key and window). Join keeps every element of its
 // open windows.
+//
+// # Event time
+//
+// With WindowConfig.Time set to window.EventTime, the component that
+// emits a window's keyed input applies the window's timestamp function
+// to every element it emits, keeps a bounded-out-of-orderness watermark
+// (WindowConfig.MaxDelay) per task and sends it in-band, at most every
+// 20 ms, on window.WatermarkStream to every task of the window (an all
+// grouping Compile declares). A window task's watermark is the minimum
+// over those producer tasks, idle ones left out after
+// WindowConfig.IdleTimeout (default 10s). Windows stay open while their
+// producers are silent and not yet idle.
 package streamlet

@@ -1,8 +1,46 @@
 package streamlet
 
 import (
+	"time"
+
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/window"
 )
+
+// watermarkEvery is how often a component that generates watermarks
+// sends its latest one (at most; and at least, while it advances).
+const watermarkEvery = 20 * time.Millisecond
+
+// watermarks generates a component's watermarks from the event times of
+// the elements it emits and sends them on window.WatermarkStream, at most
+// every watermarkEvery (flush sends a pending one).
+type watermarks struct {
+	gen      window.Generator
+	stamp    func(any) time.Time
+	sent     int64
+	lastSent time.Time
+	send     func(wm int64)
+}
+
+func newWatermarks(o output, send func(int64)) *watermarks {
+	if o.stamp == nil {
+		return nil
+	}
+	return &watermarks{gen: window.BoundedOutOfOrderness(o.delay), stamp: o.stamp, sent: window.NoWatermark, send: send}
+}
+
+// observe takes the event time of an emitted element (a keyValue).
+func (w *watermarks) observe(v any) {
+	w.gen.OnEvent(w.stamp(v.(keyValue).value).UnixMilli())
+	w.flush(time.Now())
+}
+
+func (w *watermarks) flush(now time.Time) {
+	if wm := w.gen.Watermark(); wm > w.sent && now.Sub(w.lastSent) >= watermarkEvery {
+		w.sent, w.lastSent = wm, now
+		w.send(wm)
+	}
+}
 
 // sourceSpout runs a source stage and the stages fused after it.
 type sourceSpout struct {
@@ -12,6 +50,7 @@ type sourceSpout struct {
 	next    func() (any, bool)
 	push    func(any)
 	cleanup func()
+	wm      *watermarks
 }
 
 func (s *sourceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
@@ -20,9 +59,15 @@ func (s *sourceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 		return err
 	}
 	last := func(any) {}
+	s.wm = newWatermarks(s.out, func(wm int64) { out.EmitStream(window.WatermarkStream, api.Values{wm}, nil) })
 	if s.out.encode != nil {
-		enc := s.out.encode
-		last = func(v any) { out.Emit(enc(v), nil) }
+		enc, wm := s.out.encode, s.wm
+		last = func(v any) {
+			out.Emit(enc(v), nil)
+			if wm != nil {
+				wm.observe(v)
+			}
+		}
 	}
 	push, cleanup, err := chain(ctx, s.members, last)
 	if err != nil {
@@ -36,6 +81,9 @@ func (s *sourceSpout) NextTuple() {
 	if v, ok := s.next(); ok {
 		s.push(v)
 	}
+	if s.wm != nil {
+		s.wm.flush(time.Now())
+	}
 }
 
 func (s *sourceSpout) Close() {
@@ -44,9 +92,14 @@ func (s *sourceSpout) Close() {
 	}
 }
 
-func (s *sourceSpout) DeclareOutputFields(d api.OutputDeclarer) {
-	if s.out.fields != nil {
-		d.Declare(s.out.fields...)
+func (s *sourceSpout) DeclareOutputFields(d api.OutputDeclarer) { declare(d, s.out) }
+
+func declare(d api.OutputDeclarer, o output) {
+	if o.fields != nil {
+		d.Declare(o.fields...)
+	}
+	if o.stamp != nil {
+		d.DeclareStream(window.WatermarkStream, window.WatermarkField)
 	}
 }
 
@@ -62,14 +115,21 @@ type chainBolt struct {
 	push     func(any)
 	cleanup  func()
 	cur      api.Tuple
+	wm       *watermarks
 }
 
 func (b *chainBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.collect = out
 	last := func(any) {}
+	b.wm = newWatermarks(b.out, func(wm int64) { out.EmitStream(window.WatermarkStream, api.Values{wm}) })
 	if b.out.encode != nil {
 		enc := b.out.encode
-		last = func(v any) { out.Emit(enc(v), b.cur) }
+		last = func(v any) {
+			out.Emit(enc(v), b.cur)
+			if b.wm != nil {
+				b.wm.observe(v)
+			}
+		}
 	}
 	push, cleanup, err := chain(ctx, b.members, last)
 	if err != nil {
@@ -81,6 +141,9 @@ func (b *chainBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 
 func (b *chainBolt) Execute(t api.Tuple) {
 	if t.IsTick() {
+		if b.wm != nil {
+			b.wm.flush(time.Now())
+		}
 		return
 	}
 	if dec := b.decoders[t.SourceComponent()]; dec != nil {
@@ -97,8 +160,4 @@ func (b *chainBolt) Cleanup() {
 	}
 }
 
-func (b *chainBolt) DeclareOutputFields(d api.OutputDeclarer) {
-	if b.out.fields != nil {
-		d.Declare(b.out.fields...)
-	}
-}
+func (b *chainBolt) DeclareOutputFields(d api.OutputDeclarer) { declare(d, b.out) }

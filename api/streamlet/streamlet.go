@@ -44,6 +44,11 @@ type node struct {
 	newOp func(ctx api.Context) (process func(v any, emit func(any)), cleanup func(), err error)
 	// newSource makes a source stage's per-task supplier.
 	newSource func(ctx api.Context) (func() (any, bool), error)
+	// stamp, set on a keyed stage feeding an event-time window, gives an
+	// output value's event time: the stage's component then generates
+	// watermarks (bounded by delay) and sends them in-band to the window.
+	stamp func(v any) time.Time
+	delay time.Duration
 	// newBolt makes the bolt of a window stage; it is given the
 	// component names of its inputs.
 	newBolt func(inputs []string) (api.BoltFactory, error)
@@ -291,8 +296,8 @@ type Sink[T any] interface {
 
 // ToSink ends s in sinks made by newSink, one per task; an error from Put
 // is reported to the topology manager.
-func ToSink[T any](s Streamlet[T], newSink func() Sink[T]) {
-	op(s.n, "sink", func(ctx api.Context) (func(T, func(struct{})), func(), error) {
+func ToSink[T any](s Streamlet[T], newSink func() Sink[T]) Terminal {
+	return Terminal{op(s.n, "sink", func(ctx api.Context) (func(T, func(struct{})), func(), error) {
 		sk := newSink()
 		if err := sk.Setup(ctx); err != nil {
 			return nil, nil, err
@@ -302,21 +307,33 @@ func ToSink[T any](s Streamlet[T], newSink func() Sink[T]) {
 				ctx.Logger().Warn("streamlet sink: put failed")
 			}
 		}, sk.Cleanup, nil
-	})
+	})}
 }
 
 // Consume ends s in fn, called for every element.
-func Consume[T any](s Streamlet[T], fn func(T)) {
-	op(s.n, "consume", stateless(func(v T, _ func(struct{})) { fn(v) }))
+func Consume[T any](s Streamlet[T], fn func(T)) Terminal {
+	return Terminal{op(s.n, "consume", stateless(func(v T, _ func(struct{})) { fn(v) }))}
 }
 
 // Log ends s by logging every element at info level.
-func Log[T any](s Streamlet[T]) {
-	op(s.n, "log", func(ctx api.Context) (func(T, func(struct{})), func(), error) {
+func Log[T any](s Streamlet[T]) Terminal {
+	return Terminal{op(s.n, "log", func(ctx api.Context) (func(T, func(struct{})), func(), error) {
 		log := ctx.Logger()
 		return func(v T, _ func(struct{})) { log.Info(fmt.Sprint(v)) }, nil, nil
-	})
+	})}
 }
+
+// Terminal is a stage that ends a pipeline (ToSink, Consume, Log).
+type Terminal struct{ n *node }
+
+// Named names the stage.
+func (s Terminal) Named(name string) Terminal { s.n.name = name; return s }
+
+// Parallelism sets the stage's number of tasks.
+func (s Terminal) Parallelism(n int) Terminal { s.n.parallelism = n; return s }
+
+// Separate keeps the stage in its own component (no fusing).
+func (s Terminal) Separate() Terminal { s.n.separate = true; return s }
 
 // WindowConfig says how ReduceByKeyAndWindow and Join window their
 // inputs.
@@ -326,9 +343,10 @@ type WindowConfig struct {
 	// here, unlike window.Spec, since streamlet sources carry no
 	// watermarks unless Timestamp is set).
 	Time window.Time
-	// MaxDelay bounds the out-of-orderness of event time: each window
-	// task generates its inputs' watermarks from the elements' timestamps
-	// (window.BoundedOutOfOrderness).
+	// MaxDelay bounds the out-of-orderness of event time: the component
+	// that emits the keyed input generates watermarks from the elements'
+	// timestamps (window.BoundedOutOfOrderness) and sends them in-band to
+	// every window task.
 	MaxDelay        time.Duration
 	AllowedLateness time.Duration
 	EarlyCount      int
@@ -368,6 +386,9 @@ func ReduceByKeyAndWindow[K comparable, T, ACC, OUT any](s KeyedStreamlet[K, T],
 	in := s.n
 	n := in.b.add(&node{op: "window", kind: kindWindow, vc: windowCodec[K, OUT](identity)}, in)
 	dec := in.vc.dec
+	if cfg.timeOrDefault(timestamp != nil) == window.EventTime && timestamp != nil {
+		in.stamp, in.delay = func(v any) time.Time { return timestamp(v.(T)) }, cfg.MaxDelay
+	}
 	n.newBolt = func(inputs []string) (api.BoltFactory, error) {
 		spec := window.Spec[K, T, ACC, OUT]{
 			Assigner:  cfg.Assigner,
@@ -382,7 +403,6 @@ func ReduceByKeyAndWindow[K comparable, T, ACC, OUT any](s KeyedStreamlet[K, T],
 				return nil, fmt.Errorf("stage %s: event time needs a timestamp function", n.label())
 			}
 			spec.Timestamp = func(t api.Tuple) time.Time { return timestamp(dec(t.Value(1)).(T)) }
-			spec.Watermark = cfg.generator
 		}
 		enc := n.vc.enc
 		spec.Output = func(r window.Result[K, OUT]) api.Values {
@@ -403,8 +423,6 @@ func (c WindowConfig) timeOrDefault(hasTimestamp bool) window.Time {
 	}
 	return c.Time
 }
-
-func (c WindowConfig) generator() window.Generator { return window.BoundedOutOfOrderness(c.MaxDelay) }
 
 func (c WindowConfig) apply(lateness *time.Duration, early *int, every *time.Duration, idle *time.Duration, g *window.Guarantee) {
 	*lateness, *early, *every, *idle, *g = c.AllowedLateness, c.EarlyCount, c.EarlyInterval, c.IdleTimeout, c.Guarantee
@@ -443,6 +461,10 @@ func Join[K comparable, L, R, OUT any](left KeyedStreamlet[K, L], right KeyedStr
 	b := left.n.b
 	n := b.add(&node{op: "join", kind: kindWindow, multi: true}, left.n, right.n)
 	decL, decR := left.n.vc.dec, right.n.vc.dec
+	if cfg.timeOrDefault(leftTime != nil && rightTime != nil) == window.EventTime && leftTime != nil && rightTime != nil {
+		left.n.stamp, left.n.delay = func(v any) time.Time { return leftTime(v.(L)) }, cfg.MaxDelay
+		right.n.stamp, right.n.delay = func(v any) time.Time { return rightTime(v.(R)) }, cfg.MaxDelay
+	}
 	n.newBolt = func(inputs []string) (api.BoltFactory, error) {
 		leftComp := inputs[0]
 		isLeft := func(t api.Tuple) bool { return t.SourceComponent() == leftComp }
@@ -465,7 +487,6 @@ func Join[K comparable, L, R, OUT any](left KeyedStreamlet[K, L], right KeyedStr
 				}
 				return rightTime(decR(t.Value(1)).(R))
 			}
-			spec.Watermark = cfg.generator
 		}
 		// The join needs the key in the result, so it is computed in
 		// Output from the window's elements.
