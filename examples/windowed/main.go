@@ -17,6 +17,7 @@
 //	--late-every N   every N-th word is late (default 50)
 //	--count N        window bolt parallelism (default 2)
 //	--containers N   containers in a cluster (default 1)
+//	--report-dir DIR also append the report to DIR/report-TASK.txt
 package main
 
 import (
@@ -39,6 +40,7 @@ func main() {
 	fs.IntVar(&o.LateEvery, "late-every", 0, "every n-th word is late (default 50; negative: none)")
 	fs.IntVar(&o.Count, "count", 2, "window bolt parallelism")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
+	fs.StringVar(&o.ReportDir, "report-dir", "", "also append the report to files in this directory")
 	own, rest := egret.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -50,6 +51,10 @@ type Options struct {
 	Out io.Writer
 	// Quiet reports nothing (for benchmarks).
 	Quiet bool
+	// ReportDir, when set, makes the report bolt also append its lines to
+	// DIR/report-TASK.txt (for tests on a cluster, where stdout goes to
+	// the instance logs).
+	ReportDir string
 }
 
 // Config keys the options travel under to instances in a cluster.
@@ -59,6 +64,7 @@ const (
 	keyLate  = "windowed.late.every"
 	keySeed  = "windowed.seed"
 	keyQuiet = "windowed.quiet"
+	keyDir   = "windowed.report.dir"
 )
 
 func (o *Options) defaults() {
@@ -90,7 +96,8 @@ func Builder(o Options) *api.TopologyBuilder {
 		SetConfig(keyDelay, o.MaxDelay.String()).
 		SetConfig(keyLate, strconv.Itoa(o.LateEvery)).
 		SetConfig(keySeed, strconv.FormatInt(o.Seed, 10)).
-		SetConfig(keyQuiet, strconv.FormatBool(o.Quiet))
+		SetConfig(keyQuiet, strconv.FormatBool(o.Quiet)).
+		SetConfig(keyDir, o.ReportDir)
 	wb := window.NewBuilder(tb)
 	delay := o.MaxDelay
 	wb.SetSpout("words", func() api.Spout { return &WordSpout{} }, 1, window.SpoutWatermarks{
@@ -213,13 +220,29 @@ type ReportBolt struct {
 	Out   io.Writer
 	out   api.BoltCollector
 	quiet bool
+	file  *os.File
 }
 
 // Prepare implements api.Bolt.
 func (b *ReportBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.out = out
 	b.quiet = ctx.Config(keyQuiet) == "true"
+	if dir := ctx.Config(keyDir); dir != "" {
+		f, err := os.OpenFile(filepath.Join(dir, fmt.Sprintf("report-%d.txt", ctx.TaskID())), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return fmt.Errorf("report file: %w", err)
+		}
+		b.file = f
+		b.Out = io.MultiWriter(b.Out, f)
+	}
 	return nil
+}
+
+// Cleanup implements api.Bolt.
+func (b *ReportBolt) Cleanup() {
+	if b.file != nil {
+		_ = b.file.Close()
+	}
 }
 
 // Execute implements api.Bolt.
