@@ -177,6 +177,7 @@ type Bolt[K comparable, IN, ACC, OUT any] struct {
 	pub     int64             // value of the watermark counter
 	c       counters
 	comp    string
+	sendWM  bool // a downstream component subscribes to the watermarks
 }
 
 type counters struct {
@@ -209,6 +210,7 @@ func (b *Bolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) 
 	}
 	b.e = newEngine(cfg, s.Aggregate, b.emit, out.Ack)
 	b.wmOut = NoWatermark
+	b.sendWM = subscribed(ctx, b.comp)
 	var wmTasks, dataTasks []int
 	if topo := ctx.Topology(); topo != nil {
 		if c, ok := topo.Component(b.comp); ok {
@@ -334,7 +336,9 @@ func (b *Bolt[K, IN, ACC, OUT]) advance(now time.Time) {
 	b.e.advance(wm, now.UnixMilli())
 	if wm > b.wmOut {
 		b.wmOut = wm
-		b.out.EmitStream(WatermarkStream, api.Values{wm})
+		if b.sendWM {
+			b.out.EmitStream(WatermarkStream, api.Values{wm})
+		}
 	}
 }
 

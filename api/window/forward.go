@@ -20,6 +20,7 @@ type ForwardingBolt struct {
 	tracker *Tracker
 	out     api.BoltCollector
 	last    int64
+	send    bool
 }
 
 // NewForwardingBolt wraps b; inputs silent for idle are marked idle (0:
@@ -51,6 +52,7 @@ func (f *ForwardingBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 		}
 	}
 	f.tracker = NewTracker(tasks, f.idle, f.now())
+	f.send = subscribed(ctx, ctx.ComponentName())
 	return f.Bolt.Prepare(ctx, out)
 }
 
@@ -66,7 +68,7 @@ func (f *ForwardingBolt) Execute(t api.Tuple) {
 		}
 		f.Bolt.Execute(t)
 	}
-	if wm, moved := f.tracker.Advance(now); moved && wm > f.last {
+	if wm, moved := f.tracker.Advance(now); moved && wm > f.last && f.send {
 		f.last = wm
 		f.out.EmitStream(WatermarkStream, api.Values{wm})
 	}

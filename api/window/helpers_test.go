@@ -19,7 +19,10 @@ type fakeContext struct {
 }
 
 func newFakeContext(inputs []topology.Input, tasks map[string][]int) *fakeContext {
-	topo := &topology.Topology{Name: "t", Components: []topology.Component{{Name: "win", Kind: topology.Bolt, Parallelism: 1, Inputs: inputs}}}
+	topo := &topology.Topology{Name: "t", Components: []topology.Component{
+		{Name: "win", Kind: topology.Bolt, Parallelism: 1, Inputs: inputs},
+		{Name: "down", Kind: topology.Bolt, Parallelism: 1, Inputs: []topology.Input{{Component: "win", Stream: WatermarkStream, Grouping: topology.All}}},
+	}}
 	return &fakeContext{topo: topo, tasks: tasks, counters: map[string]*api.Counter{}}
 }
 

@@ -54,6 +54,7 @@ type WatermarkSpout struct {
 	out      api.SpoutCollector
 	last     int64
 	lastEmit time.Time
+	send     bool
 }
 
 // NewWatermarkSpout wraps s.
@@ -70,6 +71,7 @@ func (s *WatermarkSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 	s.gen = s.cfg.Generator()
 	s.out = out
 	s.lastEmit = s.cfg.Now()
+	s.send = subscribed(ctx, ctx.ComponentName())
 	return s.Spout.Open(ctx, &stampingCollector{SpoutCollector: out, s: s})
 }
 
@@ -87,6 +89,9 @@ func (s *WatermarkSpout) NextTuple() {
 func (s *WatermarkSpout) emitWatermark() {
 	if wm := s.gen.Watermark(); wm > s.last {
 		s.last = wm
+		if !s.send {
+			return
+		}
 		s.out.EmitStream(WatermarkStream, api.Values{wm}, nil)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/egret-stream/egret/core/topology"
 )
 
 // NoWatermark is the watermark before any: no time has passed.
@@ -170,3 +172,22 @@ func (t *Tracker) Idle() []int {
 
 // IdleMarks counts the times an input was marked idle.
 func (t *Tracker) IdleMarks() int64 { return t.marks }
+
+// subscribed reports whether any component of topo subscribes to
+// component's WatermarkStream: a task emits watermarks only then.
+func subscribed(ctx interface {
+	Topology() *topology.Topology
+}, component string) bool {
+	topo := ctx.Topology()
+	if topo == nil {
+		return true
+	}
+	for _, c := range topo.Components {
+		for _, in := range c.Inputs {
+			if in.Component == component && in.Stream == WatermarkStream {
+				return true
+			}
+		}
+	}
+	return false
+}

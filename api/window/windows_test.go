@@ -333,6 +333,17 @@ func TestGeneratedWatermarksPerInputTask(t *testing.T) {
 	if len(wms) == 0 || wms[len(wms)-1].values[0] != int64(8_899) {
 		t.Errorf("watermarks emitted downstream: %v", wms)
 	}
+	// Without a downstream subscriber no watermark is emitted.
+	b, out, _ = prepared(t, spec, srcInputs[:1], map[string][]int{"src": {1}})
+	ctxNoDown := newFakeContext(srcInputs[:1], map[string][]int{"src": {1}})
+	ctxNoDown.topo.Components = ctxNoDown.topo.Components[:1]
+	if err := b.Prepare(ctxNoDown, out); err != nil {
+		t.Fatal(err)
+	}
+	b.Execute(dataTuple(1, "a", 5_000, 1))
+	if n := len(out.stream(WatermarkStream)); n != 0 {
+		t.Errorf("%d watermarks emitted with no subscriber", n)
+	}
 }
 
 func TestAckOnAddAndMaxAnchors(t *testing.T) {
