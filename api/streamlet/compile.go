@@ -42,7 +42,9 @@ func (b *Builder) Compile() (*api.TopologyBuilder, error) {
 		if n.parallelism < 1 {
 			problems = append(problems, fmt.Sprintf("stage %s: parallelism %d must be at least 1", n.label(), n.parallelism))
 		}
-		if b.canFuse(n) {
+		// A terminal stage is not fused into a spout: a spout that never
+		// emits is backed off by the runtime as idle.
+		if b.canFuse(n) && (of[n.parents[0]].head().kind != kindSource || len(n.children) > 0) {
 			g := of[n.parents[0]]
 			g.members = append(g.members, n)
 			of[n] = g

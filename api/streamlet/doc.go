@@ -23,7 +23,9 @@
 // Compile fuses a stage into its input's component (operator chaining)
 // when the stage is stateless or per-task (map, flat map, filter,
 // transform, key by, sinks), its input has no other consumer, both have
-// the same parallelism and nothing repartitions between them; the
+// the same parallelism and nothing repartitions between them (a terminal
+// stage is not fused into a source: the runtime backs off a spout that
+// emits nothing); the
 // component is named after its stages joined by "_" (for example
 // "lines_split"). Elements pass between fused stages as Go values,
 // without encoding. Separate on a stage, or DisableFusing on the Builder,

@@ -51,7 +51,13 @@ type sourceSpout struct {
 	push    func(any)
 	cleanup func()
 	wm      *watermarks
+	emitted bool
 }
+
+// maxPerNextTuple bounds the elements one NextTuple call takes from the
+// supplier while the fused stages emit nothing (a filter dropping them):
+// the runtime backs off a spout call that emits nothing.
+const maxPerNextTuple = 4096
 
 func (s *sourceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 	sup, err := s.members[0].newSource(ctx)
@@ -64,6 +70,7 @@ func (s *sourceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 		enc, wm := s.out.encode, s.wm
 		last = func(v any) {
 			out.Emit(enc(v), nil)
+			s.emitted = true
 			if wm != nil {
 				wm.observe(v)
 			}
@@ -78,7 +85,12 @@ func (s *sourceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 }
 
 func (s *sourceSpout) NextTuple() {
-	if v, ok := s.next(); ok {
+	s.emitted = false
+	for i := 0; i < maxPerNextTuple && !s.emitted; i++ {
+		v, ok := s.next()
+		if !ok {
+			break
+		}
 		s.push(v)
 	}
 	if s.wm != nil {

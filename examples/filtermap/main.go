@@ -1,9 +1,9 @@
 // Command filtermap is a streamlet filter/map chain: two sources emit
 // the numbers 1..N (task i emits i*N+1 .. (i+1)*N), a filter keeps the
 // primes, a map squares them, another map formats them, and a sink
-// prints "prime P SQUARE". With fusing (the default) the whole chain runs
-// inside the source component; --separate gives every stage its own
-// component.
+// prints "prime P SQUARE". With fusing (the default) the chain runs
+// inside the source component and the sink in a bolt; --separate gives
+// every stage its own component.
 //
 //	go run ./examples/filtermap --local --numbers 1000 --duration 2s
 package main

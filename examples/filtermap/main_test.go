@@ -40,7 +40,7 @@ func TestFilterMapOnARealProcess(t *testing.T) {
 			if strings.Join(got, ",") != strings.Join(want, ",") {
 				t.Errorf("got %d primes, want %d", len(got), len(want))
 			}
-			wantComponents := "numbers_primes_square_format_print"
+			wantComponents := "numbers_primes_square_format"
 			if separate {
 				wantComponents = "format"
 			}

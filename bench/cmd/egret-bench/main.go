@@ -37,7 +37,7 @@ import (
 // (daemons/stmgr), the in-process runner (daemons/instance/inproc), the
 // XOR ledger (daemons/acking).
 var (
-	microPackages      = []string{"./core/tuple/", "./daemons/wire/", "./daemons/instance/...", "./daemons/stmgr/", "./daemons/acking/"}
+	microPackages      = []string{"./core/tuple/", "./daemons/wire/", "./daemons/instance/...", "./daemons/stmgr/", "./daemons/acking/", "./api/window/", "./api/streamlet/"}
 	microPackagesQuick = []string{"./core/tuple/", "./daemons/wire/", "./daemons/acking/"}
 )
 
