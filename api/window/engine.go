@@ -37,6 +37,7 @@ type winState[ACC any] struct {
 	fired       bool  // the final result was emitted
 	first, last int64 // smallest and largest timestamps (global triggers)
 	anchors     []api.Tuple
+	timers      []*timer // this window's pending timers, removed with it
 }
 
 type keyState[ACC any] struct {
@@ -44,22 +45,37 @@ type keyState[ACC any] struct {
 	n    int64 // elements seen (count windows)
 }
 
-type timer[K comparable] struct {
+// timer fires (or purges) a time window at a watermark. Its key and
+// window are found through ref, so the heap needs no type parameter.
+type timer struct {
 	at    int64
-	key   K
-	w     Window
 	purge bool
+	index int // in the heap; -1 once popped or removed
+	ref   any // *timerRef[K]
 }
 
-type timerHeap[K comparable] []timer[K]
+type timerRef[K comparable] struct {
+	key K
+	w   Window
+}
 
-func (h timerHeap[K]) Len() int           { return len(h) }
-func (h timerHeap[K]) Less(i, j int) bool { return h[i].at < h[j].at }
-func (h timerHeap[K]) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *timerHeap[K]) Push(x any)        { *h = append(*h, x.(timer[K])) }
-func (h *timerHeap[K]) Pop() any {
+type timerHeap []*timer
+
+func (h timerHeap) Len() int           { return len(h) }
+func (h timerHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h timerHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *timerHeap) Push(x any) {
+	t := x.(*timer)
+	t.index = len(*h)
+	*h = append(*h, t)
+}
+func (h *timerHeap) Pop() any {
 	old := *h
 	t := old[len(old)-1]
+	t.index = -1
 	*h = old[:len(old)-1]
 	return t
 }
@@ -74,8 +90,9 @@ type Stats struct {
 	// already held MaxAnchors inputs.
 	Unanchored int64
 	// Open is the number of open windows (window × key) now; Anchors the
-	// number of inputs held as anchors now.
-	Open, Anchors int
+	// number of inputs held as anchors now; Timers the pending window
+	// timers (at most two per open time window).
+	Open, Anchors, Timers int
 }
 
 // engine is the windowing logic of one task, independent of the runtime:
@@ -85,7 +102,7 @@ type engine[K comparable, IN, ACC, OUT any] struct {
 	cfg     engineConfig
 	agg     AggregateFunc[IN, ACC, OUT]
 	keys    map[K]*keyState[ACC]
-	timers  timerHeap[K]
+	timers  timerHeap
 	wm      int64
 	now     int64
 	refs    map[api.Tuple]int
@@ -115,12 +132,29 @@ func (e *engine[K, IN, ACC, OUT]) newWindow(ks *keyState[ACC], k K, w Window) *w
 	ks.wins[w] = st
 	e.stats.Open++
 	if e.cfg.assigner.isTime() {
-		heap.Push(&e.timers, timer[K]{at: w.MaxTimestamp(), key: k, w: w})
+		ref := &timerRef[K]{key: k, w: w}
+		fire := &timer{at: w.MaxTimestamp(), ref: ref}
+		heap.Push(&e.timers, fire)
+		st.timers = append(st.timers, fire)
 		if e.cfg.lateness > 0 {
-			heap.Push(&e.timers, timer[K]{at: w.MaxTimestamp() + e.cfg.lateness, key: k, w: w, purge: true})
+			purge := &timer{at: w.MaxTimestamp() + e.cfg.lateness, purge: true, ref: ref}
+			heap.Push(&e.timers, purge)
+			st.timers = append(st.timers, purge)
 		}
 	}
 	return st
+}
+
+// dropTimers removes a deleted or merged window's pending timers, so the
+// heap holds only timers of open windows.
+func (e *engine[K, IN, ACC, OUT]) dropTimers(st *winState[ACC]) {
+	for _, t := range st.timers {
+		if t.index >= 0 {
+			heap.Remove(&e.timers, t.index)
+			t.index = -1
+		}
+	}
+	st.timers = nil
 }
 
 func (e *engine[K, IN, ACC, OUT]) deleteWindow(k K, ks *keyState[ACC], w Window) {
@@ -129,6 +163,7 @@ func (e *engine[K, IN, ACC, OUT]) deleteWindow(k K, ks *keyState[ACC], w Window)
 		return
 	}
 	e.releaseAll(st)
+	e.dropTimers(st)
 	delete(ks.wins, w)
 	e.stats.Open--
 	if len(ks.wins) == 0 && e.cfg.assigner.kind != kindCount {
@@ -302,6 +337,7 @@ func (e *engine[K, IN, ACC, OUT]) mergeSession(k K, ks *keyState[ACC], nw Window
 		o.anchors = nil // moved, not released
 		fired = fired || o.fired
 		first, last = min(first, o.first), max(last, o.last)
+		e.dropTimers(o)
 		delete(ks.wins, w)
 		e.stats.Open--
 	}
@@ -383,20 +419,21 @@ func (e *engine[K, IN, ACC, OUT]) advance(wm, now int64) {
 	}
 	e.wm = wm
 	for len(e.timers) > 0 && e.timers[0].at <= wm {
-		tm := heap.Pop(&e.timers).(timer[K])
-		ks := e.keys[tm.key]
+		tm := heap.Pop(&e.timers).(*timer)
+		ref := tm.ref.(*timerRef[K])
+		ks := e.keys[ref.key]
 		if ks == nil {
 			continue
 		}
-		st := ks.wins[tm.w]
+		st := ks.wins[ref.w]
 		if st == nil {
 			continue
 		}
 		if !tm.purge && !st.fired {
-			e.fire(tm.key, tm.w, st, Final)
+			e.fire(ref.key, ref.w, st, Final)
 		}
 		if tm.purge || e.cfg.lateness == 0 {
-			e.deleteWindow(tm.key, ks, tm.w)
+			e.deleteWindow(ref.key, ks, ref.w)
 		}
 	}
 	e.onTime()
@@ -432,5 +469,6 @@ func (e *engine[K, IN, ACC, OUT]) onTime() {
 func (e *engine[K, IN, ACC, OUT]) snapshot() Stats {
 	s := e.stats
 	s.Anchors = len(e.refs)
+	s.Timers = len(e.timers)
 	return s
 }

@@ -280,8 +280,8 @@ func checkTimeWindows(t *testing.T, seed uint64) {
 		}
 	}
 	st := b.Stats()
-	if st.Open != 0 || st.Anchors != 0 {
-		t.Errorf("after the last watermark: %d windows open, %d anchors held", st.Open, st.Anchors)
+	if st.Open != 0 || st.Anchors != 0 || st.Timers != 0 {
+		t.Errorf("after the last watermark: %d windows open, %d anchors held, %d timers", st.Open, st.Anchors, st.Timers)
 	}
 	if got, want := ctx.counters["window.watermark"].Value(), int64(1<<50); got != want {
 		t.Errorf("window.watermark counter = %d, want %d", got, want)

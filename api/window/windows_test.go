@@ -146,6 +146,9 @@ func TestSessionWindowsMatchModel(t *testing.T) {
 				b.Execute(dataTuple(1, key, x, v))
 				ts[key] = append(ts[key], x)
 				vals[key] = append(vals[key], v)
+				if st := b.Stats(); st.Timers > 2*st.Open {
+					t.Fatalf("%d timers for %d open sessions: merged sessions left timers behind", st.Timers, st.Open)
+				}
 				if rng.IntN(5) == 0 {
 					b.Execute(watermarkTuple(1, ev-bound-1))
 				}
