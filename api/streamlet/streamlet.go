@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/api/window"
 	"github.com/egret-stream/egret/core/tuple"
@@ -297,17 +299,19 @@ type Sink[T any] interface {
 // ToSink ends s in sinks made by newSink, one per task; an error from Put
 // is reported to the topology manager.
 func ToSink[T any](s Streamlet[T], newSink func() Sink[T]) Terminal {
-	return Terminal{op(s.n, "sink", func(ctx api.Context) (func(T, func(struct{})), func(), error) {
+	var n *node
+	n = op(s.n, "sink", func(ctx api.Context) (func(T, func(struct{})), func(), error) {
 		sk := newSink()
 		if err := sk.Setup(ctx); err != nil {
 			return nil, nil, err
 		}
 		return func(v T, _ func(struct{})) {
 			if err := sk.Put(v); err != nil {
-				ctx.Logger().Warn("streamlet sink: put failed")
+				ctx.Logger().Warn("streamlet sink: put failed", zap.String("stage", n.label()), zap.Error(err))
 			}
 		}, sk.Cleanup, nil
-	})}
+	})
+	return Terminal{n}
 }
 
 // Consume ends s in fn, called for every element.

@@ -247,3 +247,62 @@ type tagger struct{ task int }
 func (g *tagger) Setup(ctx api.Context) error        { g.task = ctx.TaskIndex(); return nil }
 func (g *tagger) Transform(v int, emit func(string)) { emit(fmt.Sprintf("task%d %d", g.task, v)) }
 func (g *tagger) Cleanup()                           {}
+
+// TestEventTimeWindowsAcrossTasks sums per key in 100 ms event-time
+// windows over two source tasks and two window tasks: the watermarks the
+// sources' component generates reach every window task in-band, so every
+// window closes, even on a task that never sees the sources' last
+// (far-future) elements.
+func TestEventTimeWindowsAcrossTasks(t *testing.T) {
+	type ev struct {
+		Key string
+		At  int64
+		V   int64
+	}
+	gen := func(task int) []ev {
+		var out []ev
+		at := int64(1_000_000 + task)
+		for i := 0; i < 2000; i++ {
+			at += int64(i % 3)
+			out = append(out, ev{fmt.Sprint("k", (i*7+task)%5), at - int64(i%40), int64(1 + i%9)})
+		}
+		return append(out, ev{"end", at + 1_000_000, 0})
+	}
+	want := map[string]int64{}
+	for task := 0; task < 2; task++ {
+		for _, e := range gen(task) {
+			if e.Key != "end" {
+				want[fmt.Sprintf("%s/%d", e.Key, e.At-e.At%100)] += e.V
+			}
+		}
+	}
+	b := streamlet.New("evt")
+	b.RegisterType(1, ev{}, streamlet.JSONCodec[ev]{})
+	src := streamlet.Slice(b, "events", gen).Parallelism(2)
+	keyed := streamlet.KeyBy(src, func(e ev) string { return e.Key })
+	sums := streamlet.ReduceByKeyAndWindow(keyed, streamlet.WindowConfig{
+		Assigner: window.Tumbling(100 * time.Millisecond), Time: window.EventTime, MaxDelay: 50 * time.Millisecond,
+	}, func(e ev) time.Time { return time.UnixMilli(e.At) },
+		window.Funcs[ev, int64, int64]{
+			InitFn:   func() int64 { return 0 },
+			AddFn:    func(a int64, e ev) int64 { return a + e.V },
+			MergeFn:  func(a, b int64) int64 { return a + b },
+			ResultFn: func(a int64) int64 { return a },
+		}).Parallelism(2)
+	col := newCollector[streamlet.Windowed[string, int64]](len(want))
+	streamlet.Consume(sums, col.add)
+	s := run(t, b, col.done)
+	got := map[string]int64{}
+	for _, r := range col.all() {
+		if r.Firing != window.Final {
+			t.Errorf("result %+v is not final", r)
+		}
+		got[fmt.Sprintf("%s/%d", r.Key, r.Window.Start)] += r.Value
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("got %d windows, want %d", len(got), len(want))
+	}
+	if late := s.Component("window-3").Counters["window.late"]; late != 0 {
+		t.Errorf("%d late elements", late)
+	}
+}
