@@ -343,9 +343,9 @@ func (s Terminal) Separate() Terminal { s.n.separate = true; return s }
 // inputs.
 type WindowConfig struct {
 	Assigner window.Assigner
-	// Time is the time characteristic (default window.ProcessingTime
-	// here, unlike window.Spec, since streamlet sources carry no
-	// watermarks unless Timestamp is set).
+	// Time is the time characteristic. Event time (the zero value) needs
+	// the stage's timestamp functions; without them the stage uses
+	// processing time.
 	Time window.Time
 	// MaxDelay bounds the out-of-orderness of event time: the component
 	// that emits the keyed input generates watermarks from the elements'
@@ -403,9 +403,6 @@ func ReduceByKeyAndWindow[K comparable, T, ACC, OUT any](s KeyedStreamlet[K, T],
 		}
 		cfg.apply(&spec.AllowedLateness, &spec.EarlyCount, &spec.EarlyInterval, &spec.IdleTimeout, &spec.Guarantee)
 		if spec.Time == window.EventTime {
-			if timestamp == nil {
-				return nil, fmt.Errorf("stage %s: event time needs a timestamp function", n.label())
-			}
 			spec.Timestamp = func(t api.Tuple) time.Time { return timestamp(dec(t.Value(1)).(T)) }
 		}
 		enc := n.vc.enc
