@@ -46,15 +46,32 @@ type eventSpout struct {
 	out  api.SpoutCollector
 	evs  []event
 	next int
+	// gen, when set, replaces events; pace, when set, emits element i
+	// of a task no earlier than start + pace(task)×i.
+	gen   func(task int) []event
+	pace  func(task int) time.Duration
+	every time.Duration
+	start time.Time
 }
 
 func (s *eventSpout) Open(ctx api.Context, out api.SpoutCollector) error {
-	s.out, s.evs = out, events(ctx.TaskIndex())
+	gen := events
+	if s.gen != nil {
+		gen = s.gen
+	}
+	s.out, s.evs = out, gen(ctx.TaskIndex())
+	if s.pace != nil {
+		s.every = s.pace(ctx.TaskIndex())
+	}
+	s.start = time.Now()
 	return nil
 }
 
 func (s *eventSpout) NextTuple() {
 	if s.next >= len(s.evs) {
+		return
+	}
+	if s.every > 0 && time.Since(s.start) < time.Duration(s.next)*s.every {
 		return
 	}
 	e := s.evs[s.next]
@@ -195,4 +212,94 @@ func TestWindowedTopologyInProcess(t *testing.T) {
 	if s.Acked != 2*runtimeEvents || s.Failed != 0 {
 		t.Errorf("spouts: %d acked, %d failed; want %d acked", s.Acked, s.Failed, 2*runtimeEvents)
 	}
+}
+
+// TestIdleInputDoesNotHoldTheWatermark runs two spout tasks into a window
+// bolt: task 0 emits 300 elements and goes silent without any end marker,
+// task 1 goes on for two more seconds of wall time, then sends its end
+// marker. Only because task 0 is marked idle after the idle timeout do
+// the windows after its last element close; every window must still get
+// exactly one final result equal to the model's.
+func TestIdleInputDoesNotHoldTheWatermark(t *testing.T) {
+	const size = 100
+	gen := func(task int) []event {
+		all := events(task)
+		if task == 0 {
+			return all[:300] // no end marker
+		}
+		return all[:2000:2000]
+	}
+	withEnd := func(task int) []event {
+		evs := gen(task)
+		if task == 1 {
+			evs = append(evs, event{key: sentinelKey, ts: evs[len(evs)-1].ts + 1_000_000})
+		}
+		return evs
+	}
+	res := &resultLog{got: map[string][]string{}, want: map[string]int64{}, done: make(chan struct{})}
+	for task := 0; task < 2; task++ {
+		for _, e := range withEnd(task) {
+			if e.key != sentinelKey {
+				start := e.ts - e.ts%size
+				res.want[fmt.Sprintf("%s/%d/%d", e.key, start, start+size)] += e.v
+			}
+		}
+	}
+	tb := api.NewTopologyBuilder("idle")
+	wb := window.NewBuilder(tb)
+	wb.SetSpout("events", func() api.Spout {
+		return &eventSpout{gen: withEnd, pace: func(task int) time.Duration { return time.Duration(task) * time.Millisecond }}
+	}, 2, window.SpoutWatermarks{
+		Timestamp: func(_ string, v api.Values) time.Time { return v[1].(time.Time) },
+		Generator: func() window.Generator { return window.BoundedOutOfOrderness(runtimeBound * time.Millisecond) },
+		Interval:  5 * time.Millisecond,
+	})
+	window.SetBolt(wb, "sum", 2, window.Spec[string, int64, int64, int64]{
+		Assigner:    window.Tumbling(size * time.Millisecond),
+		Key:         func(t api.Tuple) string { return t.String(0) },
+		Value:       func(t api.Tuple) int64 { return t.Int64(2) },
+		Timestamp:   func(t api.Tuple) time.Time { return t.Time(1) },
+		Aggregate:   window.Sum[int64](),
+		IdleTimeout: 300 * time.Millisecond,
+		TickEvery:   20 * time.Millisecond,
+	}).FieldsGrouping("events", "key")
+	tb.SetBolt("sink", func() api.Bolt { return &sinkBolt{res: res} }, 1).GlobalGrouping("sum")
+	topo, err := tb.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := inproc.New(topo, inproc.Options{DrainTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-res.done:
+		case <-time.After(60 * time.Second):
+		}
+		cancel()
+	}()
+	sum, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.mu.Lock()
+	defer res.mu.Unlock()
+	bad := 0
+	for id, v := range res.want {
+		if g := res.got[id]; len(g) != 1 || g[0] != fmt.Sprintf("final:%d", v) {
+			if bad++; bad <= 5 {
+				t.Errorf("window %s: got %v, want [final:%d]", id, g, v)
+			}
+		}
+	}
+	c := sum.Component("sum")
+	if c.Counters["window.idle.marks"] == 0 {
+		t.Error("no input was marked idle")
+	}
+	if c.Counters["window.late"] != 0 {
+		t.Errorf("%d late elements", c.Counters["window.late"])
+	}
+	t.Logf("%d windows × keys, %d idle marks", len(res.want), c.Counters["window.idle.marks"])
 }
