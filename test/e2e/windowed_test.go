@@ -60,6 +60,21 @@ func TestWindowedAcrossTwoContainers(t *testing.T) {
 	if err != nil || len(pp.Containers) != 2 {
 		t.Fatalf("packing plan: %v, want 2 containers", err)
 	}
+	// The data and the watermarks crossed stream managers only if a
+	// window task runs in another container than the spout.
+	where := map[string][]int{}
+	for _, ct := range pp.Containers {
+		for _, in := range ct.Instances {
+			where[in.Component] = append(where[in.Component], ct.ID)
+		}
+	}
+	crossed := false
+	for _, id := range where["count"] {
+		crossed = crossed || id != where["words"][0]
+	}
+	if !crossed {
+		t.Errorf("no window task in another container than the spout: %v", where)
+	}
 	c.mustEgret("kill", c.name, "windowed")
 	c.waitGone(t)
 }
