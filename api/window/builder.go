@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
 )
 
 // Builder adds watermark-aware components to a TopologyBuilder and
@@ -92,28 +93,28 @@ func (d *BoltDeclarer) Input(component, stream string, g api.GroupingSpec) *Bolt
 
 // ShuffleGrouping subscribes to component's default stream, shuffled.
 func (d *BoltDeclarer) ShuffleGrouping(component string) *BoltDeclarer {
-	return d.Input(component, "default", api.Shuffle())
+	return d.Input(component, topology.DefaultStream, api.Shuffle())
 }
 
 // FieldsGrouping subscribes to component's default stream by fields.
 func (d *BoltDeclarer) FieldsGrouping(component string, fields ...string) *BoltDeclarer {
-	return d.Input(component, "default", api.Fields(fields...))
+	return d.Input(component, topology.DefaultStream, api.Fields(fields...))
 }
 
 // GlobalGrouping subscribes to component's default stream; one task gets
 // every tuple.
 func (d *BoltDeclarer) GlobalGrouping(component string) *BoltDeclarer {
-	return d.Input(component, "default", api.Global())
+	return d.Input(component, topology.DefaultStream, api.Global())
 }
 
 // AllGrouping subscribes to component's default stream; every task gets
 // every tuple.
 func (d *BoltDeclarer) AllGrouping(component string) *BoltDeclarer {
-	return d.Input(component, "default", api.All())
+	return d.Input(component, topology.DefaultStream, api.All())
 }
 
 // LocalOrShuffleGrouping subscribes to component's default stream,
 // preferring local tasks.
 func (d *BoltDeclarer) LocalOrShuffleGrouping(component string) *BoltDeclarer {
-	return d.Input(component, "default", api.LocalOrShuffle())
+	return d.Input(component, topology.DefaultStream, api.LocalOrShuffle())
 }

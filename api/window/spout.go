@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
 )
 
 // SpoutWatermarks makes a spout a watermark source (Builder.SetSpout):
@@ -119,7 +120,7 @@ type stampingCollector struct {
 
 func (c *stampingCollector) Emit(values api.Values, msgID any) {
 	c.SpoutCollector.Emit(values, msgID)
-	c.s.observe("default", values)
+	c.s.observe(topology.DefaultStream, values)
 }
 
 func (c *stampingCollector) EmitStream(stream string, values api.Values, msgID any) {
