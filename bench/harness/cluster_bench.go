@@ -116,6 +116,33 @@ func SentenceWordCount(binary string, containers int, rate float64) Workload {
 	return w.WithRate(rate)
 }
 
+// WindowedWordCount is the windowed word count (bench/topologies/
+// windowedwc, issue 15): words stamped with the wall clock, counted per
+// word in 10 s tumbling event-time windows (sliding every slide when
+// slide > 0) closed by in-band watermarks, acking off; rate > 0 offers
+// that many words per second and records the latency from a window's
+// close in the window bolt to each of its results at the report bolt.
+func WindowedWordCount(binary string, containers int, slide time.Duration, rate float64) Workload {
+	w := Workload{
+		Topology:    "windowedwc",
+		Binary:      binary,
+		Args:        []string{"--containers", strconv.Itoa(containers)},
+		Source:      "word",
+		Sink:        "count",
+		Unit:        "words",
+		Bolts:       []string{"count", "report"},
+		RateFlag:    "--rate",
+		LatencyFlag: "--latency-dir",
+		Latency:     []string{"report"},
+		Description: fmt.Sprintf("word → count (10 s tumbling event-time windows, fields on the word, incremental count) → report, watermarks in-band every 200 ms, acking off, %d container(s)", containers),
+	}
+	if slide > 0 {
+		w.Args = append(w.Args, "--slide", slide.String())
+		w.Description = fmt.Sprintf("word → count (10 s windows sliding every %s, event time, fields on the word, incremental count) → report, watermarks in-band every 200 ms, acking off, %d container(s)", slide, containers)
+	}
+	return w.WithRate(rate)
+}
+
 // SentenceWordCountPython is T3 with the split bolt in Python (pystorm,
 // bench/topologies/sentencewcpy): python is the bin directory of a
 // virtualenv with pystorm (scripts/pyvenv.sh), resources the topology's

@@ -21,6 +21,7 @@ import (
 var packages = map[string]string{
 	"egret":     "./cmd/egret",
 	"wordcount": "./examples/wordcount",
+	"windowed":  "./examples/windowed",
 	// plugin binaries for the plugin tests (plugins_test.go)
 	"egretplugin":             "./plugins/testdata/egretplugin",
 	"egret-scheduler-broken":  "./plugins/testdata/egret-scheduler-broken",

@@ -37,7 +37,7 @@ import (
 // (daemons/stmgr), the in-process runner (daemons/instance/inproc), the
 // XOR ledger (daemons/acking).
 var (
-	microPackages      = []string{"./core/tuple/", "./daemons/wire/", "./daemons/instance/...", "./daemons/stmgr/", "./daemons/acking/"}
+	microPackages      = []string{"./core/tuple/", "./daemons/wire/", "./daemons/instance/...", "./daemons/stmgr/", "./daemons/acking/", "./api/window/", "./api/streamlet/"}
 	microPackagesQuick = []string{"./core/tuple/", "./daemons/wire/", "./daemons/acking/"}
 )
 
@@ -47,6 +47,7 @@ var topologies = map[string]string{
 	"heronwc":      "./bench/topologies/heronwc",
 	"sentencewc":   "./bench/topologies/sentencewc",
 	"sentencewcpy": "./bench/topologies/sentencewcpy",
+	"windowedwc":   "./bench/topologies/windowedwc",
 }
 
 // reserved are the groups built elsewhere that the report keeps a place
@@ -86,6 +87,18 @@ func suite(warmup, window time.Duration, runs int, python, resources string) []h
 		b := harness.Bench{Name: fmt.Sprintf("t3-sentencewc-%dpct", pct), Group: "T3", Workload: harness.SentenceWordCount("", 1, 0),
 			Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewc-max", RateFraction: float64(pct) / 100}
 		out = append(out, b)
+	}
+	// Windowed word count (issue 15): 10 s tumbling and 10 s / 1 s
+	// sliding event-time windows, at maximum throughput and at half of it
+	// (with the window-close → result latency).
+	for _, v := range []struct {
+		name  string
+		slide time.Duration
+	}{{"tumbling", 0}, {"sliding", time.Second}} {
+		w := harness.WindowedWordCount("", 1, v.slide, 0)
+		add("w1-windowedwc-"+v.name+"-max", "W1", w, false)
+		out = append(out, harness.Bench{Name: "w1-windowedwc-" + v.name + "-50pct", Group: "W1", Workload: w,
+			Warmup: warmup, Window: window, Runs: runs, RateOf: "w1-windowedwc-" + v.name + "-max", RateFraction: 0.5})
 	}
 	if python != "" {
 		// T3 with the split bolt in Python (multilang): its maximum, and
