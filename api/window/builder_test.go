@@ -66,3 +66,45 @@ func TestBuilderReportsInvalidSpecs(t *testing.T) {
 		}
 	}
 }
+
+type reconfBolt struct {
+	api.BaseBolt
+	got map[string]string
+}
+
+func (b *reconfBolt) Execute(api.Tuple)                      {}
+func (b *reconfBolt) DeclareOutputFields(api.OutputDeclarer) {}
+func (b *reconfBolt) Reconfigure(c map[string]string)        { b.got = c }
+
+type reconfSpout struct {
+	api.BaseSpout
+	got map[string]string
+}
+
+func (s *reconfSpout) NextTuple()                             {}
+func (s *reconfSpout) DeclareOutputFields(api.OutputDeclarer) {}
+func (s *reconfSpout) Reconfigure(c map[string]string)        { s.got = c }
+
+// TestWrappersPassOptionalInterfaces: live user settings reach the
+// wrapped bolt and spout, and a wrapped bolt without work of its own has
+// a Wake channel that never fires.
+func TestWrappersPassOptionalInterfaces(t *testing.T) {
+	b := &reconfBolt{}
+	var fb api.Bolt = window.NewForwardingBolt(b, 0, nil)
+	fb.(api.Reconfigurable).Reconfigure(map[string]string{"k": "v"})
+	if b.got["k"] != "v" {
+		t.Errorf("the forwarding bolt did not pass Reconfigure: %v", b.got)
+	}
+	if fb.(api.Pumper).Wake() != nil {
+		t.Error("a bolt without work of its own got a Wake channel")
+	}
+	s := &reconfSpout{}
+	ws, err := window.NewWatermarkSpout(s, window.SpoutWatermarks{Timestamp: func(string, api.Values) time.Time { return time.Now() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.Reconfigure(map[string]string{"k": "w"})
+	if s.got["k"] != "w" {
+		t.Errorf("the watermark spout did not pass Reconfigure: %v", s.got)
+	}
+}

@@ -79,3 +79,27 @@ func (f *ForwardingBolt) DeclareOutputFields(d api.OutputDeclarer) {
 	f.Bolt.DeclareOutputFields(d)
 	d.DeclareStream(WatermarkStream, WatermarkField)
 }
+
+// Reconfigure passes live user settings to the inner bolt when it takes
+// them (api.Reconfigurable).
+func (f *ForwardingBolt) Reconfigure(changed map[string]string) {
+	if r, ok := f.Bolt.(api.Reconfigurable); ok {
+		r.Reconfigure(changed)
+	}
+}
+
+// Wake and Pump pass the inner bolt's own work through (api.Pumper); for
+// an inner bolt without any, Wake is a channel that never fires.
+func (f *ForwardingBolt) Wake() <-chan struct{} {
+	if p, ok := f.Bolt.(api.Pumper); ok {
+		return p.Wake()
+	}
+	return nil
+}
+
+// Pump implements api.Pumper.
+func (f *ForwardingBolt) Pump() {
+	if p, ok := f.Bolt.(api.Pumper); ok {
+		p.Pump()
+	}
+}

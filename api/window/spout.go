@@ -132,3 +132,11 @@ func (c *stampingCollector) EmitDirect(task int, stream string, values api.Value
 	c.SpoutCollector.EmitDirect(task, stream, values, msgID)
 	c.s.observe(stream, values)
 }
+
+// Reconfigure passes live user settings to the inner spout when it takes
+// them (api.Reconfigurable).
+func (s *WatermarkSpout) Reconfigure(changed map[string]string) {
+	if r, ok := s.Spout.(api.Reconfigurable); ok {
+		r.Reconfigure(changed)
+	}
+}
