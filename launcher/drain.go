@@ -37,20 +37,26 @@ type drained struct {
 // has reported since the deactivation with no pending roots and empty
 // queues, and the counts of executed, emitted and acked tuples stopped
 // changing between two such rounds of reports. It returns whether the
-// spouts were deactivated (to activate them again when the kill fails).
-// A topology without a reachable topology manager is not drained.
+// drain deactivated active spouts (to activate them again when the kill
+// fails; a topology an operator deactivated stays so). A topology without
+// a reachable topology manager is not drained.
 func (l *Launcher) drain(ctx context.Context, store *state.Store, name string, timeout time.Duration) (deactivated bool) {
 	loc, err := store.TManagerLocation(ctx, name)
 	if err != nil {
 		l.progress("no topology manager of %q to drain through: stopping at once", name)
 		return false
 	}
+	wasActive := true
+	if pp, err := store.PhysicalPlan(ctx, name); err == nil {
+		wasActive = pp.GetState() != egretpb.TopologyState_TOPOLOGY_STATE_PAUSED
+	}
+	since := time.Now()
 	if err := l.postTManager(ctx, loc, name, "/deactivate", nil); err != nil {
 		l.progress("could not deactivate %q (%v): stopping without a drain", name, err)
 		return false
 	}
-	l.settle(ctx, loc, name, timeout, time.Now())
-	return true
+	l.settle(ctx, loc, name, timeout, since)
+	return wasActive
 }
 
 // settle waits, at most timeout, until the deactivated topology is

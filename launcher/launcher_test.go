@@ -41,6 +41,7 @@ type fakeScheduler struct {
 	calls      []string
 	updates    []*plan.PackingPlan
 	failUpdate error
+	failKill   error
 	probeErr   error
 }
 
@@ -63,7 +64,9 @@ func (f *fakeScheduler) Schedule(_ context.Context, job spi.Job) error {
 
 func (f *fakeScheduler) Kill(_ context.Context, topology string) error {
 	f.record("kill " + topology)
-	return nil
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.failKill
 }
 
 func (f *fakeScheduler) Restart(_ context.Context, topology string, _ int) error {
@@ -454,6 +457,41 @@ func TestUpdateRollsBackWhenTheSchedulerFails(t *testing.T) {
 			if got := strings.Join(tm.Posts(), ", "); got != "/deactivate, /activate" {
 				t.Errorf("topology manager requests: %s; want /deactivate, /activate", got)
 			}
+		})
+	}
+}
+
+// TestKillThatFailsAfterADrainRestoresActivation: a drained kill whose
+// scheduler fails leaves the topology as it was: spouts the drain
+// deactivated are activated again, a topology an operator deactivated
+// stays deactivated; the state stays.
+func TestKillThatFailsAfterADrainRestoresActivation(t *testing.T) {
+	for _, tc := range []struct {
+		state egretpb.TopologyState
+		posts string
+	}{
+		{egretpb.TopologyState_TOPOLOGY_STATE_RUNNING, "/deactivate /activate"},
+		{egretpb.TopologyState_TOPOLOGY_STATE_PAUSED, "/deactivate"},
+	} {
+		t.Run(tc.state.String(), func(t *testing.T) {
+			f := newFixture(t, "local")
+			tp, pp := f.submitState(t, "wc", tc.state)
+			tm := f.startTManager(t, "wc")
+			f.sched.failKill = errors.New("resource manager unreachable")
+			err := f.l.Kill(ctxFor(t), "wc", launcher.KillOptions{DrainTimeout: 300 * time.Millisecond})
+			if err == nil || !strings.Contains(err.Error(), "resource manager unreachable") {
+				t.Fatalf("Kill = %v, want the scheduler's error", err)
+			}
+			var posts []string
+			for _, p := range tm.Posts() {
+				if p != "/stats" {
+					posts = append(posts, p)
+				}
+			}
+			if got := strings.Join(posts, " "); got != tc.posts {
+				t.Errorf("topology manager requests %q, want %q", got, tc.posts)
+			}
+			f.checkUnchanged(t, tp, pp)
 		})
 	}
 }
