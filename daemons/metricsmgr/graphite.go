@@ -29,7 +29,7 @@ type graphiteSink struct {
 	addr     string
 	prefix   string
 	log      *zap.Logger
-	ch       chan *egretpb.MetricsPublish
+	ch       reportQueue
 	// dialTimeout and writeTimeout bound a dial and a write, so that a
 	// receiver that accepts and then stalls never holds the sink forever.
 	dialTimeout, writeTimeout time.Duration
@@ -39,19 +39,12 @@ type graphiteSink struct {
 
 func newGraphiteSink(topology, addr, prefix string, log *zap.Logger) *graphiteSink {
 	return &graphiteSink{topology: topology, addr: addr, prefix: prefix, log: log,
-		ch: make(chan *egretpb.MetricsPublish, sinkQueue), dialTimeout: 5 * time.Second, writeTimeout: 10 * time.Second}
+		ch: newReportQueue(), dialTimeout: 5 * time.Second, writeTimeout: 10 * time.Second}
 }
+
+func (s *graphiteSink) offer(m *egretpb.MetricsPublish) bool { return s.ch.offer(m) }
 
 func (s *graphiteSink) name() string { return SinkGraphite }
-
-func (s *graphiteSink) offer(m *egretpb.MetricsPublish) bool {
-	select {
-	case s.ch <- m:
-		return true
-	default:
-		return false
-	}
-}
 
 func (s *graphiteSink) run(ctx context.Context) {
 	var pending []byte // lines not yet written when a connection failed

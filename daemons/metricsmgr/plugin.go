@@ -39,25 +39,18 @@ type pluginSink struct {
 	loader   SinkLoader
 	cfg      spi.Config
 	log      *zap.Logger
-	ch       chan *egretpb.MetricsPublish
+	ch       reportQueue
 
 	delivered, failed, starts atomic.Int64
 }
 
 func newPluginSink(name string, loader SinkLoader, cfg spi.Config, log *zap.Logger) *pluginSink {
-	return &pluginSink{sinkName: name, loader: loader, cfg: cfg, log: log, ch: make(chan *egretpb.MetricsPublish, sinkQueue)}
+	return &pluginSink{sinkName: name, loader: loader, cfg: cfg, log: log, ch: newReportQueue()}
 }
+
+func (s *pluginSink) offer(m *egretpb.MetricsPublish) bool { return s.ch.offer(m) }
 
 func (s *pluginSink) name() string { return s.sinkName }
-
-func (s *pluginSink) offer(m *egretpb.MetricsPublish) bool {
-	select {
-	case s.ch <- m:
-		return true
-	default:
-		return false
-	}
-}
 
 func (s *pluginSink) run(ctx context.Context) {
 	for attempt := 0; ctx.Err() == nil; {

@@ -94,7 +94,7 @@ type promSink struct {
 	targetsFile string
 	container   int
 	log         *zap.Logger
-	ch          chan *egretpb.MetricsPublish
+	ch          reportQueue
 	now         func() time.Time
 
 	ln net.Listener
@@ -106,20 +106,13 @@ type promSink struct {
 
 func newPromSink(topology string, container int, addr, targetsFile string, log *zap.Logger) *promSink {
 	return &promSink{topology: topology, container: container, addr: addr, targetsFile: targetsFile, log: log,
-		ch: make(chan *egretpb.MetricsPublish, sinkQueue), now: time.Now,
+		ch: newReportQueue(), now: time.Now,
 		reports: map[promSource]promReport{}}
 }
 
-func (s *promSink) name() string { return SinkPrometheus }
+func (s *promSink) offer(m *egretpb.MetricsPublish) bool { return s.ch.offer(m) }
 
-func (s *promSink) offer(m *egretpb.MetricsPublish) bool {
-	select {
-	case s.ch <- m:
-		return true
-	default:
-		return false
-	}
-}
+func (s *promSink) name() string { return SinkPrometheus }
 
 // listen binds the scrape endpoint. The metrics manager fails to start
 // when it cannot: a port that is taken is an operator's error to see at

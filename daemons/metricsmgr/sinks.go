@@ -25,6 +25,21 @@ import (
 
 const sinkQueue = 1024
 
+// reportQueue is a sink's bounded queue of reports (sinkQueue).
+type reportQueue chan *egretpb.MetricsPublish
+
+func newReportQueue() reportQueue { return make(reportQueue, sinkQueue) }
+
+// offer queues m without blocking; false if the queue is full.
+func (q reportQueue) offer(m *egretpb.MetricsPublish) bool {
+	select {
+	case q <- m:
+		return true
+	default:
+		return false
+	}
+}
+
 // The sinks a metrics manager can feed (egret.metrics.sinks).
 const (
 	SinkFile       = "file"
@@ -142,7 +157,7 @@ type fileSink struct {
 	max   int64
 	files int
 	log   *zap.Logger
-	ch    chan *egretpb.MetricsPublish
+	ch    reportQueue
 }
 
 func newFileSink(path string, max int64, files int, log *zap.Logger) *fileSink {
@@ -152,19 +167,12 @@ func newFileSink(path string, max int64, files int, log *zap.Logger) *fileSink {
 	if files <= 0 {
 		files = 1
 	}
-	return &fileSink{path: path, max: max, files: files, log: log, ch: make(chan *egretpb.MetricsPublish, sinkQueue)}
+	return &fileSink{path: path, max: max, files: files, log: log, ch: newReportQueue()}
 }
+
+func (s *fileSink) offer(m *egretpb.MetricsPublish) bool { return s.ch.offer(m) }
 
 func (s *fileSink) name() string { return SinkFile }
-
-func (s *fileSink) offer(m *egretpb.MetricsPublish) bool {
-	select {
-	case s.ch <- m:
-		return true
-	default:
-		return false
-	}
-}
 
 func (s *fileSink) run(ctx context.Context) {
 	var f *logfile.File
@@ -217,23 +225,16 @@ type tmanagerSink struct {
 	topology string
 	store    *state.Store
 	log      *zap.Logger
-	ch       chan *egretpb.MetricsPublish
+	ch       reportQueue
 }
 
 func newTManagerSink(topology string, sm spi.StateManager, log *zap.Logger) *tmanagerSink {
-	return &tmanagerSink{topology: topology, store: state.New(sm), log: log, ch: make(chan *egretpb.MetricsPublish, sinkQueue)}
+	return &tmanagerSink{topology: topology, store: state.New(sm), log: log, ch: newReportQueue()}
 }
+
+func (s *tmanagerSink) offer(m *egretpb.MetricsPublish) bool { return s.ch.offer(m) }
 
 func (s *tmanagerSink) name() string { return SinkTManager }
-
-func (s *tmanagerSink) offer(m *egretpb.MetricsPublish) bool {
-	select {
-	case s.ch <- m:
-		return true
-	default:
-		return false
-	}
-}
 
 func (s *tmanagerSink) run(ctx context.Context) {
 	for attempt := 0; ctx.Err() == nil; attempt++ {
