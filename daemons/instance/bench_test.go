@@ -95,6 +95,23 @@ func constNull(tb testing.TB, mode topology.DeliveryMode, component string) (*In
 	b.SetDeliveryMode(mode)
 	b.SetSpout("const", func() api.Spout { return spout }, 1).SetMaxSpoutPending(0)
 	b.SetBolt("null", func() api.Bolt { return bolt }, 1).ShuffleGrouping("const")
+	in, mt := newInstance(tb, b, component)
+	in.ctx = context.Background()
+	uctx := &userContext{in: in}
+	if component == "const" {
+		if err := spout.Open(uctx, &spoutCollector{em: &in.em}); err != nil {
+			tb.Fatal(err)
+		}
+	} else if err := bolt.Prepare(uctx, &boltCollector{em: &in.em}); err != nil {
+		tb.Fatal(err)
+	}
+	return in, mt, spout, bolt
+}
+
+// newInstance builds b's topology with one container per task and the
+// instance of component's first task on a memTransport.
+func newInstance(tb testing.TB, b *api.TopologyBuilder, component string) (*Instance, *memTransport) {
+	tb.Helper()
 	top, err := b.Build()
 	if err != nil {
 		tb.Fatal(err)
@@ -109,16 +126,7 @@ func constNull(tb testing.TB, mode topology.DeliveryMode, component string) (*In
 	if err != nil {
 		tb.Fatal(err)
 	}
-	in.ctx = context.Background()
-	uctx := &userContext{in: in}
-	if component == "const" {
-		if err := spout.Open(uctx, &spoutCollector{em: &in.em}); err != nil {
-			tb.Fatal(err)
-		}
-	} else if err := bolt.Prepare(uctx, &boltCollector{em: &in.em}); err != nil {
-		tb.Fatal(err)
-	}
-	return in, mt, spout, bolt
+	return in, mt
 }
 
 // constBatch encodes a batch of n T1 records from task src on stream 1,

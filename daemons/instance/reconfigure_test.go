@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -47,20 +46,7 @@ func TestReconfigureLive(t *testing.T) {
 	b := api.NewTopologyBuilder("ticks")
 	b.SetSpout("const", func() api.Spout { return &constSpout{} }, 1)
 	b.SetBolt("tick", func() api.Bolt { return bolt }, 1).ShuffleGrouping("const").SetConfig(topology.KeyMessageTimeout, "30s")
-	top, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cs []plan.Container
-	for i, in := range plan.TaskIDs(top.Logical) {
-		cs = append(cs, plan.Container{ID: i + 1, Instances: []plan.Instance{in}})
-	}
-	layout := (&plan.PackingPlan{Containers: cs}).Layout()
-	mt := newMemTransport()
-	in, err := New(Config{Topology: top, Layout: layout, TaskID: layout.Tasks["tick"][0], Transport: mt})
-	if err != nil {
-		t.Fatal(err)
-	}
+	in, mt := newInstance(t, b, "tick")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- in.Run(ctx) }()
