@@ -34,6 +34,25 @@ const (
 	FrameStMgrHelloResponse FrameType = 49
 
 	FrameMetricsPublish FrameType = 64
+
+	// Effectively-once checkpoints (80..95) and the checkpoint manager's
+	// requests (96..111).
+	FrameStartCheckpoint              FrameType = 80
+	FrameStoreInstanceState           FrameType = 81
+	FrameInstanceStateStored          FrameType = 82
+	FrameCheckpointComplete           FrameType = 83
+	FrameRestoreTopologyState         FrameType = 84
+	FrameRestoreTopologyStateResponse FrameType = 85
+	FrameRestoreInstanceState         FrameType = 86
+	FrameRestoreInstanceStateResponse FrameType = 87
+	FrameStartProcessing              FrameType = 88
+	FrameResetTopologyState           FrameType = 89
+	FrameSaveStateRequest             FrameType = 96
+	FrameSaveStateResponse            FrameType = 97
+	FrameLoadStateRequest             FrameType = 98
+	FrameLoadStateResponse            FrameType = 99
+	FrameCleanCheckpointsRequest      FrameType = 100
+	FrameCleanCheckpointsResponse     FrameType = 101
 )
 
 // HeaderSize is the size of a frame header: a 4-byte big-endian length of
@@ -58,6 +77,23 @@ var messageTypes = map[FrameType]func() proto.Message{
 	FrameStMgrHello:               func() proto.Message { return &egretpb.StMgrHello{} },
 	FrameStMgrHelloResponse:       func() proto.Message { return &egretpb.StMgrHelloResponse{} },
 	FrameMetricsPublish:           func() proto.Message { return &egretpb.MetricsPublish{} },
+
+	FrameStartCheckpoint:              func() proto.Message { return &egretpb.StartCheckpoint{} },
+	FrameStoreInstanceState:           func() proto.Message { return &egretpb.StoreInstanceState{} },
+	FrameInstanceStateStored:          func() proto.Message { return &egretpb.InstanceStateStored{} },
+	FrameCheckpointComplete:           func() proto.Message { return &egretpb.CheckpointComplete{} },
+	FrameRestoreTopologyState:         func() proto.Message { return &egretpb.RestoreTopologyState{} },
+	FrameRestoreTopologyStateResponse: func() proto.Message { return &egretpb.RestoreTopologyStateResponse{} },
+	FrameRestoreInstanceState:         func() proto.Message { return &egretpb.RestoreInstanceState{} },
+	FrameRestoreInstanceStateResponse: func() proto.Message { return &egretpb.RestoreInstanceStateResponse{} },
+	FrameStartProcessing:              func() proto.Message { return &egretpb.StartProcessing{} },
+	FrameResetTopologyState:           func() proto.Message { return &egretpb.ResetTopologyState{} },
+	FrameSaveStateRequest:             func() proto.Message { return &egretpb.SaveStateRequest{} },
+	FrameSaveStateResponse:            func() proto.Message { return &egretpb.SaveStateResponse{} },
+	FrameLoadStateRequest:             func() proto.Message { return &egretpb.LoadStateRequest{} },
+	FrameLoadStateResponse:            func() proto.Message { return &egretpb.LoadStateResponse{} },
+	FrameCleanCheckpointsRequest:      func() proto.Message { return &egretpb.CleanCheckpointsRequest{} },
+	FrameCleanCheckpointsResponse:     func() proto.Message { return &egretpb.CleanCheckpointsResponse{} },
 }
 
 var frameTypeOf = func() map[string]FrameType {

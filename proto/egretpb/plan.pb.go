@@ -899,6 +899,87 @@ func (x *SchedulerLocation) GetPid() int32 {
 	return 0
 }
 
+// CheckpointState is /checkpoints/<topology>, written by the topology
+// manager in effectively-once mode: the last complete checkpoint and the
+// current recovery epoch, so a restarted topology manager goes on from them.
+type CheckpointState struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TopologyId string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	// last_complete_id: 0 when no checkpoint completed yet.
+	LastCompleteId        int64 `protobuf:"varint,2,opt,name=last_complete_id,json=lastCompleteId,proto3" json:"last_complete_id,omitempty"`
+	LastCompleteUnixNanos int64 `protobuf:"varint,3,opt,name=last_complete_unix_nanos,json=lastCompleteUnixNanos,proto3" json:"last_complete_unix_nanos,omitempty"`
+	LastCompleteSizeBytes int64 `protobuf:"varint,4,opt,name=last_complete_size_bytes,json=lastCompleteSizeBytes,proto3" json:"last_complete_size_bytes,omitempty"`
+	// epoch is raised by every rollback (restore).
+	Epoch         int64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointState) Reset() {
+	*x = CheckpointState{}
+	mi := &file_proto_egretpb_plan_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointState) ProtoMessage() {}
+
+func (x *CheckpointState) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_plan_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointState.ProtoReflect.Descriptor instead.
+func (*CheckpointState) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *CheckpointState) GetTopologyId() string {
+	if x != nil {
+		return x.TopologyId
+	}
+	return ""
+}
+
+func (x *CheckpointState) GetLastCompleteId() int64 {
+	if x != nil {
+		return x.LastCompleteId
+	}
+	return 0
+}
+
+func (x *CheckpointState) GetLastCompleteUnixNanos() int64 {
+	if x != nil {
+		return x.LastCompleteUnixNanos
+	}
+	return 0
+}
+
+func (x *CheckpointState) GetLastCompleteSizeBytes() int64 {
+	if x != nil {
+		return x.LastCompleteSizeBytes
+	}
+	return 0
+}
+
+func (x *CheckpointState) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 var File_proto_egretpb_plan_proto protoreflect.FileDescriptor
 
 const file_proto_egretpb_plan_proto_rawDesc = "" +
@@ -979,7 +1060,14 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12#\n" +
 	"\rhttp_endpoint\x18\x02 \x01(\tR\fhttpEndpoint\x12\x1b\n" +
 	"\tjob_links\x18\x03 \x03(\tR\bjobLinks\x12\x10\n" +
-	"\x03pid\x18\x04 \x01(\x05R\x03pid*f\n" +
+	"\x03pid\x18\x04 \x01(\x05R\x03pid\"\xe4\x01\n" +
+	"\x0fCheckpointState\x12\x1f\n" +
+	"\vtopology_id\x18\x01 \x01(\tR\n" +
+	"topologyId\x12(\n" +
+	"\x10last_complete_id\x18\x02 \x01(\x03R\x0elastCompleteId\x127\n" +
+	"\x18last_complete_unix_nanos\x18\x03 \x01(\x03R\x15lastCompleteUnixNanos\x127\n" +
+	"\x18last_complete_size_bytes\x18\x04 \x01(\x03R\x15lastCompleteSizeBytes\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x03R\x05epoch*f\n" +
 	"\rTopologyState\x12\x1e\n" +
 	"\x1aTOPOLOGY_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TOPOLOGY_STATE_RUNNING\x10\x01\x12\x19\n" +
@@ -998,7 +1086,7 @@ func file_proto_egretpb_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_egretpb_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_proto_egretpb_plan_proto_goTypes = []any{
 	(TopologyState)(0),        // 0: egret.v1.TopologyState
 	(*Resources)(nil),         // 1: egret.v1.Resources
@@ -1012,19 +1100,20 @@ var file_proto_egretpb_plan_proto_goTypes = []any{
 	(*ShellLocation)(nil),     // 9: egret.v1.ShellLocation
 	(*TopologySecret)(nil),    // 10: egret.v1.TopologySecret
 	(*SchedulerLocation)(nil), // 11: egret.v1.SchedulerLocation
-	nil,                       // 12: egret.v1.PhysicalPlan.RuntimeConfigEntry
-	(*Topology)(nil),          // 13: egret.v1.Topology
+	(*CheckpointState)(nil),   // 12: egret.v1.CheckpointState
+	nil,                       // 13: egret.v1.PhysicalPlan.RuntimeConfigEntry
+	(*Topology)(nil),          // 14: egret.v1.Topology
 }
 var file_proto_egretpb_plan_proto_depIdxs = []int32{
 	1,  // 0: egret.v1.InstancePlan.resources:type_name -> egret.v1.Resources
 	2,  // 1: egret.v1.ContainerPlan.instances:type_name -> egret.v1.InstancePlan
 	1,  // 2: egret.v1.ContainerPlan.required:type_name -> egret.v1.Resources
 	3,  // 3: egret.v1.PackingPlan.containers:type_name -> egret.v1.ContainerPlan
-	13, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
+	14, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
 	4,  // 5: egret.v1.PhysicalPlan.packing:type_name -> egret.v1.PackingPlan
 	5,  // 6: egret.v1.PhysicalPlan.stmgrs:type_name -> egret.v1.StMgrLocation
 	0,  // 7: egret.v1.PhysicalPlan.state:type_name -> egret.v1.TopologyState
-	12, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
+	13, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
 	9,  // [9:9] is the sub-list for method output_type
 	9,  // [9:9] is the sub-list for method input_type
 	9,  // [9:9] is the sub-list for extension type_name
@@ -1044,7 +1133,7 @@ func file_proto_egretpb_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_egretpb_plan_proto_rawDesc), len(file_proto_egretpb_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

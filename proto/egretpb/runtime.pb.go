@@ -741,6 +741,975 @@ func (x *MetricsPublish) GetExceptions() []*ExceptionReport {
 	return nil
 }
 
+// StartCheckpoint: topology manager -> stream managers -> local spout
+// instances. A spout saves its state and sends a barrier downstream.
+type StartCheckpoint struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartCheckpoint) Reset() {
+	*x = StartCheckpoint{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartCheckpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartCheckpoint) ProtoMessage() {}
+
+func (x *StartCheckpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartCheckpoint.ProtoReflect.Descriptor instead.
+func (*StartCheckpoint) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *StartCheckpoint) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *StartCheckpoint) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// StoreInstanceState: instance -> its stream manager -> checkpoint manager:
+// the encoded states of one task at one checkpoint.
+type StoreInstanceState struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch        int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	TaskId       int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	State        []byte                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	// error: the instance could not save (PreSave or encoding failed); the
+	// checkpoint is aborted.
+	Error         string `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StoreInstanceState) Reset() {
+	*x = StoreInstanceState{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StoreInstanceState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StoreInstanceState) ProtoMessage() {}
+
+func (x *StoreInstanceState) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StoreInstanceState.ProtoReflect.Descriptor instead.
+func (*StoreInstanceState) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *StoreInstanceState) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *StoreInstanceState) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *StoreInstanceState) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *StoreInstanceState) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *StoreInstanceState) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// InstanceStateStored: stream manager -> topology manager once the
+// checkpoint manager stored a task's state (or failed to).
+type InstanceStateStored struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	TaskId        int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	SizeBytes     int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InstanceStateStored) Reset() {
+	*x = InstanceStateStored{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InstanceStateStored) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InstanceStateStored) ProtoMessage() {}
+
+func (x *InstanceStateStored) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InstanceStateStored.ProtoReflect.Descriptor instead.
+func (*InstanceStateStored) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *InstanceStateStored) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *InstanceStateStored) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *InstanceStateStored) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *InstanceStateStored) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *InstanceStateStored) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// CheckpointComplete: topology manager -> stream managers -> instances
+// once every task stored checkpoint_id.
+type CheckpointComplete struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch        int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// keep_from: checkpoints below it may be deleted.
+	KeepFrom      int64 `protobuf:"varint,3,opt,name=keep_from,json=keepFrom,proto3" json:"keep_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointComplete) Reset() {
+	*x = CheckpointComplete{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointComplete) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointComplete) ProtoMessage() {}
+
+func (x *CheckpointComplete) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointComplete.ProtoReflect.Descriptor instead.
+func (*CheckpointComplete) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *CheckpointComplete) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *CheckpointComplete) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *CheckpointComplete) GetKeepFrom() int64 {
+	if x != nil {
+		return x.KeepFrom
+	}
+	return 0
+}
+
+// RestoreTopologyState: topology manager -> stream managers. Every task
+// restores checkpoint_id (0: no checkpoint, empty states) and enters epoch;
+// spouts stay paused until StartProcessing.
+type RestoreTopologyState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreTopologyState) Reset() {
+	*x = RestoreTopologyState{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreTopologyState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreTopologyState) ProtoMessage() {}
+
+func (x *RestoreTopologyState) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreTopologyState.ProtoReflect.Descriptor instead.
+func (*RestoreTopologyState) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RestoreTopologyState) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *RestoreTopologyState) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// RestoreTopologyStateResponse: stream manager -> topology manager once
+// every local task restored.
+type RestoreTopologyStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Container     int32                  `protobuf:"varint,1,opt,name=container,proto3" json:"container,omitempty"`
+	CheckpointId  int64                  `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch         int64                  `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreTopologyStateResponse) Reset() {
+	*x = RestoreTopologyStateResponse{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreTopologyStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreTopologyStateResponse) ProtoMessage() {}
+
+func (x *RestoreTopologyStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreTopologyStateResponse.ProtoReflect.Descriptor instead.
+func (*RestoreTopologyStateResponse) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RestoreTopologyStateResponse) GetContainer() int32 {
+	if x != nil {
+		return x.Container
+	}
+	return 0
+}
+
+func (x *RestoreTopologyStateResponse) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *RestoreTopologyStateResponse) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *RestoreTopologyStateResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// RestoreInstanceState: stream manager -> instance.
+type RestoreInstanceState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	State         []byte                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreInstanceState) Reset() {
+	*x = RestoreInstanceState{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreInstanceState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreInstanceState) ProtoMessage() {}
+
+func (x *RestoreInstanceState) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreInstanceState.ProtoReflect.Descriptor instead.
+func (*RestoreInstanceState) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *RestoreInstanceState) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *RestoreInstanceState) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *RestoreInstanceState) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+// RestoreInstanceStateResponse: instance -> stream manager.
+type RestoreInstanceStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        int32                  `protobuf:"varint,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestoreInstanceStateResponse) Reset() {
+	*x = RestoreInstanceStateResponse{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestoreInstanceStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestoreInstanceStateResponse) ProtoMessage() {}
+
+func (x *RestoreInstanceStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestoreInstanceStateResponse.ProtoReflect.Descriptor instead.
+func (*RestoreInstanceStateResponse) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *RestoreInstanceStateResponse) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *RestoreInstanceStateResponse) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+func (x *RestoreInstanceStateResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// StartProcessing: topology manager -> stream managers -> instances, after
+// every container restored epoch.
+type StartProcessing struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Epoch         int64                  `protobuf:"varint,1,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StartProcessing) Reset() {
+	*x = StartProcessing{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StartProcessing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StartProcessing) ProtoMessage() {}
+
+func (x *StartProcessing) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StartProcessing.ProtoReflect.Descriptor instead.
+func (*StartProcessing) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *StartProcessing) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// ResetTopologyState: stream manager -> topology manager: a local instance
+// failed or reconnected in effectively-once mode, so the topology must roll
+// back.
+type ResetTopologyState struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Container     int32                  `protobuf:"varint,1,opt,name=container,proto3" json:"container,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetTopologyState) Reset() {
+	*x = ResetTopologyState{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetTopologyState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetTopologyState) ProtoMessage() {}
+
+func (x *ResetTopologyState) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetTopologyState.ProtoReflect.Descriptor instead.
+func (*ResetTopologyState) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ResetTopologyState) GetContainer() int32 {
+	if x != nil {
+		return x.Container
+	}
+	return 0
+}
+
+func (x *ResetTopologyState) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type SaveStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TaskId        int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	State         []byte                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveStateRequest) Reset() {
+	*x = SaveStateRequest{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveStateRequest) ProtoMessage() {}
+
+func (x *SaveStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveStateRequest.ProtoReflect.Descriptor instead.
+func (*SaveStateRequest) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SaveStateRequest) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *SaveStateRequest) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *SaveStateRequest) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+type SaveStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TaskId        int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Error         string                 `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveStateResponse) Reset() {
+	*x = SaveStateResponse{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveStateResponse) ProtoMessage() {}
+
+func (x *SaveStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveStateResponse.ProtoReflect.Descriptor instead.
+func (*SaveStateResponse) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SaveStateResponse) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *SaveStateResponse) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *SaveStateResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+type LoadStateRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TaskId        int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadStateRequest) Reset() {
+	*x = LoadStateRequest{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadStateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadStateRequest) ProtoMessage() {}
+
+func (x *LoadStateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadStateRequest.ProtoReflect.Descriptor instead.
+func (*LoadStateRequest) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *LoadStateRequest) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *LoadStateRequest) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+type LoadStateResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TaskId        int32                  `protobuf:"varint,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	State         []byte                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	Error         string                 `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	NotFound      bool                   `protobuf:"varint,5,opt,name=not_found,json=notFound,proto3" json:"not_found,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LoadStateResponse) Reset() {
+	*x = LoadStateResponse{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LoadStateResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LoadStateResponse) ProtoMessage() {}
+
+func (x *LoadStateResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LoadStateResponse.ProtoReflect.Descriptor instead.
+func (*LoadStateResponse) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *LoadStateResponse) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *LoadStateResponse) GetTaskId() int32 {
+	if x != nil {
+		return x.TaskId
+	}
+	return 0
+}
+
+func (x *LoadStateResponse) GetState() []byte {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
+func (x *LoadStateResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *LoadStateResponse) GetNotFound() bool {
+	if x != nil {
+		return x.NotFound
+	}
+	return false
+}
+
+// CleanCheckpointsRequest deletes the checkpoints below keep_from and, when
+// delete_after > 0, those above delete_after (left by a rolled-back epoch).
+type CleanCheckpointsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	KeepFrom      int64                  `protobuf:"varint,1,opt,name=keep_from,json=keepFrom,proto3" json:"keep_from,omitempty"`
+	DeleteAfter   int64                  `protobuf:"varint,2,opt,name=delete_after,json=deleteAfter,proto3" json:"delete_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanCheckpointsRequest) Reset() {
+	*x = CleanCheckpointsRequest{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanCheckpointsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanCheckpointsRequest) ProtoMessage() {}
+
+func (x *CleanCheckpointsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanCheckpointsRequest.ProtoReflect.Descriptor instead.
+func (*CleanCheckpointsRequest) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CleanCheckpointsRequest) GetKeepFrom() int64 {
+	if x != nil {
+		return x.KeepFrom
+	}
+	return 0
+}
+
+func (x *CleanCheckpointsRequest) GetDeleteAfter() int64 {
+	if x != nil {
+		return x.DeleteAfter
+	}
+	return 0
+}
+
+type CleanCheckpointsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CleanCheckpointsResponse) Reset() {
+	*x = CleanCheckpointsResponse{}
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CleanCheckpointsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CleanCheckpointsResponse) ProtoMessage() {}
+
+func (x *CleanCheckpointsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_runtime_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CleanCheckpointsResponse.ProtoReflect.Descriptor instead.
+func (*CleanCheckpointsResponse) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_runtime_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *CleanCheckpointsResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 var File_proto_egretpb_runtime_proto protoreflect.FileDescriptor
 
 const file_proto_egretpb_runtime_proto_rawDesc = "" +
@@ -799,7 +1768,70 @@ const file_proto_egretpb_runtime_proto_rawDesc = "" +
 	"\ametrics\x18\x06 \x03(\v2\x10.egret.v1.MetricR\ametrics\x129\n" +
 	"\n" +
 	"exceptions\x18\a \x03(\v2\x19.egret.v1.ExceptionReportR\n" +
-	"exceptionsB-Z+github.com/egret-stream/egret/proto/egretpbb\x06proto3"
+	"exceptions\"L\n" +
+	"\x0fStartCheckpoint\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\"\x94\x01\n" +
+	"\x12StoreInstanceState\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\fR\x05state\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\x9e\x01\n" +
+	"\x13InstanceStateStored\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\x14\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"l\n" +
+	"\x12CheckpointComplete\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1b\n" +
+	"\tkeep_from\x18\x03 \x01(\x03R\bkeepFrom\"Q\n" +
+	"\x14RestoreTopologyState\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\"\x8d\x01\n" +
+	"\x1cRestoreTopologyStateResponse\x12\x1c\n" +
+	"\tcontainer\x18\x01 \x01(\x05R\tcontainer\x12#\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"g\n" +
+	"\x14RestoreInstanceState\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\fR\x05state\"c\n" +
+	"\x1cRestoreInstanceStateResponse\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\x05R\x06taskId\x12\x14\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"'\n" +
+	"\x0fStartProcessing\x12\x14\n" +
+	"\x05epoch\x18\x01 \x01(\x03R\x05epoch\"J\n" +
+	"\x12ResetTopologyState\x12\x1c\n" +
+	"\tcontainer\x18\x01 \x01(\x05R\tcontainer\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"f\n" +
+	"\x10SaveStateRequest\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\fR\x05state\"g\n" +
+	"\x11SaveStateResponse\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\tR\x05error\"P\n" +
+	"\x10LoadStateRequest\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x05R\x06taskId\"\x9a\x01\n" +
+	"\x11LoadStateResponse\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x14\n" +
+	"\x05state\x18\x03 \x01(\fR\x05state\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1b\n" +
+	"\tnot_found\x18\x05 \x01(\bR\bnotFound\"Y\n" +
+	"\x17CleanCheckpointsRequest\x12\x1b\n" +
+	"\tkeep_from\x18\x01 \x01(\x03R\bkeepFrom\x12!\n" +
+	"\fdelete_after\x18\x02 \x01(\x03R\vdeleteAfter\"0\n" +
+	"\x18CleanCheckpointsResponse\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05errorB-Z+github.com/egret-stream/egret/proto/egretpbb\x06proto3"
 
 var (
 	file_proto_egretpb_runtime_proto_rawDescOnce sync.Once
@@ -813,28 +1845,44 @@ func file_proto_egretpb_runtime_proto_rawDescGZIP() []byte {
 	return file_proto_egretpb_runtime_proto_rawDescData
 }
 
-var file_proto_egretpb_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_proto_egretpb_runtime_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_proto_egretpb_runtime_proto_goTypes = []any{
-	(*RegisterInstanceRequest)(nil),  // 0: egret.v1.RegisterInstanceRequest
-	(*RegisterInstanceResponse)(nil), // 1: egret.v1.RegisterInstanceResponse
-	(*NewPhysicalPlan)(nil),          // 2: egret.v1.NewPhysicalPlan
-	(*StMgrRegisterRequest)(nil),     // 3: egret.v1.StMgrRegisterRequest
-	(*StMgrRegisterResponse)(nil),    // 4: egret.v1.StMgrRegisterResponse
-	(*StMgrHeartbeat)(nil),           // 5: egret.v1.StMgrHeartbeat
-	(*StMgrHeartbeatResponse)(nil),   // 6: egret.v1.StMgrHeartbeatResponse
-	(*StMgrHello)(nil),               // 7: egret.v1.StMgrHello
-	(*StMgrHelloResponse)(nil),       // 8: egret.v1.StMgrHelloResponse
-	(*Metric)(nil),                   // 9: egret.v1.Metric
-	(*ExceptionReport)(nil),          // 10: egret.v1.ExceptionReport
-	(*MetricsPublish)(nil),           // 11: egret.v1.MetricsPublish
-	(*PhysicalPlan)(nil),             // 12: egret.v1.PhysicalPlan
-	(*StMgrLocation)(nil),            // 13: egret.v1.StMgrLocation
+	(*RegisterInstanceRequest)(nil),      // 0: egret.v1.RegisterInstanceRequest
+	(*RegisterInstanceResponse)(nil),     // 1: egret.v1.RegisterInstanceResponse
+	(*NewPhysicalPlan)(nil),              // 2: egret.v1.NewPhysicalPlan
+	(*StMgrRegisterRequest)(nil),         // 3: egret.v1.StMgrRegisterRequest
+	(*StMgrRegisterResponse)(nil),        // 4: egret.v1.StMgrRegisterResponse
+	(*StMgrHeartbeat)(nil),               // 5: egret.v1.StMgrHeartbeat
+	(*StMgrHeartbeatResponse)(nil),       // 6: egret.v1.StMgrHeartbeatResponse
+	(*StMgrHello)(nil),                   // 7: egret.v1.StMgrHello
+	(*StMgrHelloResponse)(nil),           // 8: egret.v1.StMgrHelloResponse
+	(*Metric)(nil),                       // 9: egret.v1.Metric
+	(*ExceptionReport)(nil),              // 10: egret.v1.ExceptionReport
+	(*MetricsPublish)(nil),               // 11: egret.v1.MetricsPublish
+	(*StartCheckpoint)(nil),              // 12: egret.v1.StartCheckpoint
+	(*StoreInstanceState)(nil),           // 13: egret.v1.StoreInstanceState
+	(*InstanceStateStored)(nil),          // 14: egret.v1.InstanceStateStored
+	(*CheckpointComplete)(nil),           // 15: egret.v1.CheckpointComplete
+	(*RestoreTopologyState)(nil),         // 16: egret.v1.RestoreTopologyState
+	(*RestoreTopologyStateResponse)(nil), // 17: egret.v1.RestoreTopologyStateResponse
+	(*RestoreInstanceState)(nil),         // 18: egret.v1.RestoreInstanceState
+	(*RestoreInstanceStateResponse)(nil), // 19: egret.v1.RestoreInstanceStateResponse
+	(*StartProcessing)(nil),              // 20: egret.v1.StartProcessing
+	(*ResetTopologyState)(nil),           // 21: egret.v1.ResetTopologyState
+	(*SaveStateRequest)(nil),             // 22: egret.v1.SaveStateRequest
+	(*SaveStateResponse)(nil),            // 23: egret.v1.SaveStateResponse
+	(*LoadStateRequest)(nil),             // 24: egret.v1.LoadStateRequest
+	(*LoadStateResponse)(nil),            // 25: egret.v1.LoadStateResponse
+	(*CleanCheckpointsRequest)(nil),      // 26: egret.v1.CleanCheckpointsRequest
+	(*CleanCheckpointsResponse)(nil),     // 27: egret.v1.CleanCheckpointsResponse
+	(*PhysicalPlan)(nil),                 // 28: egret.v1.PhysicalPlan
+	(*StMgrLocation)(nil),                // 29: egret.v1.StMgrLocation
 }
 var file_proto_egretpb_runtime_proto_depIdxs = []int32{
-	12, // 0: egret.v1.RegisterInstanceResponse.pplan:type_name -> egret.v1.PhysicalPlan
-	12, // 1: egret.v1.NewPhysicalPlan.pplan:type_name -> egret.v1.PhysicalPlan
-	13, // 2: egret.v1.StMgrRegisterRequest.location:type_name -> egret.v1.StMgrLocation
-	12, // 3: egret.v1.StMgrRegisterResponse.pplan:type_name -> egret.v1.PhysicalPlan
+	28, // 0: egret.v1.RegisterInstanceResponse.pplan:type_name -> egret.v1.PhysicalPlan
+	28, // 1: egret.v1.NewPhysicalPlan.pplan:type_name -> egret.v1.PhysicalPlan
+	29, // 2: egret.v1.StMgrRegisterRequest.location:type_name -> egret.v1.StMgrLocation
+	28, // 3: egret.v1.StMgrRegisterResponse.pplan:type_name -> egret.v1.PhysicalPlan
 	9,  // 4: egret.v1.MetricsPublish.metrics:type_name -> egret.v1.Metric
 	10, // 5: egret.v1.MetricsPublish.exceptions:type_name -> egret.v1.ExceptionReport
 	6,  // [6:6] is the sub-list for method output_type
@@ -856,7 +1904,7 @@ func file_proto_egretpb_runtime_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_egretpb_runtime_proto_rawDesc), len(file_proto_egretpb_runtime_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
