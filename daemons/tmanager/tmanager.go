@@ -142,6 +142,22 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 			}
 		}
 	}()
+	if mgr.ckpt.on {
+		ckptTicker := s.Clock.NewTicker(checkpointTickInterval)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer ckptTicker.Stop()
+			for {
+				select {
+				case <-ckptTicker.C():
+					mgr.checkpointTick(s.Clock.Now())
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 
 	a := &api{mgr: mgr, metrics: ms, log: log, maxExc: s.Limits.MaxExceptions}
 	hs := &http.Server{
