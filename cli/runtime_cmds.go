@@ -127,6 +127,7 @@ func stmgrCmd(g *globals) *cobra.Command {
 			f.StringVar(&c.BindHost, "bind", bindHost(), "interface the TCP port listens on (default: $EGRET_BIND_HOST, else all)")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
 			f.StringVar(&c.MetricsSocket, "metrics-socket", "", "the metrics manager's Unix socket")
+			f.StringVar(&c.CkptMgrSocket, "ckptmgr-socket", "", "the checkpoint manager's Unix socket (effectively-once topologies)")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
 			if c.TopologyName == "" || c.TopologyID == "" || c.Container < 1 || c.Socket == "" {
