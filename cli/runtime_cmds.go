@@ -2,12 +2,15 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/executor"
 	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/daemons/tmanager"
@@ -15,7 +18,7 @@ import (
 
 // addRuntimeCmds adds the container daemons (executor, tmanager, stmgr, shell).
 func addRuntimeCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g), shellCmd(g)} {
+	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g), shellCmd(g), ckptmgrCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
 	}
@@ -145,3 +148,35 @@ func stmgrCmd(g *globals) *cobra.Command {
 			return stmgr.Run(ctx, c, d.log)
 		})
 }
+
+func ckptmgrCmd(g *globals) *cobra.Command {
+	var c ckptmgr.Config
+	return daemonCommand(g, "ckptmgr --topology T --container N --socket S --config F", "Run a container's checkpoint manager (effectively-once)",
+		func(cmd *cobra.Command) {
+			f := cmd.Flags()
+			f.StringVar(&c.TopologyName, "topology", "", "topology name")
+			f.IntVar(&c.Container, "container", 0, "container index (1..N)")
+			f.StringVar(&c.Socket, "socket", "", "Unix socket for the container's stream manager")
+			f.StringVar(&c.MetricsSocket, "metrics-socket", "", "the metrics manager's Unix socket")
+		},
+		func(ctx context.Context, d *daemonEnv) error {
+			if c.TopologyName == "" || c.Container < 1 || c.Socket == "" {
+				return usagef("ckptmgr needs --topology, --container (1 or more) and --socket")
+			}
+			name := d.cfg.String(keyCheckpointStorage, ckptmgr.DefaultStorage)
+			factory, err := spi.LookupCheckpointStorage(name)
+			if err != nil {
+				return usageError{fmt.Errorf("config key %s: %w", keyCheckpointStorage, err)}
+			}
+			st, err := factory(d.cfg, d.log.Named("checkpoints"))
+			if err != nil {
+				return fmt.Errorf("checkpoint storage %s: %w", name, err)
+			}
+			defer func() { _ = st.Close() }()
+			c.Storage = st
+			return ckptmgr.Run(ctx, c, d.log)
+		})
+}
+
+// keyCheckpointStorage selects the checkpoint storage backend.
+const keyCheckpointStorage = "egret.checkpoint.storage"

@@ -426,6 +426,10 @@ var schema = []Key{
 		Description: "RAM the stream manager needs per local instance: its queue toward it (egret.stmgr.buffer.max.bytes) counted twice for the garbage collector."},
 
 	// internals.yaml
+	{Name: "egret.checkpoint.storage", Type: TypeString, Default: "localfs", File: "internals", check: checkName,
+		Description: "Checkpoint storage of effectively-once topologies: localfs, hdfs, or an external plugin egret-checkpointstorage-<name>."},
+	{Name: "egret.checkpoint.localfs.root", Type: TypeString, Default: "${EGRET_HOME}/checkpoints/${CLUSTER}", File: "internals",
+		Description: "Directory of the localfs checkpoint storage, shared by every container of a topology (so: one machine, or a shared file system)."},
 	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "4MiB", File: "internals", check: checkPositive,
 		Description: "Bytes queued toward one instance or peer at which a stream manager starts back pressure (stops reading its spouts and tells its peers to); at most half of egret.stmgr.buffer.max.bytes."},
 	{Name: "egret.stmgr.buffer.low.watermark.bytes", Type: TypeBytes, Default: "2MiB", File: "internals", check: checkPositive,
