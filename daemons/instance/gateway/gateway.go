@@ -65,6 +65,8 @@ type gateway struct {
 	// atLeastOnce is set (before metrics are published) when the
 	// topology acks.
 	atLeastOnce bool
+	// effectivelyOnce is set likewise when the topology checkpoints.
+	effectivelyOnce bool
 }
 
 // Run connects to the stream manager, registers the task, builds the
@@ -114,6 +116,7 @@ func (g *gateway) run(ctx context.Context) error {
 	g.active = isActive(pp)
 	g.runtimeCfg = maps.Clone(pp.GetRuntimeConfig())
 	g.atLeastOnce = topo.Logical.DeliveryMode() == topology.AtLeastOnce
+	g.effectivelyOnce = topo.Logical.DeliveryMode() == topology.EffectivelyOnce
 	in, err := instance.New(instance.Config{
 		Topology:     topo,
 		Layout:       layout,
