@@ -268,6 +268,13 @@ func (e *Executor) run(ctx context.Context) error {
 // containers then run a checkpoint manager).
 func (e *Executor) effectivelyOnce(ctx context.Context, store *state.Store) (bool, error) {
 	t, err := store.Topology(ctx, e.cfg.TopologyName)
+	if errors.Is(err, spi.ErrNotFound) {
+		// Submit writes the definition before the packing plan; without
+		// one there is nothing to checkpoint (the stream manager reports
+		// any checkpoint it cannot store).
+		e.log.Warn("no topology definition in the state manager; starting no checkpoint manager")
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("read the topology definition: %w", err)
 	}
