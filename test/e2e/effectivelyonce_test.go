@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -175,4 +176,25 @@ func TestEffectivelyOnceFaults(t *testing.T) {
 			r.kill()
 		})
 	}
+}
+
+// TestEffectivelyOnceFailingStorage: a checkpoint storage that fails every
+// store (its topology directory is a file) fails every checkpoint; the
+// topology keeps processing, the counts are still exact, and the failures
+// are reported.
+func TestEffectivelyOnceFailingStorage(t *testing.T) {
+	root := t.TempDir()
+	const name = "eo-failing"
+	if err := os.WriteFile(filepath.Join(root, name), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, "local", "egret.checkpoint.localfs.root="+root)
+	r := startEOCount(t, c, name, 10000, "--rate", "4000", "--interval", "300ms")
+	res := r.waitCounted("every word to be counted exactly without a checkpoint", 1, allAckedTimeout)
+	t.Logf("%s", res)
+	await(t, "the failed checkpoints to be reported", recoverTimeout, func() (bool, string) {
+		failed, completed := r.checkpointMetric("checkpoint.failed"), r.checkpointMetric("checkpoint.completed")
+		return failed >= 2 && completed == 0, fmt.Sprintf("checkpoint.failed = %v, checkpoint.completed = %v", failed, completed)
+	})
+	r.kill()
 }
