@@ -39,6 +39,17 @@ import (
 //     connection with the new epoch and restores each local task from the
 //     checkpoint manager.
 
+// Effectively-once metrics of a stream manager (docs/delivery.md).
+const (
+	MetricCheckpointEpoch             = "stmgr.checkpoint.epoch"
+	MetricCheckpointAlignmentsAborted = "stmgr.checkpoint.alignments.aborted"
+	MetricCheckpointFramesFenced      = "stmgr.checkpoint.frames.fenced"
+	MetricCheckpointTuplesHeld        = "stmgr.checkpoint.tuples.held"
+	MetricCheckpointStatesStored      = "stmgr.checkpoint.states.stored"
+	MetricCheckpointStoreFailures     = "stmgr.checkpoint.store.failures"
+	MetricCheckpointRestores          = "stmgr.checkpoint.restores"
+)
+
 // aligner is the barrier alignment state of one local task. mu also
 // orders every push into the task's queue in effectively-once mode, so
 // that a restore or an alignment never interleaves with a delivery.
