@@ -65,6 +65,7 @@ type coordinator struct {
 	cur          *inflight
 
 	started, completed, aborted, failed, restores, restoreFailures int64
+	metricsAt                                                      time.Time
 }
 
 func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) {
@@ -270,8 +271,8 @@ func (m *manager) checkpointTick(now time.Time) {
 			m.broadcastLocked(&egretpb.StartCheckpoint{CheckpointId: cur.id, Epoch: ck.epoch})
 		}
 	}
-	if int(now.Unix())%5 == 0 {
-		m.publishCheckpointMetricsLocked()
+	if now.Sub(ck.metricsAt) >= time.Second {
+		m.publishCheckpointMetricsLocked() // the age moves on
 	}
 }
 
@@ -281,6 +282,7 @@ func (m *manager) checkpointTick(now time.Time) {
 func (m *manager) publishCheckpointMetricsLocked() {
 	ck := &m.ckpt
 	now := m.clock.Now()
+	ck.metricsAt = now
 	age := -1.0
 	if !ck.lastAt.IsZero() {
 		age = now.Sub(ck.lastAt).Seconds()
