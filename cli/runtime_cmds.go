@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -81,6 +82,7 @@ func tmanagerCmd(g *globals) *cobra.Command {
 			}
 			defer sm.Close()
 			c.StateManager, c.Settings = sm, d.cfg
+			c.MetricsSocket, c.MetricsInterval = metricsSocket, d.duration("egret.metrics.export.interval", 10*time.Second)
 			go d.publishProcessMetrics(ctx, metricsSocket, "tmanager", 0)
 			return tmanager.Run(ctx, c, d.log)
 		})

@@ -171,4 +171,3 @@ func TestEpochFencing(t *testing.T) {
 		t.Fatalf("a frame of the old epoch reached the task after the restore: %v", got)
 	}
 }
-

@@ -280,15 +280,27 @@ func (m *manager) checkpointTick(now time.Time) {
 // metrics store (source "tmanager"): egret metrics and the tracker show
 // them.
 func (m *manager) publishCheckpointMetricsLocked() {
-	ck := &m.ckpt
 	now := m.clock.Now()
-	ck.metricsAt = now
+	m.ckpt.metricsAt = now
+	m.metrics.add(m.checkpointMetricsLocked(now), now)
+}
+
+// checkpointMetrics returns the checkpoint figures for the metrics
+// manager.
+func (m *manager) checkpointMetrics() *egretpb.MetricsPublish {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.checkpointMetricsLocked(m.clock.Now())
+}
+
+func (m *manager) checkpointMetricsLocked(now time.Time) *egretpb.MetricsPublish {
+	ck := &m.ckpt
 	age := -1.0
 	if !ck.lastAt.IsZero() {
 		age = now.Sub(ck.lastAt).Seconds()
 	}
 	mt := func(name string, v float64) *egretpb.Metric { return &egretpb.Metric{Name: name, Value: v} }
-	m.metrics.add(&egretpb.MetricsPublish{Source: "tmanager", UnixNanos: now.UnixNano(), Metrics: []*egretpb.Metric{
+	return &egretpb.MetricsPublish{Source: "tmanager", UnixNanos: now.UnixNano(), Metrics: []*egretpb.Metric{
 		mt("checkpoint.last.complete.id", float64(ck.lastComplete)),
 		mt("checkpoint.last.complete.age.seconds", age),
 		mt("checkpoint.last.duration.ms", float64(ck.lastDuration.Milliseconds())),
@@ -300,5 +312,5 @@ func (m *manager) publishCheckpointMetricsLocked() {
 		mt("checkpoint.restores", float64(ck.restores)),
 		mt("checkpoint.restore.failures", float64(ck.restoreFailures)),
 		mt("checkpoint.epoch", float64(ck.epoch)),
-	}}, now)
+	}}
 }
