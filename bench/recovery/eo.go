@@ -36,6 +36,10 @@ const FaultCkptMgr = "ckptmgr"
 // eoCheckpointInterval is the checkpoint interval of the run.
 const eoCheckpointInterval = time.Second
 
+// eoNoRollback: counts that did not drop this long after a kill were not
+// rolled back.
+const eoNoRollback = 10 * time.Second
+
 // RunEffectivelyOnce is Run for an effectively-once topology. o.Topology,
 // when set, is the eocount binary; Faults default to EOFaults.
 func RunEffectivelyOnce(ctx context.Context, o Options) (*Result, error) {
@@ -170,14 +174,22 @@ func (r *eoRun) injectEO(ctx context.Context, kind string) (Fault, error) {
 	if f.BaselineRate, err = r.rate(pre.At.Add(-r.o.Baseline), pre.At); err != nil {
 		return f, fmt.Errorf("baseline rate: %w", err)
 	}
+	// Caught up: back at the level of the kill after the rollback made
+	// the counts drop; a fault without a rollback (the checkpoint
+	// manager's) is caught up at once, which eoNoRollback after the kill
+	// without a drop decides.
 	lowest := pre.Value
 	var rec recovery
 	done := func() bool {
 		last, _ := r.samples.Last()
 		lowest = min(lowest, last.Value)
 		rec = recoveryOf(r.samples, killed, f.BaselineRate, r.o.RateWindow, r.o.Hold, r.o.Tolerance)
-		if !f.Complete && last.Value >= pre.Value && last.At.After(killed) {
+		dropped := lowest < pre.Value
+		if !f.Complete && dropped && last.Value >= pre.Value {
 			f.Complete, f.CompleteSeconds = true, last.At.Sub(killed).Seconds()
+		}
+		if !f.Complete && !dropped && time.Since(killed) > eoNoRollback {
+			f.Complete = true
 		}
 		return rec.ok && f.Complete
 	}
