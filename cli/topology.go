@@ -344,12 +344,41 @@ func metricsCmd(g *globals) *cobra.Command {
 			if err := tw.Flush(); err != nil {
 				return err
 			}
+			writeCheckpoints(out, st.Checkpoints)
 			writeIsolation(out, st)
 			return nil
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
 	return cmd
+}
+
+// writeCheckpoints summarizes the checkpoints of an effectively-once
+// topology (nothing for the others).
+func writeCheckpoints(w io.Writer, m map[string]float64) {
+	if len(m) == 0 {
+		return
+	}
+	if id := m["checkpoint.last.complete.id"]; id > 0 {
+		fmt.Fprintf(w, "checkpoints: last complete %.0f, %.1fs ago, took %.0fms, %s; ", id, m["checkpoint.last.complete.age.seconds"],
+			m["checkpoint.last.duration.ms"], byteSize(m["checkpoint.last.size.bytes"]))
+	} else {
+		fmt.Fprint(w, "checkpoints: none complete yet; ")
+	}
+	fmt.Fprintf(w, "%.0f completed, %.0f aborted, %.0f failed, %.0f restores (epoch %.0f)\n",
+		m["checkpoint.completed"], m["checkpoint.aborted"], m["checkpoint.failed"], m["checkpoint.restores"], m["checkpoint.epoch"])
+}
+
+func byteSize(b float64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", b/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", b/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", b/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", b)
 }
 
 // writeIsolation says which containers run without cgroups (Go limits

@@ -784,6 +784,9 @@ type Stats struct {
 	// executor (executor.cgroups: 1 when its processes are in cgroups),
 	// by container id.
 	Executors map[string]map[string]float64 `json:"executors,omitempty"`
+	// Checkpoints are the topology manager's checkpoint.* metrics
+	// (effectively-once topologies only).
+	Checkpoints map[string]float64 `json:"checkpoints,omitempty"`
 }
 
 // Metrics reads the latest metrics of a running topology from its
@@ -815,6 +818,14 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 	out := &Stats{Topology: name, Components: map[string]map[string]float64{}}
 	for c, v := range raw.Components {
 		out.Components[c] = v.Sums
+	}
+	for k, v := range raw.Containers["0"]["tmanager"].Metrics {
+		if strings.HasPrefix(k, "checkpoint.") {
+			if out.Checkpoints == nil {
+				out.Checkpoints = map[string]float64{}
+			}
+			out.Checkpoints[k] = v
+		}
 	}
 	for c, srcs := range raw.Containers {
 		if ex, ok := srcs["executor"]; ok {

@@ -105,6 +105,11 @@ func TestEffectivelyOnceNoFault(t *testing.T) {
 		v := r.checkpointMetric("checkpoint.completed")
 		return v >= 2, fmt.Sprintf("checkpoint.completed = %v", v)
 	})
+	out := c.mustEgret("metrics", c.name, r.name)
+	if !strings.Contains(out, "checkpoints: last complete ") || !strings.Contains(out, " completed, ") {
+		t.Errorf("egret metrics does not show the checkpoints:\n%s", out)
+	}
+	t.Logf("egret metrics:\n%s", out)
 	r.kill()
 }
 
