@@ -8,6 +8,7 @@ PROTOC_GEN_GO_GRPC_VERSION ?= v1.3.0
 TEST_TIMEOUT ?= 60m
 export EGRET_REQUIRE_ZK ?= 1
 export EGRET_REQUIRE_HADOOP ?= 1
+export EGRET_REQUIRE_KAFKA ?= 1
 export EGRET_REQUIRE_PROMETHEUS ?= 1
 export EGRET_REQUIRE_CHROMIUM ?= 1
 export EGRET_REQUIRE_CARBON ?= 1
@@ -26,7 +27,7 @@ build: ## build every package and the egret binary into bin/
 test: test-deps ## run every test (installs what the tests need when missing)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's Maven jars) when missing
+test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars) when missing
 	@scripts/test-deps.sh
 
 lint: ## gofmt, go vet and staticcheck

@@ -2,7 +2,7 @@
 # Installs what `make test` needs and a fresh machine lacks: ZooKeeper,
 # Prometheus, Chromium, carbon-cache, Slurm and munge from Debian's packages, the Python
 # virtualenv of the multilang tests (pystorm and streamparse), and the Maven
-# artifacts of the Hadoop mini-cluster tests.
+# artifacts of the Hadoop mini-cluster and Kafka broker tests.
 set -euo pipefail
 # Debian packages, each installed when missing: ZooKeeper (the real server
 # the state-manager tests start), Prometheus (the real server that scrapes
@@ -48,6 +48,15 @@ if command -v mvn >/dev/null && command -v javac >/dev/null; then
     echo "resolving the Hadoop mini-cluster's Maven artifacts (first run: about 105 MB)"
     mvn -B -q -f "$pom" dependency:resolve
   fi
+  # The Kafka connector's tests (connectors/kafka, internal/kafkatest) run a
+  # real Kafka 4.4.0 broker from Maven Central jars (about 43 MB the first
+  # time); internal/kafkatest builds its class path offline from ~/.m2.
+  kpom="$(dirname "$0")/../internal/kafkatest/broker/pom.xml"
+  if ! mvn -B -q -o -f "$kpom" dependency:resolve >/dev/null 2>&1; then
+    echo "resolving the Kafka broker's Maven artifacts (first run: about 43 MB)"
+    mvn -B -q -f "$kpom" dependency:resolve
+  fi
 else
+  echo "java/javac or mvn missing: the Kafka broker tests (EGRET_REQUIRE_KAFKA=1) will fail under make test"
   echo "java/javac or mvn missing: the Hadoop mini-cluster tests (test/hadoop) will fail under make test (EGRET_REQUIRE_HADOOP=1); install openjdk-17-jdk-headless and maven"
 fi

@@ -1,0 +1,333 @@
+package kafka
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/internal/kafkatest"
+)
+
+func openSpout(t *testing.T, cfg SpoutConfig, ctx *testCtx) (*Spout, *spoutOut) {
+	t.Helper()
+	s := NewSpout(cfg)().(*Spout)
+	out := &spoutOut{}
+	if err := s.Open(ctx, out); err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s, out
+}
+
+func TestSpoutAtLeastOnceCommitsOnlyTheContiguousAckedPrefix(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "in", 1, nil)
+	produce(t, b, "in", 0, vals("v", 0, 10)...)
+	adm := kadm.NewClient(b.Client(t))
+
+	s, out := openSpout(t, SpoutConfig{Brokers: []string{b.Addr}, Topics: []string{"in"}, Group: "g-alo", CommitInterval: 20 * time.Millisecond},
+		newCtx(t, topology.AtLeastOnce, "spout", 0, 1))
+	until(t, "10 records emitted", s.NextTuple, func() bool { return len(out.emitted()) >= 10 })
+	em := out.emitted()
+	for i, e := range em {
+		if e.offset() != int64(i) || e.value() != vals("v", i, i+1)[0] {
+			t.Fatalf("emission %d = offset %d value %q", i, e.offset(), e.value())
+		}
+		if e.id == nil {
+			t.Fatalf("emission %d has no message id in at-least-once mode", i)
+		}
+	}
+	// Ack everything but offset 4, which fails.
+	for _, e := range em {
+		if e.offset() == 4 {
+			s.Fail(e.id)
+		} else {
+			s.Ack(e.id)
+		}
+	}
+	out.reset()
+	until(t, "offset 4 re-emitted", s.NextTuple, func() bool { return len(out.emitted()) > 0 })
+	re := out.emitted()
+	if len(re) != 1 || re[0].offset() != 4 || re[0].value() != "v4" {
+		t.Fatalf("re-emitted %v, want only offset 4 (v4)", re)
+	}
+	// The commit stops at the failed record while it is pending.
+	until(t, "offset 4 committed", s.NextTuple, func() bool { return committed(t, adm, "g-alo", "in", 0) == 4 })
+	for i := 0; i < 20; i++ { // several commit intervals
+		s.NextTuple()
+		time.Sleep(5 * time.Millisecond)
+	}
+	if c := committed(t, adm, "g-alo", "in", 0); c != 4 {
+		t.Fatalf("committed %d while offset 4 is pending, want 4", c)
+	}
+	s.Ack(re[0].id)
+	until(t, "offset 10 committed", s.NextTuple, func() bool { return committed(t, adm, "g-alo", "in", 0) == 10 })
+	if n := len(out.emitted()); n != 1 {
+		t.Fatalf("emitted %d records after the retry, want none", n-1)
+	}
+
+	// A new spout of the group resumes after the committed prefix.
+	s.Close()
+	produce(t, b, "in", 0, "v10")
+	s2, out2 := openSpout(t, SpoutConfig{Brokers: []string{b.Addr}, Topics: []string{"in"}, Group: "g-alo"},
+		newCtx(t, topology.AtLeastOnce, "spout", 0, 1))
+	until(t, "the new record", s2.NextTuple, func() bool { return len(out2.emitted()) >= 1 })
+	if e := out2.emitted()[0]; e.offset() != 10 {
+		t.Fatalf("the restarted spout began at offset %d, want 10", e.offset())
+	}
+}
+
+func TestSpoutAtMostOnceCommitsPeriodically(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "in", 1, nil)
+	produce(t, b, "in", 0, vals("v", 0, 5)...)
+	adm := kadm.NewClient(b.Client(t))
+	cfg := SpoutConfig{Brokers: []string{b.Addr}, Topics: []string{"in"}, Group: "g-amo", CommitInterval: 20 * time.Millisecond}
+	s, out := openSpout(t, cfg, newCtx(t, topology.AtMostOnce, "spout", 0, 1))
+	until(t, "5 emitted", s.NextTuple, func() bool { return len(out.emitted()) >= 5 })
+	for _, e := range out.emitted() {
+		if e.id != nil {
+			t.Fatalf("at-most-once emission with message id %v", e.id)
+		}
+	}
+	// Nothing is acked, yet the emitted offsets are committed.
+	until(t, "offset 5 committed", s.NextTuple, func() bool { return committed(t, adm, "g-amo", "in", 0) == 5 })
+	produce(t, b, "in", 0, "v5", "v6")
+	until(t, "offset 7 committed", s.NextTuple, func() bool { return committed(t, adm, "g-amo", "in", 0) == 7 })
+	if n := len(out.emitted()); n != 7 {
+		t.Fatalf("emitted %d, want 7", n)
+	}
+}
+
+// positionsOf reads the positions state of states.
+func positionsOf(t *testing.T, states *api.States) map[string]int64 {
+	t.Helper()
+	st, err := api.NewState[string, int64](states, PositionsState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string]int64{}
+	st.Range(func(k string, v int64) bool { m[k] = v; return true })
+	return m
+}
+
+// snapshot encodes states as the runtime saves them and decodes them as
+// it restores them.
+func snapshot(t *testing.T, states *api.States) *api.States {
+	t.Helper()
+	b, err := states.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := api.UnmarshalStates(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func firstOffsets(em []emission) map[int32]int64 {
+	first := map[int32]int64{}
+	for _, e := range em {
+		if o, ok := first[e.partition()]; !ok || e.offset() < o {
+			first[e.partition()] = e.offset()
+		}
+	}
+	return first
+}
+
+func TestSpoutEffectivelyOnceRestoresPositions(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "in", 2, nil)
+	produce(t, b, "in", 0, vals("a", 0, 10)...)
+	produce(t, b, "in", 1, vals("b", 0, 10)...)
+	cfg := SpoutConfig{Brokers: []string{b.Addr}, Topics: []string{"in"}, Group: "ignored-in-eo"}
+
+	s, out := openSpout(t, cfg, newCtx(t, topology.EffectivelyOnce, "spout", 0, 1))
+	states := api.NewStates()
+	if err := s.InitState(states); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "20 emitted", s.NextTuple, func() bool { return len(out.emitted()) >= 20 })
+	for _, e := range out.emitted() {
+		if e.id != nil {
+			t.Fatalf("effectively-once emission with message id %v", e.id)
+		}
+	}
+	if err := s.PreSave(1); err != nil {
+		t.Fatal(err)
+	}
+	saved := snapshot(t, states)
+	if got := positionsOf(t, snapshot(t, states)); got["in/0"] != 10 || got["in/1"] != 10 || len(got) != 2 {
+		t.Fatalf("positions after 20 records = %v, want in/0 and in/1 at 10", got)
+	}
+
+	// More records flow after the checkpoint, then the topology rolls
+	// back to it: the spout re-emits from the saved positions.
+	produce(t, b, "in", 0, vals("a", 10, 15)...)
+	produce(t, b, "in", 1, vals("b", 10, 15)...)
+	until(t, "30 emitted", s.NextTuple, func() bool { return len(out.emitted()) >= 30 })
+	out.reset()
+	if err := s.InitState(saved); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "10 re-emitted", s.NextTuple, func() bool { return len(out.emitted()) >= 10 })
+	if f := firstOffsets(out.emitted()); f[0] != 10 || f[1] != 10 {
+		t.Fatalf("after the rollback the spout began at %v, want offset 10 of both partitions", f)
+	}
+	for i := 0; i < 50; i++ {
+		s.NextTuple()
+	}
+	if n := len(out.emitted()); n != 10 {
+		t.Fatalf("re-emitted %d records after the rollback, want 10", n)
+	}
+
+	// Two tasks split the partitions; each starts where its restored
+	// state says (task 0 owns partition 0, task 1 partition 1).
+	st := api.NewStates()
+	pos, _ := api.NewState[string, int64](st, PositionsState)
+	pos.Put("in/0", 3)
+	pos.Put("in/1", 7)
+	restored := snapshot(t, st)
+	for idx, want := range map[int]map[int32]int64{0: {0: 3}, 1: {1: 7}} {
+		s, out := openSpout(t, cfg, newCtx(t, topology.EffectivelyOnce, "spout", idx, 2))
+		if err := s.InitState(snapshot(t, restored)); err != nil {
+			t.Fatal(err)
+		}
+		until(t, "records emitted", s.NextTuple, func() bool { return len(out.emitted()) >= 15-int(want[int32(idx)]) })
+		if f := firstOffsets(out.emitted()); len(f) != 1 || f[int32(idx)] != want[int32(idx)] {
+			t.Fatalf("task %d began at %v, want %v", idx, f, want)
+		}
+	}
+}
+
+func TestSpoutSurvivesBrokerRestart(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "in", 1, nil)
+	produce(t, b, "in", 0, vals("v", 0, 10)...)
+	adm := kadm.NewClient(b.Client(t))
+	s, out := openSpout(t, SpoutConfig{Brokers: []string{b.Addr}, Topics: []string{"in"}, Group: "g-restart", CommitInterval: 20 * time.Millisecond},
+		newCtx(t, topology.AtLeastOnce, "spout", 0, 1))
+	ackAll := func() {
+		s.NextTuple()
+		for _, e := range out.emitted() {
+			s.Ack(e.id)
+		}
+	}
+	until(t, "10 emitted and committed", ackAll, func() bool {
+		return len(out.emitted()) >= 10 && committed(t, adm, "g-restart", "in", 0) == 10
+	})
+	if err := b.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, b, "in", 0, vals("v", 10, 20)...)
+	until(t, "20 emitted and committed after the restart", ackAll, func() bool {
+		return len(out.emitted()) >= 20 && committed(t, adm, "g-restart", "in", 0) == 20
+	})
+	var got []string
+	for _, e := range out.emitted() {
+		got = append(got, e.value())
+	}
+	if !slices.Equal(got, vals("v", 0, 20)) {
+		t.Fatalf("emitted %v, want v0..v19 once each", got)
+	}
+}
+
+func TestSpoutGroupRebalanceBetweenTwoSpouts(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "in", 4, nil)
+	for p := int32(0); p < 4; p++ {
+		produce(t, b, "in", p, vals("r", int(p)*10, int(p)*10+10)...)
+	}
+	adm := kadm.NewClient(b.Client(t))
+	cfg := SpoutConfig{Brokers: []string{b.Addr}, Topics: []string{"in"}, Group: "g-rb", CommitInterval: 20 * time.Millisecond}
+	a, outA := openSpout(t, cfg, newCtx(t, topology.AtLeastOnce, "spout", 0, 2))
+	seen := map[string]int{}
+	drive := func(s *Spout, out *spoutOut) {
+		s.NextTuple()
+		for _, e := range out.emitted() {
+			s.Ack(e.id)
+			seen[e.value()]++
+		}
+		out.reset()
+	}
+	allCommitted := func(want int64) bool {
+		for p := int32(0); p < 4; p++ {
+			if committed(t, adm, "g-rb", "in", p) != want {
+				return false
+			}
+		}
+		return true
+	}
+	until(t, "A reads and commits all 40", func() { drive(a, outA) }, func() bool { return len(seen) == 40 && allCommitted(10) })
+
+	// B joins: the group splits the partitions between A and B.
+	bs, outB := openSpout(t, cfg, newCtx(t, topology.AtLeastOnce, "spout", 1, 2))
+	owned := func(s *Spout) map[topicPartition]bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		m := map[topicPartition]bool{}
+		for tp := range s.parts {
+			m[tp] = true
+		}
+		return m
+	}
+	until(t, "both spouts own two partitions", func() { drive(a, outA); drive(bs, outB) }, func() bool {
+		oa, ob := owned(a), owned(bs)
+		if len(oa) != 2 || len(ob) != 2 {
+			return false
+		}
+		for tp := range oa {
+			if ob[tp] {
+				return false
+			}
+		}
+		return true
+	})
+	clear(seen)
+	var fromA, fromB int
+	for p := int32(0); p < 4; p++ {
+		produce(t, b, "in", p, vals("s", int(p)*10, int(p)*10+10)...)
+	}
+	until(t, "A and B read and commit the next 40", func() {
+		a.NextTuple()
+		for _, e := range outA.emitted() {
+			a.Ack(e.id)
+			seen[e.value()]++
+			fromA++
+		}
+		outA.reset()
+		bs.NextTuple()
+		for _, e := range outB.emitted() {
+			bs.Ack(e.id)
+			seen[e.value()]++
+			fromB++
+		}
+		outB.reset()
+	}, func() bool { return len(seen) == 40 && allCommitted(20) })
+	if fromA != 20 || fromB != 20 {
+		t.Fatalf("A emitted %d and B %d of the 40 new records, want 20 each (each partition read by one spout)", fromA, fromB)
+	}
+	for v, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s emitted %d times in a stable group", v, n)
+		}
+	}
+
+	// A leaves: B takes every partition and resumes from the commits.
+	a.Close()
+	clear(seen)
+	for p := int32(0); p < 4; p++ {
+		produce(t, b, "in", p, vals("t", int(p)*10, int(p)*10+10)...)
+	}
+	until(t, "B reads and commits the last 40", func() { drive(bs, outB) }, func() bool { return len(seen) == 40 && allCommitted(30) })
+	for v, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s emitted %d times after A left", v, n)
+		}
+	}
+}
