@@ -13,6 +13,8 @@
 //	--mode MODE      at-most-once, at-least-once or effectively-once (default)
 //	--splits N       split bolt parallelism (default 2)
 //	--counts N       count bolt parallelism (default 2)
+//	--containers N   containers in a cluster (default 1)
+//	--checkpoint-interval D  topology.stateful.checkpoint.interval (default 5s)
 package main
 
 import (
@@ -36,6 +38,8 @@ func main() {
 	fs.StringVar(&mode, "mode", string(topology.EffectivelyOnce), "delivery mode")
 	fs.IntVar(&o.Splits, "splits", 2, "split bolt parallelism")
 	fs.IntVar(&o.Counts, "counts", 2, "count bolt parallelism")
+	fs.IntVar(&o.Containers, "containers", 1, "containers in a cluster")
+	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 0, "checkpoint interval (effectively-once; 0: the default)")
 	own, rest := egret.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/connectors/kafka"
@@ -30,6 +31,11 @@ type Options struct {
 	Mode topology.DeliveryMode
 	// Spouts, Splits, Counts and Sinks are parallelisms (default 1, 2, 2, 1).
 	Spouts, Splits, Counts, Sinks int
+	// Containers is the number of containers (default 1).
+	Containers int
+	// CheckpointInterval is topology.stateful.checkpoint.interval (0: the
+	// default).
+	CheckpointInterval time.Duration
 }
 
 // CountsState is the count bolt's state: word → count.
@@ -60,6 +66,12 @@ func Builder(o Options) *api.TopologyBuilder {
 	}
 	b := api.NewTopologyBuilder("kafkawordcount")
 	b.SetDeliveryMode(o.Mode)
+	if o.Containers > 0 {
+		b.SetContainers(o.Containers)
+	}
+	if o.CheckpointInterval > 0 {
+		b.SetConfig(topology.KeyCheckpointInterval, o.CheckpointInterval.String())
+	}
 	if o.Brokers != "" {
 		b.SetConfig(kafka.KeyBrokers, o.Brokers)
 	}
