@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
@@ -201,5 +202,67 @@ func TestEffectivelyOnceFailingStorage(t *testing.T) {
 		failed, completed := r.checkpointMetric("checkpoint.failed"), r.checkpointMetric("checkpoint.completed")
 		return failed >= 2 && completed == 0, fmt.Sprintf("checkpoint.failed = %v, checkpoint.completed = %v", failed, completed)
 	})
+	r.kill()
+}
+
+// TestEffectivelyOnceRandomFaults kills -9, one after the other, processes
+// chosen at random (the seed is logged) in one run while sentences flow,
+// each kill striking after a new checkpoint completed; the counts still
+// end exact.
+func TestEffectivelyOnceRandomFaults(t *testing.T) {
+	c := newCluster(t, "local")
+	r := startEOCount(t, c, "eo-random", 40000, "--rate", "2000", "--interval", "300ms")
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewPCG(uint64(seed), 1))
+	t.Logf("seed %d", seed)
+	kinds := []string{"instance", "stmgr", "ckptmgr", "tmanager", "container"}
+	for i := 0; i < 6; i++ {
+		before := r.checkpointMetric("checkpoint.completed")
+		await(t, "a new checkpoint", recoverTimeout, func() (bool, string) {
+			v := r.checkpointMetric("checkpoint.completed")
+			return v > before || (before < 0 && v > 0), fmt.Sprintf("checkpoint.completed = %v (was %v)", v, before)
+		})
+		kind := kinds[rng.IntN(len(kinds))]
+		container := 1 + rng.IntN(2)
+		procs := r.procs(container)
+		var names []string
+		switch kind {
+		case "instance":
+			for name := range procs {
+				if strings.HasPrefix(name, "instance-") {
+					names = append(names, name)
+				}
+			}
+			sort.Strings(names)
+			names = names[rng.IntN(len(names)):][:1]
+		case "tmanager":
+			container, procs = 0, r.procs(0)
+			names = []string{"tmanager"}
+		case "container":
+			for name := range procs {
+				names = append(names, name)
+			}
+		default:
+			names = []string{kind}
+		}
+		old := map[string]proc{}
+		for _, name := range names {
+			p, ok := procs[name]
+			if !ok {
+				t.Fatalf("container %d runs no %s: %v", container, name, procs)
+			}
+			old[name] = p
+		}
+		for _, name := range names {
+			if err := syscall.Kill(old[name].pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+				t.Fatalf("kill -9 %s: %v", name, err)
+			}
+		}
+		t.Logf("kill %d: %s in container %d at %s", i+1, strings.Join(names, ", "), container, r.check())
+		waitDead(t, "the killed processes to exit", old)
+		r.waitRestarted(container, old)
+	}
+	res := r.waitCounted("every word to be counted exactly after the faults", 1, allAckedTimeout)
+	t.Logf("%s", res)
 	r.kill()
 }

@@ -57,7 +57,7 @@ type Options struct {
 	Interval time.Duration
 	// ReportEvery is the count bolts' report interval (default 300ms).
 	ReportEvery time.Duration
-	Settings map[string]string
+	Settings    map[string]string
 }
 
 // ParseArgs parses the topology's own flags out of args and returns the
