@@ -6,6 +6,8 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -20,6 +22,17 @@ func FuzzReadFrame(f *testing.F) {
 	var rec []byte
 	rec = AppendRecord(rec, &Header{SrcTask: 1, Stream: 1, Roots: []Root{{Task: 1, ID: 7}}}, []byte{1, 2, 3})
 	f.Add(AppendDataFrame(nil, &Batch{Dest: 3, Count: 1, Buf: rec}))
+	for _, m := range []proto.Message{
+		&egretpb.RestoreInstanceState{CheckpointId: 3, Epoch: 2, State: []byte("EGS1\x00")},
+		&egretpb.StoreInstanceState{CheckpointId: 3, Epoch: 2, TaskId: 4, State: []byte{1}},
+		&egretpb.SaveStateRequest{CheckpointId: 1, TaskId: 2, State: []byte{3}},
+		&egretpb.LoadStateResponse{CheckpointId: 1, TaskId: 2, NotFound: true},
+	} {
+		b, _ := AppendMessage(nil, m)
+		f.Add(b)
+	}
+	f.Add(AppendBarrier(nil, Barrier{Dest: 1, Src: 2, Checkpoint: 3, Epoch: 4}))
+	f.Add(AppendEpoch(nil, 5))
 	f.Add([]byte{0, 0, 0, 0})
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 1})
 	f.Add([]byte{0, 0, 0, 1, 99})
@@ -34,10 +47,19 @@ func FuzzReadFrame(f *testing.F) {
 			if err != nil {
 				return
 			}
+			switch ft {
+			case FrameBarrier:
+				_, _ = ParseBarrier(payload)
+				continue
+			case FrameEpoch:
+				_, _ = ParseEpoch(payload)
+				continue
+			}
 			if ft != FrameData {
 				_, _ = DecodeMessage(ft, payload)
 				continue
 			}
+			_, _ = FirstSource(payload)
 			body := buf[:len(payload)+1]
 			if _, err := DataFrameDest(body); err != nil {
 				continue
