@@ -286,3 +286,22 @@ func randomHex() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// Damage replaces the stored bytes of key (header included) with
+// damage(bytes), in place. It exists for tests: the conformance suite's
+// Damage hook (checkpointtest.Suite.Damage) uses it to check that damaged
+// state loads as spi.ErrCorrupt.
+func (s *Storage) Damage(key spi.CheckpointKey, damage func([]byte) []byte) error {
+	p, err := s.Path(key)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("localfs checkpoint damage: %w", err)
+	}
+	if err := os.WriteFile(p, damage(b), 0o644); err != nil {
+		return fmt.Errorf("localfs checkpoint damage: %w", err)
+	}
+	return nil
+}
