@@ -45,6 +45,20 @@ func MetricsMgrArgs(p Params) []string {
 	}
 }
 
+// CkptMgrArgs is the checkpoint manager's command line (containers 1..N of
+// an effectively-once topology):
+//
+//	egret ckptmgr --topology N --container C --socket K --metrics-socket M --config F
+func CkptMgrArgs(p Params) []string {
+	return []string{p.Egret, "ckptmgr",
+		"--topology", p.TopologyName,
+		"--container", strconv.Itoa(p.Container),
+		"--socket", p.Paths.CkptMgrSocket,
+		"--metrics-socket", p.Paths.MetricsSocket,
+		"--config", p.Paths.ConfigFile,
+	}
+}
+
 // StmgrArgs is the stream manager's command line (containers 1..N):
 //
 //	egret stmgr --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F

@@ -195,6 +195,9 @@ type Paths struct {
 	// or short paths under SocketDir when those are too long.
 	StmgrSocket   string
 	MetricsSocket string
+	// CkptMgrSocket is W/ckptmgr.sock (or under SocketDir), the
+	// checkpoint manager's socket.
+	CkptMgrSocket string
 	// SocketDir is the private directory under os.TempDir() holding the
 	// sockets when W is too long ("" otherwise).
 	SocketDir string
@@ -219,6 +222,7 @@ func ComputePaths(workDir, configFile string) (Paths, error) {
 		MetricsFile:   filepath.Join(w, "metrics.jsonl"),
 		StmgrSocket:   filepath.Join(w, "stmgr.sock"),
 		MetricsSocket: filepath.Join(w, "metricsmgr.sock"),
+		CkptMgrSocket: filepath.Join(w, "ckptmgr.sock"),
 	}
 	p.TopologyBinary = filepath.Join(p.PackageDir, "topology")
 	switch {
@@ -229,12 +233,13 @@ func ComputePaths(workDir, configFile string) (Paths, error) {
 	default:
 		p.ConfigFile = filepath.Join(w, configFile)
 	}
-	if len(p.StmgrSocket) > maxSocketPath || len(p.MetricsSocket) > maxSocketPath {
+	if len(p.StmgrSocket) > maxSocketPath || len(p.MetricsSocket) > maxSocketPath || len(p.CkptMgrSocket) > maxSocketPath {
 		// Deterministic, so a restarted executor picks the same paths.
 		sum := sha256.Sum256([]byte(w))
 		p.SocketDir = filepath.Join(os.TempDir(), "egret-"+hex.EncodeToString(sum[:6]))
 		p.StmgrSocket = filepath.Join(p.SocketDir, "stmgr.sock")
 		p.MetricsSocket = filepath.Join(p.SocketDir, "metricsmgr.sock")
+		p.CkptMgrSocket = filepath.Join(p.SocketDir, "ckptmgr.sock")
 		if len(p.MetricsSocket) > maxSocketPath {
 			return Paths{}, fmt.Errorf("executor: socket path %s is longer than %d bytes even under the temp directory; set TMPDIR to a shorter directory",
 				p.MetricsSocket, maxSocketPath)

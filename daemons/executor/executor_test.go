@@ -31,6 +31,7 @@ func TestArgs(t *testing.T) {
 		Paths: Paths{
 			WorkDir: "/w", ConfigFile: "/w/package/cluster.json", TopologyBinary: "/w/package/topology",
 			StmgrSocket: "/w/stmgr.sock", MetricsSocket: "/w/metricsmgr.sock", MetricsFile: "/w/metrics.jsonl",
+			CkptMgrSocket: "/w/ckptmgr.sock",
 		},
 	}
 	tests := []struct {
@@ -41,6 +42,8 @@ func TestArgs(t *testing.T) {
 		{"tmanager", TManagerArgs(p), []string{"/bin/egret", "tmanager", "--topology", "wc", "--topology-id", "wc-1", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"metricsmgr", MetricsMgrArgs(p), []string{"/bin/egret", "metricsmgr", "--topology", "wc", "--container", "2",
 			"--socket", "/w/metricsmgr.sock", "--metrics-file", "/w/metrics.jsonl", "--config", "/w/package/cluster.json"}},
+		{"ckptmgr", CkptMgrArgs(p), []string{"/bin/egret", "ckptmgr", "--topology", "wc", "--container", "2",
+			"--socket", "/w/ckptmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"stmgr", StmgrArgs(p), []string{"/bin/egret", "stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
 			"--socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"instance", InstanceArgs(p, 7), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
@@ -63,7 +66,8 @@ func TestComputePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.StmgrSocket != filepath.Join(short, "stmgr.sock") || p.MetricsSocket != filepath.Join(short, "metricsmgr.sock") || p.SocketDir != "" {
+	if p.StmgrSocket != filepath.Join(short, "stmgr.sock") || p.MetricsSocket != filepath.Join(short, "metricsmgr.sock") ||
+		p.CkptMgrSocket != filepath.Join(short, "ckptmgr.sock") || p.SocketDir != "" {
 		t.Errorf("short work dir: sockets %s %s (dir %q)", p.StmgrSocket, p.MetricsSocket, p.SocketDir)
 	}
 	if p.ConfigFile != filepath.Join(short, "package", "cluster.json") {
@@ -75,12 +79,12 @@ func TestComputePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{p.StmgrSocket, p.MetricsSocket} {
+	for _, s := range []string{p.StmgrSocket, p.MetricsSocket, p.CkptMgrSocket} {
 		if len(s) > maxSocketPath || !strings.HasPrefix(s, os.TempDir()) {
 			t.Errorf("long work dir: socket %s (%d bytes) not short under the temp dir", s, len(s))
 		}
 	}
-	if p.StmgrSocket == p.MetricsSocket {
+	if p.StmgrSocket == p.MetricsSocket || p.CkptMgrSocket == p.StmgrSocket || p.CkptMgrSocket == p.MetricsSocket {
 		t.Error("sockets collide")
 	}
 	if p.ConfigFile != filepath.Join(long, "conf", "c.json") {
