@@ -240,7 +240,23 @@ func TestPipelined(t *testing.T) {
 		reqs = append(reqs, &egretpb.SaveStateRequest{CheckpointId: 7, TaskId: task, State: stateOf(7, task)},
 			&egretpb.LoadStateRequest{CheckpointId: 7, TaskId: task})
 	}
-	go c.send(reqs...)
+	var frames []byte
+	for _, m := range reqs {
+		var err error
+		if frames, err = wire.AppendMessage(frames, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := make(chan error, 1)
+	go func() {
+		_, err := c.conn.Write(frames) // all at once, while responses are read
+		written <- err
+	}()
+	defer func() {
+		if err := <-written; err != nil {
+			t.Errorf("write the requests: %v", err)
+		}
+	}()
 	for task := int32(0); task < 50; task++ {
 		sr, ok := c.recv().(*egretpb.SaveStateResponse)
 		if !ok || sr.GetTaskId() != task || sr.GetError() != "" {
@@ -558,5 +574,27 @@ func TestConfigErrors(t *testing.T) {
 		if _, err := ckptmgr.New(cfg, nil); err == nil {
 			t.Errorf("%s: New succeeded", name)
 		}
+	}
+}
+
+// blocking is a storage whose Store blocks until its context ends.
+type blocking struct{ spi.CheckpointStorage }
+
+func (blocking) Store(ctx context.Context, _ spi.CheckpointKey, _ []byte) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestTimeout: a storage call slower than Config.Timeout is answered with
+// an error, and the next request is served.
+func TestTimeout(t *testing.T) {
+	s := start(t, ckptmgr.Config{Storage: blocking{newStorage(t)}, Timeout: 50 * time.Millisecond})
+	c := dial(t, sockets[s])
+	r := c.save(1, 1, []byte("x"))
+	if !strings.Contains(r.GetError(), context.DeadlineExceeded.Error()) {
+		t.Fatalf("save into a storage that hangs = %v, want a deadline error", r)
+	}
+	if r := c.load(1, 1); !r.GetNotFound() {
+		t.Fatalf("load after a timed-out save = %v", r)
 	}
 }
