@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/colinmarc/hdfs/v2"
 	"go.uber.org/zap/zaptest"
 
 	"github.com/egret-stream/egret/checkpoints/checkpointtest"
@@ -72,13 +73,17 @@ func TestCheckpointStorageConformance(t *testing.T) {
 	}.Run(t)
 }
 
-// TestCheckpointStorageLayout: the documented layout and replication, no
-// temp file left, and Delete removes the checkpoint's directory.
+// TestCheckpointStorageLayout: the documented layout, the configured
+// replication (2, above the cluster's one DataNode: HDFS records it and
+// completes the file at its minimum replication), no temp file left, and
+// Delete removes the checkpoint's directory.
 func TestCheckpointStorageLayout(t *testing.T) {
 	c := needCluster(t)
 	cl := dfs(t)
 	dir := "/egret/checkpoints/" + randomName("layout")
-	st := openCheckpoints(t, checkpointConfig(c.NameNode, dir))
+	cfg := checkpointConfig(c.NameNode, dir)
+	cfg[ckpthdfs.KeyReplication] = "2"
+	st := openCheckpoints(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := st.Store(ctx, spi.CheckpointKey{Topology: "wc", Checkpoint: 12, Task: 3}, []byte("state")); err != nil {
@@ -90,6 +95,9 @@ func TestCheckpointStorageLayout(t *testing.T) {
 	}
 	if fi.Size() != 16+5 {
 		t.Errorf("state file of %d bytes, want the 16-byte header and 5 bytes", fi.Size())
+	}
+	if got := fi.Sys().(*hdfs.FileStatus).GetBlockReplication(); got != 2 {
+		t.Errorf("replication %d, want the configured 2", got)
 	}
 	entries, err := cl.ReadDir(dir + "/wc/12")
 	if err != nil || len(entries) != 1 {
