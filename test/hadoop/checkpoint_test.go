@@ -14,6 +14,8 @@ import (
 	ckpthdfs "github.com/egret-stream/egret/checkpoints/hdfs"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/hdfsx"
+	"github.com/egret-stream/egret/plugins"
+	"github.com/egret-stream/egret/plugins/plugintest"
 )
 
 func checkpointConfig(nn, dir string) spi.Config {
@@ -36,14 +38,32 @@ func openCheckpoints(t *testing.T, cfg spi.Config) *ckpthdfs.Storage {
 }
 
 // The checkpoint storage conformance suite against the real NameNode,
-// damaged state included (rewritten through a superuser client).
+// damaged state included (rewritten through a superuser client), in
+// process and over the plugin boundary (cmd/egret-checkpointstorage-hdfs).
 func TestCheckpointStorageConformance(t *testing.T) {
 	c := needCluster(t)
+	t.Run("InProcess", func(t *testing.T) {
+		cfg := checkpointConfig(c.NameNode, "/egret/checkpoints/"+randomName("conformance"))
+		hdfsCheckpointSuite(t, cfg, func(context.Context) (spi.CheckpointStorage, error) {
+			return ckpthdfs.New(cfg, zaptest.NewLogger(t))
+		}).Run(t)
+	})
+	t.Run("Plugin", func(t *testing.T) {
+		dir := t.TempDir()
+		plugintest.Install(t, dir, plugins.KindCheckpointStorage, "hdfsplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-checkpointstorage-hdfs"))
+		l := plugintest.NewLoader(t, dir)
+		cfg := checkpointConfig(c.NameNode, "/egret/checkpoints/"+randomName("plugin"))
+		hdfsCheckpointSuite(t, cfg, func(ctx context.Context) (spi.CheckpointStorage, error) {
+			return l.LoadCheckpointStorage(ctx, "hdfsplugin", cfg)
+		}).Run(t)
+	})
+}
+
+func hdfsCheckpointSuite(t *testing.T, cfg spi.Config, open func(context.Context) (spi.CheckpointStorage, error)) checkpointtest.Suite {
 	cl := dfs(t)
-	cfg := checkpointConfig(c.NameNode, "/egret/checkpoints/"+randomName("conformance"))
 	paths := openCheckpoints(t, cfg)
-	checkpointtest.Suite{
-		Open: func(context.Context) (spi.CheckpointStorage, error) { return ckpthdfs.New(cfg, zaptest.NewLogger(t)) },
+	return checkpointtest.Suite{
+		Open: open,
 		Damage: func(_ context.Context, key spi.CheckpointKey, damage func([]byte) []byte) error {
 			p, err := paths.Path(key)
 			if err != nil {
@@ -70,7 +90,7 @@ func TestCheckpointStorageConformance(t *testing.T) {
 			}
 			return hdfsx.CloseReplicated(context.Background(), w, 30*time.Second)
 		},
-	}.Run(t)
+	}
 }
 
 // TestCheckpointStorageLayout: the documented layout, the configured
