@@ -336,9 +336,10 @@ func (st *Storage) delete(ctx context.Context, topology string, checkpoint int64
 		return err
 	}
 	dir := st.checkpointDir(topology, checkpoint)
-	gone := path.Join(st.s.Directory, topology, blob.TempPrefix+"deleted-"+blob.CheckpointDir(checkpoint)+"-"+randomHex())
+	gone := path.Join(st.s.Directory, topology, deletedPrefix(checkpoint)+randomHex())
 	switch err := c.Rename(dir, gone); {
 	case hdfsx.IsNotExist(err):
+		st.removeLeftovers(c, path.Dir(dir), checkpoint)
 		return nil
 	case err != nil:
 		return st.done(c, st.explain(err, "rename in "+path.Dir(dir)))
@@ -346,8 +347,31 @@ func (st *Storage) delete(ctx context.Context, topology string, checkpoint int64
 	if err := c.RemoveAll(gone); err != nil {
 		return st.done(c, st.explain(err, "delete "+gone))
 	}
+	st.removeLeftovers(c, path.Dir(dir), checkpoint)
 	st.log.Debug("deleted checkpoint", zap.String("topology", topology), zap.Int64("checkpoint", checkpoint))
 	return nil
+}
+
+// removeLeftovers removes what deletes of checkpoint interrupted by a
+// crash left in the topology's directory (best effort).
+func (st *Storage) removeLeftovers(c *hdfsclient.Client, topoDir string, checkpoint int64) {
+	entries, err := c.ReadDir(topoDir)
+	if err != nil {
+		return
+	}
+	prefix := deletedPrefix(checkpoint)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if err := c.RemoveAll(path.Join(topoDir, e.Name())); err != nil {
+			st.log.Warn("could not remove what an interrupted delete left", zap.String("path", path.Join(topoDir, e.Name())), zap.Error(err))
+		}
+	}
+}
+
+func deletedPrefix(checkpoint int64) string {
+	return blob.TempPrefix + "deleted-" + blob.CheckpointDir(checkpoint) + "-"
 }
 
 // Close closes the client; calls afterwards fail with spi.ErrClosed.

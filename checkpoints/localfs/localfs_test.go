@@ -146,6 +146,19 @@ func TestLeftovers(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(topo, "5")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("checkpoint directory after Delete: %v", err)
 	}
+	// Delete of 3 (absent) removes what an interrupted delete of 3 left;
+	// the other entries stay.
+	if err := st.Delete(ctx, "wc", 3); err != nil {
+		t.Fatal(err)
+	}
+	entries, _ := os.ReadDir(topo)
+	var left []string
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if !slices.Equal(left, []string{"007", "9", "notanumber"}) {
+		t.Fatalf("after Delete of 3 the topology directory holds %v", left)
+	}
 }
 
 // TestNothingOutsideRoot: hostile names create nothing outside the root.
