@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 
@@ -30,7 +31,7 @@ import (
 
 const topo = "wordcount"
 
-func socketPath(t *testing.T, name string) string {
+func socketPath(t testing.TB, name string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ckpt")
 	if err != nil {
@@ -40,7 +41,7 @@ func socketPath(t *testing.T, name string) string {
 	return filepath.Join(dir, name)
 }
 
-func newStorage(t *testing.T) spi.CheckpointStorage {
+func newStorage(t testing.TB) spi.CheckpointStorage {
 	t.Helper()
 	st, err := localfs.New(spi.Config{localfs.KeyRoot: t.TempDir()}, zaptest.NewLogger(t))
 	if err != nil {
@@ -50,8 +51,13 @@ func newStorage(t *testing.T) spi.CheckpointStorage {
 	return st
 }
 
-// start runs a checkpoint manager over st until the test ends.
-func start(t *testing.T, cfg ckptmgr.Config) *ckptmgr.Server {
+// start runs a checkpoint manager until the test ends.
+func start(t testing.TB, cfg ckptmgr.Config) *ckptmgr.Server {
+	t.Helper()
+	return startLog(t, cfg, zaptest.NewLogger(t))
+}
+
+func startLog(t testing.TB, cfg ckptmgr.Config, log *zap.Logger) *ckptmgr.Server {
 	t.Helper()
 	if cfg.Socket == "" {
 		cfg.Socket = socketPath(t, "ckptmgr.sock")
@@ -61,7 +67,7 @@ func start(t *testing.T, cfg ckptmgr.Config) *ckptmgr.Server {
 	}
 	ready := make(chan struct{})
 	cfg.Ready = func() { close(ready) }
-	s, err := ckptmgr.New(cfg, zaptest.NewLogger(t))
+	s, err := ckptmgr.New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
