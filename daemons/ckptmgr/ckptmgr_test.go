@@ -26,6 +26,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -603,4 +604,39 @@ func TestTimeout(t *testing.T) {
 	if r := c.load(1, 1); !r.GetNotFound() {
 		t.Fatalf("load after a timed-out save = %v", r)
 	}
+}
+
+// gone is a storage whose plugin process exited.
+type gone struct{ spi.CheckpointStorage }
+
+func (gone) Store(context.Context, spi.CheckpointKey, []byte) error {
+	return fmt.Errorf("checkpointstorage plugin \"disk\" (pid 1): %w; its log above says why", plugins.ErrPluginExited)
+}
+
+// TestStorageLost: when the storage's plugin process is gone, the request
+// that found it is answered, and Run stops with an error (the executor
+// then starts a new manager and plugin).
+func TestStorageLost(t *testing.T) {
+	sock := socketPath(t, "ckptmgr.sock")
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- ckptmgr.Run(context.Background(), ckptmgr.Config{TopologyName: topo, Socket: sock, Storage: gone{newStorage(t)},
+			Ready: func() { close(ready) }}, zaptest.NewLogger(t))
+	}()
+	<-ready
+	other := dial(t, sock)
+	c := dial(t, sock)
+	if r := c.save(1, 1, []byte("x")); !strings.Contains(r.GetError(), "plugin exited") {
+		t.Fatalf("save = %v, want the plugin's exit in the response", r)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, plugins.ErrPluginExited) {
+			t.Fatalf("Run = %v, want an error wrapping ErrPluginExited", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after its storage was lost")
+	}
+	other.closed()
 }

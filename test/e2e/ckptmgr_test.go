@@ -206,8 +206,9 @@ func TestCkptMgrProcess(t *testing.T) {
 }
 
 // TestCkptMgrPluginStorage: egret.checkpoint.storage naming a plugin runs
-// the plugin binary of egret.plugin.directory; a name that is neither
-// built in nor installed is a usage error.
+// the plugin binary of egret.plugin.directory (states above gRPC's message
+// limit pass); a name that is neither built in nor installed is a usage
+// error; when the plugin is killed the manager exits.
 func TestCkptMgrPluginStorage(t *testing.T) {
 	dir, err := os.MkdirTemp("", "ckpt-e2e-")
 	if err != nil {
@@ -254,14 +255,37 @@ func TestCkptMgrPluginStorage(t *testing.T) {
 	if lr := c.mustCall(&egretpb.LoadStateRequest{CheckpointId: 9, TaskId: 5}).(*egretpb.LoadStateResponse); !lr.GetNotFound() {
 		t.Fatalf("load of a missing state through the plugin: %v", lr)
 	}
-	if !hasChild(p.cmd.Process.Pid, "egret-checkpoin") {
-		t.Error("no plugin process egret-checkpointstorage-disk is a child of the checkpoint manager")
+	plugin := childPid(p.cmd.Process.Pid, "egret-checkpoin")
+	if plugin == 0 {
+		t.Fatal("no plugin process egret-checkpointstorage-disk is a child of the checkpoint manager")
+	}
+
+	// kill -9 of the plugin: the next request is answered with the error
+	// and the manager exits non-zero, for the executor to restart it.
+	if err := syscall.Kill(plugin, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.call(&egretpb.SaveStateRequest{CheckpointId: 10, TaskId: 4, State: []byte("x")})
+	if err != nil {
+		t.Fatalf("save after the plugin died: %v", err)
+	}
+	if e := r.(*egretpb.SaveStateResponse).GetError(); !strings.Contains(e, "plugin exited") {
+		t.Fatalf("save after the plugin died: error %q", e)
+	}
+	select {
+	case err := <-p.exited:
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+			t.Fatalf("ckptmgr after its plugin died: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ckptmgr did not exit after its plugin died")
 	}
 }
 
-// hasChild reports whether a process whose command name starts with comm
-// (Linux cuts it to 15 bytes) has parent pid.
-func hasChild(pid int, comm string) bool {
+// childPid returns a child of pid whose command name starts with comm
+// (Linux cuts it to 15 bytes), or 0.
+func childPid(pid int, comm string) int {
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	for _, f := range stats {
 		b, err := os.ReadFile(f)
@@ -275,8 +299,9 @@ func hasChild(pid int, comm string) bool {
 		}
 		fields := strings.Fields(string(b[close+1:]))
 		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) && strings.HasPrefix(string(b[open+1:close]), comm) {
-			return true
+			child, _ := strconv.Atoi(strings.Fields(string(b[:open]))[0])
+			return child
 		}
 	}
-	return false
+	return 0
 }
