@@ -78,7 +78,7 @@ func (d *daemonEnv) duration(key string, def time.Duration) time.Duration {
 }
 
 func addDaemonCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g), ckptmgrCmd(g), mesosFrameworkCmd(g)} {
+	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g), mesosFrameworkCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
 	}
@@ -231,8 +231,8 @@ func ckptmgrCmd(g *globals) *cobra.Command {
 			f.StringVar(&metricsSocket, "metrics-socket", "", "the container's metrics manager socket (empty: no metrics)")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
-			if topology == "" || socket == "" {
-				return usagef("ckptmgr needs --topology and --socket")
+			if topology == "" || container < 1 || socket == "" {
+				return usagef("ckptmgr needs --topology, --container (1 or more) and --socket")
 			}
 			maxState, err := d.cfg.Size(ckptmgr.KeyMaxStateSize, ckptmgr.DefaultMaxStateSize, math.MaxInt32-1<<10)
 			if err != nil {

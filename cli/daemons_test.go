@@ -121,11 +121,12 @@ func TestCkptMgrUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"ckptmgr", "--socket", sock, "--config", cfg(`{}`)}, "ckptmgr needs --topology and --socket"},
-		{[]string{"ckptmgr", "--topology", "wc", "--socket", sock}, "ckptmgr needs --config"},
-		{[]string{"ckptmgr", "--topology", "wc", "--socket", sock, "--config", cfg(`{"egret.checkpoint.state.max.size": "lots"}`)}, "egret.checkpoint.state.max.size"},
-		{[]string{"ckptmgr", "--topology", "wc", "--socket", sock, "--config", cfg(`{"egret.checkpoint.timeout": "soon"}`)}, "egret.checkpoint.timeout"},
-		{[]string{"ckptmgr", "--topology", "wc", "--socket", sock, "--config", cfg(`{"egret.checkpoint.storage": "s3"}`)},
+		{[]string{"ckptmgr", "--container", "1", "--socket", sock, "--config", cfg(`{}`)}, "ckptmgr needs --topology, --container (1 or more) and --socket"},
+		{[]string{"ckptmgr", "--topology", "wc", "--socket", sock, "--config", cfg(`{}`)}, "ckptmgr needs --topology, --container (1 or more) and --socket"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock}, "ckptmgr needs --config"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.state.max.size": "lots"}`)}, "egret.checkpoint.state.max.size"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.timeout": "soon"}`)}, "egret.checkpoint.timeout"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.storage": "s3"}`)},
 			`config key egret.checkpoint.storage: checkpoint storage "s3" is not built in (built in: [hdfs localfs]) and no plugin directory is configured`},
 	} {
 		code, _, stderr := egret(t, tc.args...)
@@ -134,7 +135,7 @@ func TestCkptMgrUsageErrors(t *testing.T) {
 		}
 	}
 	// A storage whose config is bad fails to start, not as a usage error.
-	code, _, stderr := egret(t, "ckptmgr", "--topology", "wc", "--socket", sock, "--config", cfg(`{"egret.checkpoint.storage": "hdfs"}`))
+	code, _, stderr := egret(t, "ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.storage": "hdfs"}`))
 	if code != ExitFailure || !strings.Contains(stderr, "egret.checkpoint.hdfs.namenode is required") {
 		t.Errorf("hdfs storage without a NameNode: exit %d, %q", code, stderr)
 	}

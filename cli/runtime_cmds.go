@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -15,7 +16,7 @@ import (
 
 // addRuntimeCmds adds the container daemons (executor, tmanager, stmgr, shell).
 func addRuntimeCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g), shellCmd(g)} {
+	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g), shellCmd(g), ckptmgrCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
 	}
@@ -78,6 +79,7 @@ func tmanagerCmd(g *globals) *cobra.Command {
 			}
 			defer sm.Close()
 			c.StateManager, c.Settings = sm, d.cfg
+			c.MetricsSocket, c.MetricsInterval = metricsSocket, d.duration("egret.metrics.export.interval", 10*time.Second)
 			go d.publishProcessMetrics(ctx, metricsSocket, "tmanager", 0)
 			return tmanager.Run(ctx, c, d.log)
 		})
@@ -127,6 +129,7 @@ func stmgrCmd(g *globals) *cobra.Command {
 			f.StringVar(&c.BindHost, "bind", bindHost(), "interface the TCP port listens on (default: $EGRET_BIND_HOST, else all)")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
 			f.StringVar(&c.MetricsSocket, "metrics-socket", "", "the metrics manager's Unix socket")
+			f.StringVar(&c.CkptMgrSocket, "ckptmgr-socket", "", "the checkpoint manager's Unix socket (effectively-once topologies)")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
 			if c.TopologyName == "" || c.TopologyID == "" || c.Container < 1 || c.Socket == "" {

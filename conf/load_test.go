@@ -635,7 +635,7 @@ func TestCheckpointStorageSelection(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := c.Config()
-	if cfg["egret.checkpoint.storage"] != "localfs" || cfg["egret.checkpoint.localfs.root"] != "/home/u/.egret/checkpoints/local/u" {
+	if cfg["egret.checkpoint.storage"] != "localfs" || cfg["egret.checkpoint.localfs.root"] != "/home/u/.egret/checkpoints/local" {
 		t.Errorf("defaults: storage %q, root %q", cfg["egret.checkpoint.storage"], cfg["egret.checkpoint.localfs.root"])
 	}
 	if cfg["egret.checkpoint.state.max.size"] != "67108864" || cfg["egret.checkpoint.timeout"] != "2m" {
@@ -654,7 +654,7 @@ func TestCheckpointStorageSelection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := c.Config()["egret.checkpoint.hdfs.directory"]; d != "/egret/checkpoints/local/u" {
+	if d := c.Config()["egret.checkpoint.hdfs.directory"]; d != "/egret/checkpoints/local" {
 		t.Errorf("hdfs directory default %q", d)
 	}
 

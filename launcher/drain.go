@@ -114,7 +114,7 @@ type drainRound struct {
 	fresh bool
 	// pending roots and queued bytes summed over the reports.
 	pending, bytes float64
-	// moved sums the executed, emitted and acked counts.
+	// moved sums the received, emitted and acked counts.
 	moved float64
 	// oldest and newest report times (Unix nanoseconds).
 	oldest, newest int64
@@ -170,7 +170,9 @@ func drainStats(ctx context.Context, loc *egretpb.TManagerLocation, since int64)
 			m := t.Metrics
 			r.pending += m["instance.pending.roots"]
 			r.bytes += m["gateway.in.queue.bytes"] + m["gateway.out.queue.bytes"]
-			r.moved += m["instance.executed"] + m["instance.emitted"] + m["instance.acked"]
+			// Data tuples in, not executions: tick tuples keep a bolt
+			// executing in a drained topology.
+			r.moved += m["gateway.tuples.in"] + m["instance.emitted"] + m["instance.acked"]
 		}
 	}
 	for _, srcs := range raw.Containers {

@@ -33,10 +33,10 @@ func statsServer(t *testing.T, next func(call int) string) *egretpb.TManagerLoca
 	return &egretpb.TManagerLocation{Host: host, HttpPort: int32(p)}
 }
 
-func stats(ts int64, pending, queued, executed float64) string {
+func stats(ts int64, pending, queued, received float64) string {
 	return fmt.Sprintf(`{"components":{"spout":{"tasks":{"1":{"unix_nanos":%d,"metrics":{"instance.pending.roots":%v,"instance.emitted":100}}}},
-"bolt":{"tasks":{"2":{"unix_nanos":%d,"metrics":{"gateway.in.queue.bytes":%v,"instance.executed":%v}}}}},
-"containers":{"1":{"stmgr":{"unix_nanos":%d,"metrics":{"stmgr.queue.bytes":0}}}}}`, ts, pending, ts, queued, executed, ts)
+"bolt":{"tasks":{"2":{"unix_nanos":%d,"metrics":{"gateway.in.queue.bytes":%v,"gateway.tuples.in":%v,"instance.executed":0}}}}},
+"containers":{"1":{"stmgr":{"unix_nanos":%d,"metrics":{"stmgr.queue.bytes":0}}}}}`, ts, pending, ts, queued, received, ts)
 }
 
 func TestWaitDrained(t *testing.T) {

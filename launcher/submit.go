@@ -23,7 +23,6 @@ import (
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
-	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/packing/render"
 	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/uploaders/fetch"
@@ -144,9 +143,6 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	t, defn, err := define(ctx, binary, o.Args, tmp, o.DefineTimeout)
 	if err != nil {
 		return nil, err
-	}
-	if m := t.DeliveryMode(); m == topology.EffectivelyOnce {
-		return nil, badInput(fmt.Errorf("topology %q asks for %s delivery, which is not built yet; use at-least-once (replayable spouts, idempotent sinks) or at-most-once", t.Name, m))
 	}
 	cluster, err := l.Cluster.WithTopology(t.Name)
 	if err != nil {

@@ -37,6 +37,9 @@ type Workload struct {
 	// Acking says the topology is at-least-once and its Source counts the
 	// acks in the user counter "acked" (published as "user.acked").
 	Acking bool `json:"acking,omitempty"`
+	// Checkpointed says the topology is effectively-once: the run
+	// records the topology manager's checkpoint figures.
+	Checkpointed bool `json:"checkpointed,omitempty"`
 	// Bolts are the bolt components whose executed tuples add up to the
 	// tuple-hops per second (every tuple delivered to a bolt).
 	Bolts []string `json:"bolts,omitempty"`
@@ -113,6 +116,18 @@ func SentenceWordCount(binary string, containers int, rate float64) Workload {
 		Latency:     []string{"count", "sentence.complete"},
 		Description: fmt.Sprintf("sentence → split (local-or-shuffle) → count (fields on the word), TVL's 5 sentences, acking on, max pending 5000, %d container(s)", containers),
 	}
+	return w.WithRate(rate)
+}
+
+// SentenceWordCountEO is T3 under effectively-once: checkpoints every
+// interval, acking off, the count bolt's counts and the spout's sequence
+// in checkpointed state.
+func SentenceWordCountEO(binary string, containers int, interval time.Duration, rate float64) Workload {
+	w := SentenceWordCount(binary, containers, 0)
+	w.Args = []string{"--containers", strconv.Itoa(containers), "--checkpoint-interval", interval.String()}
+	w.Acking, w.Checkpointed = false, true
+	w.Latency = []string{"count"}
+	w.Description = fmt.Sprintf("sentence → split (local-or-shuffle) → count (fields on the word, counts in checkpointed state), TVL's 5 sentences, effectively-once, checkpoints every %s, %d container(s)", interval, containers)
 	return w.WithRate(rate)
 }
 
@@ -261,8 +276,14 @@ type RunResult struct {
 	// source's user counter "acked"; acking workloads only);
 	// TupleHopsPerSec the tuples executed per second by all the
 	// workload's bolts.
-	AckedPerSec     float64 `json:"acked_per_sec,omitempty"`
-	TupleHopsPerSec float64 `json:"tuple_hops_per_sec"`
+	AckedPerSec float64 `json:"acked_per_sec,omitempty"`
+	// Effectively-once: checkpoints completed per second over the
+	// window, and the duration (ms) and size (bytes) of the last complete
+	// one at its end, from the topology manager's metrics.
+	CheckpointsPerSec    float64 `json:"checkpoints_per_sec,omitempty"`
+	CheckpointDurationMs float64 `json:"checkpoint_duration_ms,omitempty"`
+	CheckpointBytes      float64 `json:"checkpoint_bytes,omitempty"`
+	TupleHopsPerSec      float64 `json:"tuple_hops_per_sec"`
 	// OfferedRate is the fixed offered rate (0: unthrottled);
 	// AchievedFraction the sink's rate divided by it.
 	OfferedRate      float64 `json:"offered_rate,omitempty"`
@@ -318,6 +339,9 @@ var summaryFigures = []struct {
 	{"remote_tuples_per_sec", func(r *RunResult) float64 { return r.RemoteTuplesPerSec }},
 	{"delivered_tuples_per_sec", func(r *RunResult) float64 { return r.DeliveredTuplesPerSec }},
 	{"acked_per_sec", func(r *RunResult) float64 { return r.AckedPerSec }},
+	{"checkpoints_per_sec", func(r *RunResult) float64 { return r.CheckpointsPerSec }},
+	{"checkpoint_duration_ms", func(r *RunResult) float64 { return r.CheckpointDurationMs }},
+	{"checkpoint_bytes", func(r *RunResult) float64 { return r.CheckpointBytes }},
 	{"tuple_hops_per_sec", func(r *RunResult) float64 { return r.TupleHopsPerSec }},
 	{"achieved_fraction", func(r *RunResult) float64 { return r.AchievedFraction }},
 	{"engine_cores", func(r *RunResult) float64 { return r.EngineCores }},
@@ -842,6 +866,13 @@ func (c *LocalCluster) counters(ctx context.Context, o *ClusterOptions, w Worklo
 	}
 	for _, b := range w.Bolts {
 		counters = append(counters, counter{Source{Kind: "instance", Component: b}, gateway.MetricExecuted, tasksOf(pp, b), true, &r.TupleHopsPerSec, false})
+	}
+	if w.Checkpointed {
+		tm := Source{Kind: "tmanager"}
+		counters = append(counters,
+			counter{tm, "checkpoint.completed", []int{0}, true, &r.CheckpointsPerSec, true},
+			counter{tm, "checkpoint.last.duration.ms", []int{0}, false, &r.CheckpointDurationMs, true},
+			counter{tm, "checkpoint.last.size.bytes", []int{0}, false, &r.CheckpointBytes, true})
 	}
 	// The stream managers' per-instance counters of each sink task.
 	var delivered float64

@@ -267,6 +267,9 @@ func writeCluster(b *bytes.Buffer, c *ClusterResult, cal *Calibration) {
 		{"acked_per_sec", "root tuples/s acked at the " + c.Workload.Source + " spout"},
 		{"tuple_hops_per_sec", "tuple-hops/s (tuples executed by all bolts)"},
 		{"achieved_fraction", "achieved ÷ offered rate"},
+		{"checkpoints_per_sec", "checkpoints completed per second"},
+		{"checkpoint_duration_ms", "duration of the last complete checkpoint, ms (start → every task stored)"},
+		{"checkpoint_bytes", "size of the last complete checkpoint, bytes (every task's state)"},
 		{"remote_tuples_per_sec", "tuples/s sent stream manager → stream manager"},
 		{"delivered_tuples_per_sec", "tuples/s written by the stream manager to the " + c.Workload.Sink + " bolt"},
 		{"engine_cores", "engine CPU, cores (Σ utime+stime of all engine processes ÷ window)"},
@@ -278,7 +281,7 @@ func writeCluster(b *bytes.Buffer, c *ClusterResult, cal *Calibration) {
 	}
 	for _, row := range rows {
 		st, ok := c.Summary[row.key]
-		if !ok || st.N == 0 || (st.Max == 0 && st.Min == 0 && (row.key == "acked_per_sec" || row.key == "achieved_fraction")) {
+		if !ok || st.N == 0 || (st.Max == 0 && st.Min == 0 && (row.key == "acked_per_sec" || row.key == "achieved_fraction" || strings.HasPrefix(row.key, "checkpoint"))) {
 			continue
 		}
 		fmt.Fprintf(b, "| %s | %s | %s – %s |\n", row.label, num(st.Median), num(st.Min), num(st.Max))

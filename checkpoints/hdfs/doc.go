@@ -9,7 +9,7 @@
 //
 //	egret.checkpoint.storage: hdfs
 //	egret.checkpoint.hdfs.namenode: namenode.example.com:8020   # required; HA: nn1:8020,nn2:8020
-//	egret.checkpoint.hdfs.directory: /egret/checkpoints/${CLUSTER}/${ROLE}
+//	egret.checkpoint.hdfs.directory: /egret/checkpoints/${CLUSTER}
 //	egret.checkpoint.hdfs.user: ""          # default $HADOOP_USER_NAME, else the OS user
 //	egret.checkpoint.hdfs.replication: 0    # 0: the NameNode's dfs.replication
 //	egret.checkpoint.hdfs.timeout: 30s

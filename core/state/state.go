@@ -392,3 +392,15 @@ func marshal(m proto.Message) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// CheckpointState reads the effectively-once checkpoint state of a
+// topology (spi.ErrNotFound before its first checkpoint or restore).
+func (s *Store) CheckpointState(ctx context.Context, name string) (*egretpb.CheckpointState, error) {
+	var cs egretpb.CheckpointState
+	return &cs, s.getProto(ctx, CheckpointsDir, name, &cs, cs.GetTopologyName)
+}
+
+// SetCheckpointState creates or overwrites the checkpoint state.
+func (s *Store) SetCheckpointState(ctx context.Context, name string, cs *egretpb.CheckpointState) error {
+	return s.put(ctx, CheckpointsDir, name, cs, false)
+}

@@ -79,12 +79,31 @@ const (
 	// KeyMultilangMaxMessageBytes bounds one message from a subprocess
 	// (bytes; default 4MiB).
 	KeyMultilangMaxMessageBytes = "topology.multilang.max.message.bytes"
+
+	// Effectively-once settings (docs/delivery.md).
+
+	// KeyCheckpointInterval is how often the topology manager starts a
+	// checkpoint (Go duration; default 5s).
+	KeyCheckpointInterval = "topology.stateful.checkpoint.interval"
+	// KeyAlignmentTimeout bounds how long a stream manager holds a task's
+	// inputs while aligning the barriers of one checkpoint; beyond it the
+	// checkpoint is aborted and the inputs released (Go duration; default
+	// 30s). A checkpoint not complete within twice this time is aborted
+	// by the topology manager.
+	KeyAlignmentTimeout = "topology.stateful.alignment.timeout"
+	// KeyCheckpointsKept is how many complete checkpoints are kept in
+	// checkpoint storage (integer ≥ 1; default 2).
+	KeyCheckpointsKept = "topology.stateful.checkpoints.keep"
 )
 
 // Defaults of the typed settings.
 const (
 	DefaultMessageTimeout = 30 * time.Second
 	DefaultContainers     = 1
+
+	DefaultCheckpointInterval = 5 * time.Second
+	DefaultAlignmentTimeout   = 30 * time.Second
+	DefaultCheckpointsKept    = 2
 )
 
 type keyType int
@@ -129,6 +148,10 @@ var keySpecs = map[string]keySpec{
 	KeyMultilangStartTimeout:     {typ: typeDuration, component: true, min: 1},
 	KeyMultilangQueueSize:        {typ: typeInt, component: true, min: 1},
 	KeyMultilangMaxMessageBytes:  {typ: typeBytes, component: true, min: 1},
+
+	KeyCheckpointInterval: {typ: typeDuration, min: 1},
+	KeyAlignmentTimeout:   {typ: typeDuration, min: 1},
+	KeyCheckpointsKept:    {typ: typeInt, min: 1},
 }
 
 // checkValue validates one config value; the returned message names the
@@ -298,6 +321,33 @@ func (t *Topology) MessageTimeout(component string) time.Duration {
 	d, err := time.ParseDuration(t.Setting(component, KeyMessageTimeout))
 	if err != nil || d <= 0 {
 		return DefaultMessageTimeout
+	}
+	return d
+}
+
+// CheckpointInterval returns how often checkpoints start (effectively-once).
+func (t *Topology) CheckpointInterval() time.Duration {
+	return t.durationSetting(KeyCheckpointInterval, DefaultCheckpointInterval)
+}
+
+// AlignmentTimeout returns the barrier alignment bound (effectively-once).
+func (t *Topology) AlignmentTimeout() time.Duration {
+	return t.durationSetting(KeyAlignmentTimeout, DefaultAlignmentTimeout)
+}
+
+// CheckpointsKept returns how many complete checkpoints storage keeps.
+func (t *Topology) CheckpointsKept() int {
+	n, err := strconv.Atoi(t.Setting("", KeyCheckpointsKept))
+	if err != nil || n < 1 {
+		return DefaultCheckpointsKept
+	}
+	return n
+}
+
+func (t *Topology) durationSetting(key string, def time.Duration) time.Duration {
+	d, err := time.ParseDuration(t.Setting("", key))
+	if err != nil || d <= 0 {
+		return def
 	}
 	return d
 }

@@ -172,6 +172,41 @@ func (t *Topology) Subscribers(component, stream string) []Subscription {
 	return out
 }
 
+// Consumers returns the bolts with an input from component (any stream),
+// sorted: where its checkpoint barriers go.
+func (t *Topology) Consumers(component string) []string {
+	var out []string
+	for _, c := range t.Components {
+		for _, in := range c.Inputs {
+			if in.Component == component {
+				out = append(out, c.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Producers returns the components component has an input from, sorted:
+// whose checkpoint barriers it aligns.
+func (t *Topology) Producers(component string) []string {
+	c, ok := t.Component(component)
+	if !ok {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, in := range c.Inputs {
+		if !seen[in.Component] {
+			seen[in.Component] = true
+			out = append(out, in.Component)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Subscription is one bolt's input on a stream.
 type Subscription struct {
 	Bolt string

@@ -45,8 +45,29 @@ func MetricsMgrArgs(p Params) []string {
 	}
 }
 
-// CkptMgrArgs is the checkpoint manager's command line (containers 1..N of
-// an effectively-once topology):
+// StmgrArgs is the stream manager's command line (containers 1..N):
+//
+//	egret stmgr --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F [--ckptmgr-socket K]
+//
+// ckpt adds the checkpoint manager's socket (effectively-once).
+func StmgrArgs(p Params, ckpt bool) []string {
+	args := []string{p.Egret, "stmgr",
+		"--topology", p.TopologyName,
+		"--topology-id", p.TopologyID,
+		"--container", strconv.Itoa(p.Container),
+		"--socket", p.Paths.StmgrSocket,
+		"--port", strconv.Itoa(p.StmgrPort),
+		"--metrics-socket", p.Paths.MetricsSocket,
+		"--config", p.Paths.ConfigFile,
+	}
+	if ckpt {
+		args = append(args, "--ckptmgr-socket", p.Paths.CkptMgrSocket)
+	}
+	return args
+}
+
+// CkptMgrArgs is the checkpoint manager's command line (containers 1..N
+// of effectively-once topologies):
 //
 //	egret ckptmgr --topology N --container C --socket K --metrics-socket M --config F
 func CkptMgrArgs(p Params) []string {
@@ -54,21 +75,6 @@ func CkptMgrArgs(p Params) []string {
 		"--topology", p.TopologyName,
 		"--container", strconv.Itoa(p.Container),
 		"--socket", p.Paths.CkptMgrSocket,
-		"--metrics-socket", p.Paths.MetricsSocket,
-		"--config", p.Paths.ConfigFile,
-	}
-}
-
-// StmgrArgs is the stream manager's command line (containers 1..N):
-//
-//	egret stmgr --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F
-func StmgrArgs(p Params) []string {
-	return []string{p.Egret, "stmgr",
-		"--topology", p.TopologyName,
-		"--topology-id", p.TopologyID,
-		"--container", strconv.Itoa(p.Container),
-		"--socket", p.Paths.StmgrSocket,
-		"--port", strconv.Itoa(p.StmgrPort),
 		"--metrics-socket", p.Paths.MetricsSocket,
 		"--config", p.Paths.ConfigFile,
 	}

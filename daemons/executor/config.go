@@ -195,8 +195,8 @@ type Paths struct {
 	// or short paths under SocketDir when those are too long.
 	StmgrSocket   string
 	MetricsSocket string
-	// CkptMgrSocket is W/ckptmgr.sock (or under SocketDir), the
-	// checkpoint manager's socket.
+	// CkptMgrSocket is W/ckptmgr.sock (or under SocketDir): the checkpoint
+	// manager's, in effectively-once topologies.
 	CkptMgrSocket string
 	// SocketDir is the private directory under os.TempDir() holding the
 	// sockets when W is too long ("" otherwise).

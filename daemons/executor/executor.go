@@ -23,6 +23,7 @@ import (
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/uploaders/fetch"
 )
@@ -263,6 +264,23 @@ func (e *Executor) run(ctx context.Context) error {
 	}
 }
 
+// effectivelyOnce reports whether the topology checkpoints (its
+// containers then run a checkpoint manager).
+func (e *Executor) effectivelyOnce(ctx context.Context, store *state.Store) (bool, error) {
+	t, err := store.Topology(ctx, e.cfg.TopologyName)
+	if errors.Is(err, spi.ErrNotFound) {
+		// Submit writes the definition before the packing plan; without
+		// one there is nothing to checkpoint (the stream manager reports
+		// any checkpoint it cannot store).
+		e.log.Warn("no topology definition in the state manager; starting no checkpoint manager")
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read the topology definition: %w", err)
+	}
+	return t.DeliveryMode() == topology.EffectivelyOnce, nil
+}
+
 // reconcile reads the packing plan and makes the container's processes
 // match it. done reports that the container has nothing to run any more.
 func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool) (done bool, err error) {
@@ -333,7 +351,15 @@ func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool
 	}
 	switch {
 	case !wasIn:
-		e.startProcess("stmgr", KindStmgr, 0, StmgrArgs(e.params))
+		eo, err := e.effectivelyOnce(ctx, store)
+		if err != nil {
+			e.inPlan = false
+			return false, err
+		}
+		if eo {
+			e.startProcess("ckptmgr", KindCkptMgr, 0, CkptMgrArgs(e.params))
+		}
+		e.startProcess("stmgr", KindStmgr, 0, StmgrArgs(e.params, eo))
 	case changed:
 		e.mu.Lock()
 		st := e.procs["stmgr"]

@@ -30,8 +30,7 @@ func TestArgs(t *testing.T) {
 		Egret: "/bin/egret", TopologyName: "wc", TopologyID: "wc-1", Container: 2, StmgrPort: 7000,
 		Paths: Paths{
 			WorkDir: "/w", ConfigFile: "/w/package/cluster.json", TopologyBinary: "/w/package/topology",
-			StmgrSocket: "/w/stmgr.sock", MetricsSocket: "/w/metricsmgr.sock", MetricsFile: "/w/metrics.jsonl",
-			CkptMgrSocket: "/w/ckptmgr.sock",
+			StmgrSocket: "/w/stmgr.sock", MetricsSocket: "/w/metricsmgr.sock", MetricsFile: "/w/metrics.jsonl", CkptMgrSocket: "/w/ckptmgr.sock",
 		},
 	}
 	tests := []struct {
@@ -42,10 +41,13 @@ func TestArgs(t *testing.T) {
 		{"tmanager", TManagerArgs(p), []string{"/bin/egret", "tmanager", "--topology", "wc", "--topology-id", "wc-1", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"metricsmgr", MetricsMgrArgs(p), []string{"/bin/egret", "metricsmgr", "--topology", "wc", "--container", "2",
 			"--socket", "/w/metricsmgr.sock", "--metrics-file", "/w/metrics.jsonl", "--config", "/w/package/cluster.json"}},
+		{"stmgr", StmgrArgs(p, false), []string{"/bin/egret", "stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
+			"--socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
+		{"stmgr effectively-once", StmgrArgs(p, true), []string{"/bin/egret", "stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
+			"--socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json",
+			"--ckptmgr-socket", "/w/ckptmgr.sock"}},
 		{"ckptmgr", CkptMgrArgs(p), []string{"/bin/egret", "ckptmgr", "--topology", "wc", "--container", "2",
 			"--socket", "/w/ckptmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
-		{"stmgr", StmgrArgs(p), []string{"/bin/egret", "stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
-			"--socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"instance", InstanceArgs(p, 7), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
 			"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"shell", ShellArgs(p), []string{"/bin/egret", "shell", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",

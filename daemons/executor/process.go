@@ -29,6 +29,7 @@ const (
 	KindStmgr      Kind = "stmgr"
 	KindInstance   Kind = "instance"
 	KindShell      Kind = "shell"
+	KindCkptMgr    Kind = "ckptmgr"
 )
 
 // State is where a child is in its life cycle.

@@ -56,6 +56,9 @@ type Config struct {
 	// ResourcesDir is what Context.ResourcesDir returns: the directory
 	// of the files shipped with the topology.
 	ResourcesDir string
+	// MaxFrame bounds the frames the transport carries (a task's saved
+	// state travels in one); wire.DefaultMaxFrame when 0.
+	MaxFrame int
 }
 
 // Instance runs one task.
@@ -67,6 +70,8 @@ type Instance struct {
 	metrics   *Metrics
 	em        emitter
 	ctx       context.Context
+	// ckpt is set in effectively-once mode.
+	ckpt *checkpointing
 }
 
 // New checks cfg and prepares the instance's routes.
@@ -128,8 +133,17 @@ func New(cfg Config) (*Instance, error) {
 			in.em.ack.spout = newSpoutAcks(lt.MaxSpoutPending(name), lt.MessageTimeout(name), cfg.Now, in.em.ack.rng.Uint64())
 		}
 	}
+	if cfg.Topology.Logical.DeliveryMode() == topology.EffectivelyOnce {
+		if in.ckpt, err = newCheckpointing(in); err != nil {
+			return nil, fmt.Errorf("instance %s/%d: %w", name, cfg.TaskID, err)
+		}
+	}
 	return in, nil
 }
+
+// processing reports whether the task may emit: always, except in
+// effectively-once mode between a restore and StartProcessing.
+func (in *Instance) processing() bool { return in.ckpt == nil || in.ckpt.processing }
 
 // Metrics returns the instance's counters.
 func (in *Instance) Metrics() *Metrics { return in.metrics }
@@ -145,12 +159,18 @@ func (in *Instance) Run(ctx context.Context) error {
 		if err := in.call("Open", func() error { return s.Open(uctx, &spoutCollector{em: &in.em}) }); err != nil {
 			return fmt.Errorf("open spout %s/%d: %w", in.comp.Name, in.cfg.TaskID, err)
 		}
+		if in.ckpt != nil {
+			in.ckpt.bind(s)
+		}
 		in.runSpout(ctx, s)
 		in.call("Close", func() error { s.Close(); return nil })
 	default:
 		b := in.cfg.Topology.Bolts[in.comp.Name]()
 		if err := in.call("Prepare", func() error { return b.Prepare(uctx, &boltCollector{em: &in.em}) }); err != nil {
 			return fmt.Errorf("prepare bolt %s/%d: %w", in.comp.Name, in.cfg.TaskID, err)
+		}
+		if in.ckpt != nil {
+			in.ckpt.bind(b)
 		}
 		in.runBolt(ctx, b)
 		in.call("Cleanup", func() error { b.Cleanup(); return nil })
@@ -209,6 +229,9 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 	}
 	checks := 0
 	handle := func(m Msg) {
+		if in.ckpt != nil && in.ckpt.handle(m) {
+			return
+		}
 		switch m.Kind {
 		case MsgAckResults:
 			if sa == nil {
@@ -271,7 +294,7 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 				continue
 			}
 		}
-		if !active {
+		if !active || !in.processing() {
 			in.em.flushAll()
 			if sa != nil && sa.n > 0 {
 				// Keep timing out pending roots while deactivated.
@@ -367,6 +390,9 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 			_ = in.call("Pump", pump)
 			in.em.flushAll()
 		case m := <-inbox:
+			if in.ckpt != nil && in.ckpt.handle(m) {
+				break
+			}
 			switch m.Kind {
 			case MsgData:
 				in.executeBatch(m.Batch.Buf, exec)
@@ -379,6 +405,9 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 				m.Handled()
 			}
 		case <-tick:
+			if !in.processing() {
+				break // nothing may be emitted before StartProcessing
+			}
 			exec.execute(api.NewTickTuple())
 			in.em.flushAll()
 		case <-ctx.Done():

@@ -37,6 +37,13 @@ type Metrics struct {
 	// Reconfigurations counts Reconfigure calls (live user settings).
 	Reconfigurations atomic.Int64
 
+	// Effectively-once: states saved at barriers, saves that failed or
+	// were aborted, the size of the last saved state and restores.
+	Checkpoints        atomic.Int64
+	CheckpointFailures atomic.Int64
+	CheckpointBytes    atomic.Int64
+	Restores           atomic.Int64
+
 	// ExecuteLatency is the distribution of Execute times (sampled: each
 	// timed tuple counts for the tuples it stands for); CompleteLatency
 	// that of the emit-to-ack times of acked roots.

@@ -23,6 +23,15 @@ const (
 	// MsgConfig carries the runtime config settings that changed (an
 	// empty value: deleted), applied without a restart.
 	MsgConfig
+	// Effectively-once: MsgBarrier (Barrier) makes the task save its
+	// states and forward the barrier; MsgRestore (Checkpoint, Epoch,
+	// State) replaces them; MsgStartProcessing (Epoch) ends the pause
+	// after a restore; MsgCheckpointComplete (Checkpoint, Epoch) tells a
+	// CheckpointListener.
+	MsgBarrier
+	MsgRestore
+	MsgStartProcessing
+	MsgCheckpointComplete
 )
 
 // Msg is one message delivered to an instance.
@@ -33,6 +42,12 @@ type Msg struct {
 	Acks []wire.AckResult
 	// Config are the changed settings of a MsgConfig message.
 	Config map[string]string
+	// Barrier, Checkpoint, Epoch and State are the contents of the
+	// checkpoint messages.
+	Barrier    wire.Barrier
+	Checkpoint int64
+	Epoch      int64
+	State      []byte
 	// Handled, when set, is called once the instance has acted on the
 	// message (for a deactivation: after flushing what the spout emitted).
 	Handled func()

@@ -163,6 +163,7 @@ type planSettings struct {
 	atLeastOnce bool
 	timeout     time.Duration
 	dropMode    bool
+	logical     *topology.Topology // nil when the plan's topology does not decode
 }
 
 func settingsOf(pp *egretpb.PhysicalPlan) (planSettings, error) {
@@ -170,7 +171,7 @@ func settingsOf(pp *egretpb.PhysicalPlan) (planSettings, error) {
 	if err != nil {
 		return planSettings{}, err
 	}
-	ps := planSettings{atLeastOnce: logical.DeliveryMode() == topology.AtLeastOnce, dropMode: logical.DropTuplesUponBackPressure()}
+	ps := planSettings{atLeastOnce: logical.DeliveryMode() == topology.AtLeastOnce, dropMode: logical.DropTuplesUponBackPressure(), logical: logical}
 	for _, c := range logical.Components {
 		if c.Kind == topology.Spout {
 			ps.timeout = max(ps.timeout, logical.MessageTimeout(c.Name))

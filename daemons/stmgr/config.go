@@ -74,6 +74,9 @@ type Config struct {
 	// MetricsSocket is the metrics manager's Unix socket; empty disables
 	// metrics publishing.
 	MetricsSocket string
+	// CkptMgrSocket is the checkpoint manager's Unix socket (the
+	// container's ckptmgr; effectively-once topologies only).
+	CkptMgrSocket string
 	// StateManager is the session used to find the topology manager.
 	StateManager spi.StateManager
 	// Settings holds the egret.stmgr.*, egret.wire.* and

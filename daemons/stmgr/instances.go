@@ -72,6 +72,7 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 	}
 	_ = conn.SetWriteDeadline(time.Time{})
 	s.log.Info("instance registered", zap.String("peer", who), zap.Bool("has_plan", pp != nil))
+	s.instanceEvent(td.task, true)
 	s.c.instancesConnected.Add(1)
 	defer s.c.instancesConnected.Add(-1)
 	go func() {
@@ -81,11 +82,14 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 		}
 		ic.close()
 	}()
-	err = s.readLoop(ctx, br, 0, td, ic.done)
+	err = s.readLoop(ctx, br, 0, td, ic.done, 0)
 	select {
 	case <-ic.done:
 		err = nil // closed by us: replaced, or shutting down
 	default:
+	}
+	if ctx.Err() == nil {
+		s.instanceEvent(td.task, false)
 	}
 	s.closeReason(who, conn, err)
 }

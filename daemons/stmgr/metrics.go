@@ -247,6 +247,15 @@ func (s *StMgr) metricsMessage() *egretpb.MetricsPublish {
 	}
 	perDest("instance", c.Instances)
 	perDest("peer", c.Peers)
+	if s.eo.on.Load() {
+		add(MetricCheckpointEpoch, float64(s.eo.epoch.Load()))
+		add(MetricCheckpointAlignmentsAborted, float64(s.eo.aborted.Load()))
+		add(MetricCheckpointFramesFenced, float64(s.eo.fenced.Load()))
+		add(MetricCheckpointTuplesHeld, float64(s.eo.held.Load()))
+		add(MetricCheckpointStatesStored, float64(s.eo.stored.Load()))
+		add(MetricCheckpointStoreFailures, float64(s.eo.storeFailed.Load()))
+		add(MetricCheckpointRestores, float64(s.eo.restores.Load()))
+	}
 	m.Metrics = append(m.Metrics, wire.ProcessMetrics()...)
 	return m
 }

@@ -167,7 +167,7 @@ func (s *StMgr) dialPeer(ctx context.Context, addr string) (net.Conn, error) {
 		return nil, err
 	}
 	_ = conn.SetDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	if err := wire.WriteMessage(conn, &egretpb.StMgrHello{TopologyId: s.cfg.TopologyID, Container: int32(s.cfg.Container)}); err != nil {
+	if err := wire.WriteMessage(conn, &egretpb.StMgrHello{TopologyId: s.cfg.TopologyID, Container: int32(s.cfg.Container), Epoch: s.eo.epoch.Load()}); err != nil {
 		_ = conn.Close()
 		return nil, fmt.Errorf("hello: %w", err)
 	}
@@ -225,7 +225,7 @@ func (s *StMgr) servePeer(ctx context.Context, conn net.Conn) {
 	}
 	_ = conn.SetDeadline(time.Time{})
 	s.log.Info("peer stream manager connected", zap.String("peer", who), zap.String("remote", remote(conn)))
-	err = s.readLoop(ctx, br, hello.GetContainer(), nil, nil)
+	err = s.readLoop(ctx, br, hello.GetContainer(), nil, nil, hello.GetEpoch())
 	s.peerGone(hello.GetContainer())
 	if ctx.Err() != nil && !errors.Is(err, wire.ErrCorrupt) {
 		err = nil

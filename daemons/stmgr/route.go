@@ -25,7 +25,7 @@ import (
 // (0 for an instance): back pressure announcements are accepted from
 // peers. td is the task of an instance connection: a spout's connection is
 // not read while back pressure is on (until stop is closed).
-func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *taskDest, stop <-chan struct{}) error {
+func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *taskDest, stop <-chan struct{}, epoch int64) error {
 	fromPeer := peer > 0
 	var acks ackScratch
 	tuplesIn, bytesIn := &s.c.fromInstancesTuples, &s.c.fromInstancesBytes
@@ -43,9 +43,41 @@ func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *
 		f := s.getFrame()
 		t, payload, buf, err := wire.ReadFrame(br, f.body, s.set.maxFrame)
 		f.body = buf
+		f.epoch = epoch
 		if err != nil {
 			s.putFrame(f)
 			return err
+		}
+		switch {
+		case t == wire.FrameBarrier:
+			b, err := wire.ParseBarrier(payload)
+			if err != nil {
+				s.putFrame(f)
+				return err
+			}
+			f.body = buf[:len(payload)+1]
+			if err := s.route(ctx, f, b.Dest, 0, fromPeer); err != nil {
+				return err
+			}
+			continue
+		case t == wire.FrameEpoch && fromPeer:
+			e, err := wire.ParseEpoch(payload)
+			s.putFrame(f)
+			if err != nil {
+				return err
+			}
+			epoch = max(epoch, e)
+			continue
+		case td != nil && t >= wire.FrameStartCheckpoint && t <= wire.FrameResetTopologyState:
+			m, err := wire.DecodeMessage(t, payload)
+			s.putFrame(f)
+			if err != nil {
+				return err
+			}
+			if epoch, err = s.handleInstanceCheckpoint(td, m, epoch); err != nil {
+				return err
+			}
+			continue
 		}
 		if t == wire.FrameBackPressure && fromPeer {
 			ann, err := wire.ParseBackPressure(payload)
@@ -112,6 +144,9 @@ func (s *StMgr) route(ctx context.Context, f *frame, task uint32, count int64, f
 	var d *dest
 	toPeer := false
 	if int(task) < len(rt.local) && rt.local[task] != nil {
+		if s.eo.on.Load() {
+			return s.deliverLocal(ctx, rt.local[task], f, count)
+		}
 		d = &rt.local[task].dest
 	} else if !fromPeer && int(task) < len(rt.container) {
 		if c := rt.container[task]; c > 0 && int(c) < len(rt.peers) && rt.peers[c] != nil {
@@ -199,7 +234,18 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 			}
 		}
 		var size, tuples int64
+		epoch := int64(0)
+		if toPeer && s.eo.on.Load() {
+			epoch = s.eo.epoch.Load()
+		}
 		for i, f := range batch {
+			if f.epoch < epoch {
+				// Read in an epoch a restore has ended: fenced.
+				size += int64(frameSize(f))
+				s.eo.fenced.Add(1)
+				s.putFrame(f)
+				continue
+			}
 			binary.BigEndian.PutUint32(hdr, uint32(len(f.body)))
 			_, err := bw.Write(hdr)
 			if err == nil {
@@ -341,6 +387,7 @@ func (s *StMgr) applyPlan(pp *egretpb.PhysicalPlan, fromRegistration bool) {
 	}
 	s.dropMode.Store(ps.dropMode)
 	s.updateAckers(ps, rt, localSpouts)
+	s.applyCheckpointPlan(ps.logical, rt, pp)
 	for id, td := range s.tasks {
 		// An instance only gets plans that place it here; one started for
 		// a newer packing plan waits for its plan.

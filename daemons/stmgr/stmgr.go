@@ -32,7 +32,12 @@ const maxPooledFrame = 1 << 20
 
 // frame is one frame read from a connection: body is the type byte and
 // the payload (the length prefix is written again when forwarding).
-type frame struct{ body []byte }
+type frame struct {
+	body []byte
+	// epoch is the recovery epoch of the connection the frame was read
+	// on (effectively-once fencing; 0 otherwise).
+	epoch int64
+}
 
 func frameSize(f *frame) int { return len(f.body) + 4 }
 
@@ -76,6 +81,8 @@ type taskDest struct {
 	// spout is set when the current plan says the task is a spout's: its
 	// connection is not read while back pressure is on.
 	spout atomic.Bool
+	// al is the task's barrier alignment (effectively-once).
+	al aligner
 }
 
 // routes is the routing table built from a physical plan; readers load it
@@ -120,6 +127,8 @@ type StMgr struct {
 	// dropMode is set when the topology drops the tuples of local spouts
 	// during back pressure instead of stopping to read them.
 	dropMode atomic.Bool
+	// eo is the effectively-once state (checkpoints, epochs).
+	eo eoState
 }
 
 // Run runs a stream manager until ctx ends.
@@ -154,6 +163,7 @@ func New(cfg Config, log *zap.Logger) (*StMgr, error) {
 		bp:        newBackPressure(),
 	}
 	s.pool.New = func() any { return &frame{} }
+	s.eo.init(cfg.CkptMgrSocket, s.log)
 	if err := removeStaleSocket(cfg.Socket); err != nil {
 		return nil, err
 	}
@@ -214,7 +224,9 @@ func (s *StMgr) Run(ctx context.Context) error {
 	s.mu.Unlock()
 	s.log.Info("stream manager serving", zap.String("socket", s.cfg.Socket), zap.Int("port", s.Port()), zap.String("host", s.cfg.Host))
 	errc := make(chan error, 2)
-	s.wg.Add(6)
+	s.wg.Add(8)
+	go func() { defer s.wg.Done(); s.eo.ckpt.run(ctx, s.set.maxFrame) }()
+	go func() { defer s.wg.Done(); s.runAlignmentTimeouts(ctx) }()
 	go func() { defer s.wg.Done(); s.runBackPressure(ctx) }()
 	go func() { defer s.wg.Done(); s.rotateAckers(ctx) }()
 	go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.unixLn, s.serveInstance) }()
@@ -308,7 +320,11 @@ func (s *StMgr) untrack(c net.Conn) {
 	s.mu.Unlock()
 }
 
-func (s *StMgr) getFrame() *frame { return s.pool.Get().(*frame) }
+func (s *StMgr) getFrame() *frame {
+	f := s.pool.Get().(*frame)
+	f.epoch = 0
+	return f
+}
 
 func (s *StMgr) putFrame(f *frame) {
 	if cap(f.body) > maxPooledFrame {

@@ -144,6 +144,9 @@ func (s *StMgr) tmanagerSession(ctx context.Context, loc *egretpb.TManagerLocati
 				errc <- err
 				return
 			}
+			if s.handleTMCheckpoint(m) {
+				continue
+			}
 			switch m := m.(type) {
 			case *egretpb.NewPhysicalPlan:
 				s.applyPlan(m.GetPplan(), false)
@@ -179,6 +182,11 @@ func (s *StMgr) tmanagerSession(ctx context.Context, loc *egretpb.TManagerLocati
 			}
 			if tmAddr(now) != addr {
 				return true, fmt.Errorf("the topology manager moved to %s", tmAddr(now))
+			}
+		case b := <-s.eo.tmOut:
+			_ = conn.SetWriteDeadline(time.Now().Add(s.set.heartbeat + s.cfg.HandshakeTimeout))
+			if _, err := conn.Write(b); err != nil {
+				return true, fmt.Errorf("checkpoint message: %w", err)
 			}
 		case <-tick.C:
 			hb := &egretpb.StMgrHeartbeat{

@@ -59,6 +59,11 @@ type Config struct {
 	Clock Clock
 	// Limits bounds memory and connections; zero fields take defaults.
 	Limits Limits
+	// MetricsSocket, when set, receives the checkpoint metrics of an
+	// effectively-once topology every MetricsInterval (default 10s), so
+	// that they reach every metrics sink.
+	MetricsSocket   string
+	MetricsInterval time.Duration
 	// Ready, when set, is called once the topology manager holds its
 	// location node, has read the topology's state and serves both ports.
 	// It runs on Run's goroutine and must not block.

@@ -50,6 +50,7 @@ type manager struct {
 	pplan          *egretpb.PhysicalPlan // last plan built; nil before the first
 	complete       bool                  // pplan is current: every stream manager of the packing plan is in it
 	stopping       bool
+	ckpt           coordinator // effectively-once checkpoints
 }
 
 type stmgrEntry struct {
@@ -94,6 +95,7 @@ func newManager(ctx context.Context, s *settings, store *state.Store, ms *metric
 		return nil, err
 	}
 	m.setPackingLocked(topo, in.packing, in.packingVersion)
+	m.initCheckpoints(ctx, topo)
 	return m, nil
 }
 
@@ -225,6 +227,7 @@ func (m *manager) register(c *conn, req *egretpb.StMgrRegisterRequest) error {
 	pp := m.buildLocked()
 	c.send(encode(&egretpb.StMgrRegisterResponse{Pplan: pp}, m.log))
 	m.publishLocked(pp, fmt.Sprintf("stream manager of container %d registered", container))
+	m.ckptStmgrRegisteredLocked(container)
 	return nil
 }
 
@@ -263,6 +266,7 @@ func (m *manager) connClosed(c *conn) {
 		}
 		m.log.Warn("stream manager disconnected; waiting for it to register again",
 			zap.Int("container", c.container), zap.String("peer", c.peer))
+		m.ckptStmgrLostLocked(c.container)
 	}
 	c.container = 0
 }
@@ -284,6 +288,7 @@ func (m *manager) evictSilent(now time.Time) {
 		e.conn.close(reason)
 		m.log.Warn("evicted silent stream manager", zap.Int("container", container), zap.String("peer", e.conn.peer),
 			zap.Duration("silent", silent), zap.Duration("timeout", m.timeout))
+		m.ckptStmgrLostLocked(container)
 	}
 }
 

@@ -147,8 +147,14 @@ func (s *server) readLoop(c *conn) error {
 func (s *server) handleFrame(c *conn, t wire.FrameType, payload []byte) error {
 	switch t {
 	case wire.FrameStMgrRegisterRequest, wire.FrameStMgrHeartbeat, wire.FrameMetricsPublish:
+	case wire.FrameInstanceStateStored, wire.FrameRestoreTopologyStateResponse, wire.FrameResetTopologyState:
+		msg, err := wire.DecodeMessage(t, payload)
+		if err != nil {
+			return err
+		}
+		return s.mgr.handleCheckpointMsg(c, msg)
 	default:
-		return fmt.Errorf("unexpected %s frame on the topology manager's server port (it accepts StMgrRegisterRequest, StMgrHeartbeat and MetricsPublish)", t)
+		return fmt.Errorf("unexpected %s frame on the topology manager's server port (it accepts StMgrRegisterRequest, StMgrHeartbeat, MetricsPublish and the checkpoint reports)", t)
 	}
 	msg, err := wire.DecodeMessage(t, payload)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/internal/httpguard"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -142,6 +143,33 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 			}
 		}
 	}()
+	if mgr.ckpt.on && s.MetricsSocket != "" {
+		every := s.MetricsInterval
+		if every <= 0 {
+			every = 10 * time.Second
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			wire.PublishMetrics(ctx, s.MetricsSocket, every, mgr.checkpointMetrics, log)
+		}()
+	}
+	if mgr.ckpt.on {
+		ckptTicker := s.Clock.NewTicker(checkpointTickInterval)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer ckptTicker.Stop()
+			for {
+				select {
+				case <-ckptTicker.C():
+					mgr.checkpointTick(s.Clock.Now())
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
 
 	a := &api{mgr: mgr, metrics: ms, log: log, maxExc: s.Limits.MaxExceptions}
 	hs := &http.Server{

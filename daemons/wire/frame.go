@@ -118,6 +118,10 @@ func (t FrameType) String() string {
 		return "ack-init"
 	case FrameBackPressure:
 		return "back-pressure"
+	case FrameBarrier:
+		return "barrier"
+	case FrameEpoch:
+		return "epoch"
 	}
 	if f, ok := messageTypes[t]; ok {
 		return string(proto.MessageName(f()).Name())
@@ -223,7 +227,7 @@ func ReadFrame(r *bufio.Reader, buf []byte, max int) (t FrameType, payload, newB
 		return 0, nil, buf, err
 	}
 	t = FrameType(body[0])
-	if _, known := messageTypes[t]; !known && t != FrameData && t != FrameBackPressure && !IsAckFrame(t) {
+	if _, known := messageTypes[t]; !known && t != FrameData && t != FrameBackPressure && t != FrameBarrier && t != FrameEpoch && !IsAckFrame(t) {
 		return 0, nil, buf, fmt.Errorf("%w: unknown frame type %d", ErrCorrupt, body[0])
 	}
 	return t, body[1:], buf, nil

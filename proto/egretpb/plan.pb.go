@@ -910,7 +910,8 @@ type CheckpointState struct {
 	LastCompleteUnixNanos int64 `protobuf:"varint,3,opt,name=last_complete_unix_nanos,json=lastCompleteUnixNanos,proto3" json:"last_complete_unix_nanos,omitempty"`
 	LastCompleteSizeBytes int64 `protobuf:"varint,4,opt,name=last_complete_size_bytes,json=lastCompleteSizeBytes,proto3" json:"last_complete_size_bytes,omitempty"`
 	// epoch is raised by every rollback (restore).
-	Epoch         int64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	Epoch         int64  `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	TopologyName  string `protobuf:"bytes,6,opt,name=topology_name,json=topologyName,proto3" json:"topology_name,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -978,6 +979,13 @@ func (x *CheckpointState) GetEpoch() int64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *CheckpointState) GetTopologyName() string {
+	if x != nil {
+		return x.TopologyName
+	}
+	return ""
 }
 
 var File_proto_egretpb_plan_proto protoreflect.FileDescriptor
@@ -1060,14 +1068,15 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12#\n" +
 	"\rhttp_endpoint\x18\x02 \x01(\tR\fhttpEndpoint\x12\x1b\n" +
 	"\tjob_links\x18\x03 \x03(\tR\bjobLinks\x12\x10\n" +
-	"\x03pid\x18\x04 \x01(\x05R\x03pid\"\xe4\x01\n" +
+	"\x03pid\x18\x04 \x01(\x05R\x03pid\"\x89\x02\n" +
 	"\x0fCheckpointState\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12(\n" +
 	"\x10last_complete_id\x18\x02 \x01(\x03R\x0elastCompleteId\x127\n" +
 	"\x18last_complete_unix_nanos\x18\x03 \x01(\x03R\x15lastCompleteUnixNanos\x127\n" +
 	"\x18last_complete_size_bytes\x18\x04 \x01(\x03R\x15lastCompleteSizeBytes\x12\x14\n" +
-	"\x05epoch\x18\x05 \x01(\x03R\x05epoch*f\n" +
+	"\x05epoch\x18\x05 \x01(\x03R\x05epoch\x12#\n" +
+	"\rtopology_name\x18\x06 \x01(\tR\ftopologyName*f\n" +
 	"\rTopologyState\x12\x1e\n" +
 	"\x1aTOPOLOGY_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TOPOLOGY_STATE_RUNNING\x10\x01\x12\x19\n" +

@@ -433,9 +433,12 @@ func (x *StMgrHeartbeatResponse) GetError() string {
 }
 
 type StMgrHello struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TopologyId    string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
-	Container     int32                  `protobuf:"varint,2,opt,name=container,proto3" json:"container,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TopologyId string                 `protobuf:"bytes,1,opt,name=topology_id,json=topologyId,proto3" json:"topology_id,omitempty"`
+	Container  int32                  `protobuf:"varint,2,opt,name=container,proto3" json:"container,omitempty"`
+	// epoch: the sender's recovery epoch (effectively-once); a FrameEpoch
+	// on the connection raises it.
+	Epoch         int64 `protobuf:"varint,3,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -480,6 +483,13 @@ func (x *StMgrHello) GetTopologyId() string {
 func (x *StMgrHello) GetContainer() int32 {
 	if x != nil {
 		return x.Container
+	}
+	return 0
+}
+
+func (x *StMgrHello) GetEpoch() int64 {
+	if x != nil {
+		return x.Epoch
 	}
 	return 0
 }
@@ -1741,12 +1751,13 @@ const file_proto_egretpb_runtime_proto_rawDesc = "" +
 	"\x0fsent_unix_nanos\x18\x02 \x01(\x03R\rsentUnixNanos\x12/\n" +
 	"\x13connected_instances\x18\x03 \x01(\x05R\x12connectedInstances\".\n" +
 	"\x16StMgrHeartbeatResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"K\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"a\n" +
 	"\n" +
 	"StMgrHello\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12\x1c\n" +
-	"\tcontainer\x18\x02 \x01(\x05R\tcontainer\"*\n" +
+	"\tcontainer\x18\x02 \x01(\x05R\tcontainer\x12\x14\n" +
+	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\"*\n" +
 	"\x12StMgrHelloResponse\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\"2\n" +
 	"\x06Metric\x12\x12\n" +

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,10 +45,18 @@ func TestSubmitErrors(t *testing.T) {
 	_, stderr, code = c.egret("--config-property", "egret.packing", "submit", c.name, wc)
 	oneLineError(t, "malformed --config-property", stderr, code, 2, "egret.packing", "key=value")
 
-	// Effectively-once is not built: a cluster refuses it rather than
-	// silently weakening the guarantee.
-	_, stderr, code = c.egret("submit", c.name, binary(t, "effectivelyonce"))
-	oneLineError(t, "effectively-once topology", stderr, code, 2, "effectively-once", "not built")
+	// The in-process runner does not checkpoint: it refuses an
+	// effectively-once topology rather than silently weakening the
+	// guarantee.
+	cmd := exec.Command(binary(t, "effectivelyonce"), "--local", "--duration", "5s")
+	var out strings.Builder
+	cmd.Stderr = &out
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		t.Fatalf("effectivelyonce --local: %v, want a failure\n%s", err, out.String())
+	}
+	oneLineError(t, "effectively-once topology in the in-process runner", out.String(), ee.ExitCode(), 1, "effectively-once", "egret submit")
 
 	_, stderr, code = c.egret("--config-property", "egret.statemgr.rot.path=/x", "submit", c.name, wc)
 	oneLineError(t, "unknown config key", stderr, code, 2, "egret.statemgr.rot.path", "did you mean egret.statemgr.root.path")

@@ -88,6 +88,18 @@ func suite(warmup, window time.Duration, runs int, python, resources string) []h
 			Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewc-max", RateFraction: float64(pct) / 100}
 		out = append(out, b)
 	}
+	// T3 under effectively-once (issue 22) at two checkpoint intervals:
+	// the maximum, and the latency at the offered rate of the
+	// at-least-once 50% benchmark, so both compare within one run.
+	for _, v := range []struct {
+		name     string
+		interval time.Duration
+	}{{"t3-sentencewc-eo1s", time.Second}, {"t3-sentencewc-eo10s", 10 * time.Second}} {
+		name, w := v.name, harness.SentenceWordCountEO("", 1, v.interval, 0)
+		add(name+"-max", "T3", w, false)
+		out = append(out, harness.Bench{Name: name + "-50pct", Group: "T3", Workload: w,
+			Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewc-max", RateFraction: 0.5})
+	}
 	// Windowed word count (issue 15): 10 s tumbling and 10 s / 1 s
 	// sliding event-time windows, at maximum throughput and at half of it
 	// (with the window-close → result latency).

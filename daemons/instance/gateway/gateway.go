@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/core/plan"
@@ -64,6 +65,8 @@ type gateway struct {
 	// atLeastOnce is set (before metrics are published) when the
 	// topology acks.
 	atLeastOnce bool
+	// effectivelyOnce is set likewise when the topology checkpoints.
+	effectivelyOnce bool
 }
 
 // Run connects to the stream manager, registers the task, builds the
@@ -113,6 +116,7 @@ func (g *gateway) run(ctx context.Context) error {
 	g.active = isActive(pp)
 	g.runtimeCfg = maps.Clone(pp.GetRuntimeConfig())
 	g.atLeastOnce = topo.Logical.DeliveryMode() == topology.AtLeastOnce
+	g.effectivelyOnce = topo.Logical.DeliveryMode() == topology.EffectivelyOnce
 	in, err := instance.New(instance.Config{
 		Topology:     topo,
 		Layout:       layout,
@@ -122,6 +126,7 @@ func (g *gateway) run(ctx context.Context) error {
 		Metrics:      g.cfg.Metrics,
 		StartActive:  g.active,
 		ResourcesDir: g.cfg.ResourcesDir,
+		MaxFrame:     g.set.maxFrame,
 	})
 	if err != nil {
 		_ = conn.Close()
@@ -512,9 +517,25 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 				}
 				continue
 			}
+			if t == wire.FrameBarrier {
+				b, err := wire.ParseBarrier(payload)
+				if err != nil {
+					return err
+				}
+				if !g.deliver(s, instance.Msg{Kind: instance.MsgBarrier, Barrier: b}) {
+					return nil
+				}
+				continue
+			}
 			m, err := wire.DecodeMessage(t, payload)
 			if err != nil {
 				return err
+			}
+			if msg, ok := checkpointMsg(m); ok {
+				if !g.deliver(s, msg) {
+					return nil
+				}
+				continue
 			}
 			np, ok := m.(*egretpb.NewPhysicalPlan)
 			if !ok {
@@ -684,6 +705,45 @@ func (g *gateway) deliverResults(s *session, payload []byte) error {
 	select {
 	case g.inbox <- instance.Msg{Kind: instance.MsgAckResults, Acks: results}:
 	case <-s.done:
+	}
+	return nil
+}
+
+// checkpointMsg turns an effectively-once control message of the stream
+// manager into the instance's message.
+func checkpointMsg(m proto.Message) (instance.Msg, bool) {
+	switch m := m.(type) {
+	case *egretpb.RestoreInstanceState:
+		return instance.Msg{Kind: instance.MsgRestore, Checkpoint: m.GetCheckpointId(), Epoch: m.GetEpoch(), State: m.GetState()}, true
+	case *egretpb.StartProcessing:
+		return instance.Msg{Kind: instance.MsgStartProcessing, Epoch: m.GetEpoch()}, true
+	case *egretpb.CheckpointComplete:
+		return instance.Msg{Kind: instance.MsgCheckpointComplete, Checkpoint: m.GetCheckpointId(), Epoch: m.GetEpoch()}, true
+	}
+	return instance.Msg{}, false
+}
+
+// deliver puts m on the inbox; false when the session ended first.
+func (g *gateway) deliver(s *session, m instance.Msg) bool {
+	select {
+	case g.inbox <- m:
+		return true
+	case <-s.done:
+		return false
+	}
+}
+
+// SendFrame implements instance.FrameSender: frame goes to the stream
+// manager in order with the batches queued before it.
+func (g *gateway) SendFrame(ctx context.Context, frame []byte) error {
+	b := g.NewBatch(ctlDest)
+	b.Buf = append(b.Buf[:0], frame...)
+	if err := g.out.Push(ctx, b); err != nil {
+		g.recycle(b)
+		if errors.Is(err, wire.ErrQueueFull) {
+			err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
+		}
+		return err
 	}
 	return nil
 }

@@ -49,6 +49,13 @@ const (
 	MetricAckUpdatesOut      = "gateway.ack.updates.out"
 	MetricAckUpdatesLost     = "gateway.ack.updates.lost"
 	MetricAckResultsReceived = "gateway.ack.results.in"
+
+	// Effectively-once, every task: states saved at barriers, saves that
+	// failed or were aborted, the size of the last state saved, restores.
+	MetricCheckpoints        = "instance.checkpoints"
+	MetricCheckpointFailures = "instance.checkpoint.failures"
+	MetricCheckpointBytes    = "instance.checkpoint.bytes"
+	MetricRestores           = "instance.restores"
 )
 
 // ackCounters count the gateway's acking traffic.
@@ -78,6 +85,12 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricReconnects, g.stats.Registrations.Load())
 	add(MetricReconfigurations, im.Reconfigurations.Load())
 	m.Metrics = im.ExecuteLatency.AppendMetrics(m.Metrics, MetricExecuteLatency)
+	if g.effectivelyOnce {
+		add(MetricCheckpoints, im.Checkpoints.Load())
+		add(MetricCheckpointFailures, im.CheckpointFailures.Load())
+		add(MetricCheckpointBytes, im.CheckpointBytes.Load())
+		add(MetricRestores, im.Restores.Load())
+	}
 	if g.atLeastOnce {
 		add(MetricAcked, im.Acked.Load())
 		add(MetricFailed, im.Failed.Load())

@@ -78,7 +78,7 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 		opts.DrainTimeout = 30 * time.Second
 	}
 	if m := t.Logical.DeliveryMode(); m != topology.AtMostOnce && m != topology.AtLeastOnce {
-		return nil, fmt.Errorf("topology %q asks for %s delivery; the in-process runner supports %s and %s so far", t.Logical.Name, m, topology.AtMostOnce, topology.AtLeastOnce)
+		return nil, fmt.Errorf("topology %q asks for %s delivery, which the in-process runner (--local) does not checkpoint; run it on a cluster (egret submit local ...), or choose %s or %s", t.Logical.Name, m, topology.AtMostOnce, topology.AtLeastOnce)
 	}
 	if opts.LedgerCapacity <= 0 {
 		opts.LedgerCapacity = 1 << 20

@@ -17,6 +17,7 @@ func ParseArgs(args []string) (Options, []string, error) {
 	fs.IntVar(&o.Containers, "containers", 1, "containers")
 	fs.BoolVar(&o.Acking, "acking", false, "at-least-once")
 	fs.IntVar(&o.MaxPending, "max-pending", 0, "topology.max.spout.pending with --acking (0: the runtime's default)")
+	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 0, "effectively-once with this checkpoint interval (0: not)")
 	fs.Float64Var(&o.Rate, "rate", 0, "offered sentences per second of all spout tasks (0: unthrottled)")
 	fs.StringVar(&o.LatencyDir, "latency-dir", "", "directory of the latency recorders' files (with --rate)")
 	fs.StringVar(&o.PythonPath, "python-path", "", "topology.multilang.path of a Python split bolt (a virtualenv's bin)")

@@ -70,6 +70,10 @@ type Options struct {
 	// the runtime's default).
 	Acking     bool
 	MaxPending int
+	// CheckpointInterval > 0 makes the topology effectively-once with
+	// that checkpoint interval (instead of Acking): the spout keeps its
+	// sequence and the count bolt its counts in checkpointed state.
+	CheckpointInterval time.Duration
 	// Rate is the offered rate in sentences per second of all spout
 	// tasks together (0: unthrottled).
 	Rate float64
@@ -100,7 +104,10 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 			*f.v = 1
 		}
 	}
-	if o.MaxPending < 0 || o.Rate < 0 {
+	if o.CheckpointInterval > 0 && o.Acking {
+		return nil, fmt.Errorf("--checkpoint-interval (effectively-once) and --acking (at-least-once) exclude each other")
+	}
+	if o.MaxPending < 0 || o.Rate < 0 || o.CheckpointInterval < 0 {
 		return nil, fmt.Errorf("--max-pending and --rate cannot be negative (got %d, %v)", o.MaxPending, o.Rate)
 	}
 	if o.Name == "" {
@@ -111,6 +118,10 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 		b.SetConfig(topology.KeyMultilangPath, o.PythonPath)
 	}
 	b.SetContainers(o.Containers)
+	if o.CheckpointInterval > 0 {
+		b.SetDeliveryMode(topology.EffectivelyOnce)
+		b.SetConfig(topology.KeyCheckpointInterval, o.CheckpointInterval.String())
+	}
 	if o.Acking {
 		b.SetDeliveryMode(topology.AtLeastOnce)
 		if o.MaxPending > 0 {
@@ -172,6 +183,23 @@ type SentenceSpout struct {
 	lastFlush time.Time
 	seq       int64
 	acked     *api.Counter
+	// pos holds seq in effectively-once mode (api.Stateful).
+	pos *api.State[string, int64]
+}
+
+// InitState implements api.Stateful (effectively-once): the sequence
+// goes back to the checkpoint's.
+func (s *SentenceSpout) InitState(st *api.States) (err error) {
+	if s.pos, err = api.NewState[string, int64](st, "pos"); err == nil {
+		s.seq, _ = s.pos.Get("seq")
+	}
+	return err
+}
+
+// PreSave implements api.Stateful.
+func (s *SentenceSpout) PreSave(int64) error {
+	s.pos.Put("seq", s.seq)
+	return nil
 }
 
 // Open implements api.Spout.
@@ -208,6 +236,7 @@ func (s *SentenceSpout) NextTuple() {
 	first, n := s.pacer.Due(now, maxBurst)
 	for i := range n {
 		at := s.pacer.Scheduled(first + int64(i))
+		s.seq++
 		s.emit(at, at)
 	}
 	s.pacer.Advance(n)
@@ -305,8 +334,9 @@ type CountBolt struct {
 	api.BaseBolt
 	// Acking is set by Prepare from the topology's delivery mode.
 	Acking bool
-	// Counts is the count of every word seen.
-	Counts map[string]int64
+	// Counts is the count of every word seen: checkpointed state in
+	// effectively-once mode (api.Stateful).
+	Counts *api.State[string, int64]
 	out    api.BoltCollector
 	rec    *latency.Recorder
 }
@@ -315,7 +345,9 @@ type CountBolt struct {
 func (b *CountBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.out = out
 	b.Acking = constnull.AtLeastOnce(ctx)
-	b.Counts = map[string]int64{}
+	if err := b.InitState(api.NewStates()); err != nil {
+		return err
+	}
 	rate, dir, err := settings(ctx)
 	if err != nil {
 		return err
@@ -334,7 +366,9 @@ func (b *CountBolt) Execute(t api.Tuple) {
 		}
 		return
 	}
-	b.Counts[t.String(0)]++
+	w := t.String(0)
+	n, _ := b.Counts.Get(w)
+	b.Counts.Put(w, n+1)
 	if b.rec != nil {
 		if at := t.Int64(1); at > 0 {
 			b.rec.Record(time.Now(), at)
@@ -344,6 +378,15 @@ func (b *CountBolt) Execute(t api.Tuple) {
 		b.out.Ack(t)
 	}
 }
+
+// InitState implements api.Stateful (effectively-once).
+func (b *CountBolt) InitState(st *api.States) (err error) {
+	b.Counts, err = api.NewState[string, int64](st, "counts")
+	return err
+}
+
+// PreSave implements api.Stateful.
+func (b *CountBolt) PreSave(int64) error { return nil }
 
 // Cleanup implements api.Bolt: it writes the last interval.
 func (b *CountBolt) Cleanup() {

@@ -1,18 +1,27 @@
-// Command effectivelyonce is word count asking for effectively-once
-// delivery, for the end-to-end test that clusters refuse it (it is not
-// built yet).
+// Command effectivelyonce is the effectively-once verification topology
+// (see package eocount): a stateful word count over N known sentences.
+//
+//	egret submit local ./effectivelyonce -- --sentences 20000 --state /tmp/eo --rate 4000
 package main
 
 import (
+	"fmt"
 	"os"
 
 	"github.com/egret-stream/egret"
-	"github.com/egret-stream/egret/core/topology"
-	"github.com/egret-stream/egret/examples/wordcount/wordcount"
+	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
 func main() {
-	b := wordcount.Builder(wordcount.Options{})
-	b.SetDeliveryMode(topology.EffectivelyOnce)
-	os.Exit(egret.RunArgs(b, os.Args[1:], os.Stdout, os.Stderr))
+	o, rest, err := eocount.ParseArgs("eocount", os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "effectivelyonce: %v\n", err)
+		os.Exit(egret.ExitUsage)
+	}
+	b, err := eocount.Builder(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "effectivelyonce: %v\n", err)
+		os.Exit(egret.ExitUsage)
+	}
+	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
 }

@@ -1,0 +1,200 @@
+package e2e
+
+// Effectively-once across processes (DESIGN.md §6, docs/delivery.md): the
+// eocount topology (test/e2e/testdata/effectivelyonce) counts the words of
+// N known sentences in checkpointed state. Without a fault and after a
+// kill -9 of any process while data flows, the reported counts reach
+// exactly the expected ones, and at no time does any count pass its
+// expected value (which would be a tuple applied twice).
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
+)
+
+func init() { packages["effectivelyonce"] = "./test/e2e/testdata/effectivelyonce" }
+
+// eoRun is one eocount topology running on a cluster.
+type eoRun struct {
+	*wordCount
+	state    string
+	expected map[string]int64
+}
+
+func startEOCount(t *testing.T, c *cluster, name string, n int64, flags ...string) *eoRun {
+	t.Helper()
+	state := filepath.Join(c.home, "state-"+name)
+	args := append([]string{"submit", c.name, binary(t, "effectivelyonce"), "--",
+		"--name", name, "--sentences", strconv.FormatInt(n, 10), "--state", state, "--containers", "2"}, flags...)
+	c.mustEgret(args...)
+	w := &wordCount{t: t, c: c, name: name, containers: 2, store: c.store()}
+	pp, _, err := w.store.PackingPlan(context.Background(), name)
+	if err != nil {
+		t.Fatalf("read the packing plan: %v", err)
+	}
+	w.plan = pp
+	return &eoRun{wordCount: w, state: state, expected: eocount.Expected(n)}
+}
+
+// check reads the reports and fails the test at once when a count passed
+// its expected value.
+func (r *eoRun) check() *eocount.Result {
+	r.t.Helper()
+	res, err := eocount.Check(r.state, r.expected)
+	if err != nil {
+		r.t.Fatalf("read the eocount reports: %v", err)
+	}
+	if len(res.Over) > 0 {
+		r.t.Fatalf("counts above the expected ones (a tuple applied twice): %s", res)
+	}
+	return res
+}
+
+func (r *eoRun) waitCounted(what string, fraction float64, timeout time.Duration) *eocount.Result {
+	r.t.Helper()
+	var res *eocount.Result
+	await(r.t, what, timeout, func() (bool, string) {
+		res = r.check()
+		if fraction >= 1 {
+			return res.Exact(), res.String()
+		}
+		return float64(res.Counted) >= fraction*float64(res.Expected), res.String()
+	})
+	return res
+}
+
+// checkpointMetric reads a checkpoint figure of the topology manager.
+func (r *eoRun) checkpointMetric(name string) float64 {
+	loc, err := r.store.TManagerLocation(context.Background(), r.name)
+	if err != nil {
+		return -1
+	}
+	var s struct {
+		Containers map[string]map[string]struct {
+			Metrics map[string]float64 `json:"metrics"`
+		} `json:"containers"`
+	}
+	if err := getJSON(fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort()), &s); err != nil {
+		return -1
+	}
+	v, ok := s.Containers["0"]["tmanager"].Metrics[name]
+	if !ok {
+		return -1
+	}
+	return v
+}
+
+// TestEffectivelyOnceNoFault: the counts are exact and checkpoints
+// complete.
+func TestEffectivelyOnceNoFault(t *testing.T) {
+	c := newCluster(t, "local")
+	r := startEOCount(t, c, "eocount", 20000, "--rate", "4000", "--interval", "500ms")
+	res := r.waitCounted("every word to be counted exactly", 1, allAckedTimeout)
+	t.Logf("%s", res)
+	await(t, "checkpoints to complete", recoverTimeout, func() (bool, string) {
+		v := r.checkpointMetric("checkpoint.completed")
+		return v >= 2, fmt.Sprintf("checkpoint.completed = %v", v)
+	})
+	r.kill()
+}
+
+// TestEffectivelyOnceFaults kills -9 one kind of process while sentences
+// flow; the counts still end exact.
+func TestEffectivelyOnceFaults(t *testing.T) {
+	c := newCluster(t, "local")
+	const n = 30000
+	flags := []string{"--rate", "3000", "--interval", "500ms"}
+	one := func(component string) func(r *eoRun) (int, []string) {
+		return func(r *eoRun) (int, []string) {
+			task := r.tasksOf(1, component)[0]
+			return 1, []string{fmt.Sprintf("instance-%s-%d", component, task)}
+		}
+	}
+	cases := []struct {
+		name   string
+		victim func(r *eoRun) (int, []string)
+	}{
+		{"count-instance", one(eocount.Count)},
+		{"spout-instance", one(eocount.Source)},
+		{"stmgr", func(*eoRun) (int, []string) { return 1, []string{"stmgr"} }},
+		{"ckptmgr", func(*eoRun) (int, []string) { return 2, []string{"ckptmgr"} }},
+		{"tmanager", func(*eoRun) (int, []string) { return 0, []string{"tmanager"} }},
+		{"container", func(r *eoRun) (int, []string) {
+			var names []string
+			for name := range r.procs(1) {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			return 1, names
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			sc := *c
+			sc.t = t
+			r := startEOCount(t, &sc, "eo-"+tc.name, n, flags...)
+			r.waitCounted("a fifth of the words to be counted", 0.2, time.Minute)
+			await(t, "a checkpoint to complete", recoverTimeout, func() (bool, string) {
+				v := r.checkpointMetric("checkpoint.completed")
+				return v >= 1, fmt.Sprintf("checkpoint.completed = %v", v)
+			})
+			container, names := tc.victim(r)
+			procs := r.procs(container)
+			old := map[string]proc{}
+			for _, name := range names {
+				p, ok := procs[name]
+				if !ok {
+					t.Fatalf("container %d runs no %s: %v", container, name, procs)
+				}
+				old[name] = p
+			}
+			for _, name := range names {
+				if err := syscall.Kill(old[name].pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+					t.Fatalf("kill -9 %s (pid %d): %v", name, old[name].pid, err)
+				}
+			}
+			killed := time.Now()
+			atKill := r.check()
+			t.Logf("kill -9 of %s in container %d at %s", strings.Join(names, ", "), container, atKill)
+			if atKill.Exact() {
+				t.Fatalf("every word was counted before the kill took effect: the fault came too late to test anything")
+			}
+			waitDead(t, "the killed processes to exit", old)
+			r.waitRestarted(container, old)
+			res := r.waitCounted("every word to be counted exactly after the fault", 1, allAckedTimeout)
+			t.Logf("exact %s after the kill: %s; restores %v", time.Since(killed).Round(time.Millisecond), res, r.checkpointMetric("checkpoint.restores"))
+			r.kill()
+		})
+	}
+}
+
+// TestEffectivelyOnceFailingStorage: a checkpoint storage that fails every
+// store (its topology directory is a file) fails every checkpoint; the
+// topology keeps processing, the counts are still exact, and the failures
+// are reported.
+func TestEffectivelyOnceFailingStorage(t *testing.T) {
+	root := t.TempDir()
+	const name = "eo-failing"
+	if err := os.WriteFile(filepath.Join(root, name), []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := newCluster(t, "local", "egret.checkpoint.localfs.root="+root)
+	r := startEOCount(t, c, name, 10000, "--rate", "4000", "--interval", "300ms")
+	res := r.waitCounted("every word to be counted exactly without a checkpoint", 1, allAckedTimeout)
+	t.Logf("%s", res)
+	await(t, "the failed checkpoints to be reported", recoverTimeout, func() (bool, string) {
+		failed, completed := r.checkpointMetric("checkpoint.failed"), r.checkpointMetric("checkpoint.completed")
+		return failed >= 2 && completed == 0, fmt.Sprintf("checkpoint.failed = %v, checkpoint.completed = %v", failed, completed)
+	})
+	r.kill()
+}

@@ -1,0 +1,348 @@
+// Package eocount is the effectively-once verification topology: a
+// stateful word count whose result is known in advance.
+//
+// The spout emits the sentences 0..N-1 (sentence i goes to spout task
+// i mod spouts), each a fixed function of i, keeping its position in
+// checkpointed state; a stateless bolt splits them into words; a stateful
+// bolt counts the words (fields grouping) and rewrites a report file of
+// its counts at every tick. Under effectively-once the reported counts of
+// every word reach exactly what the N sentences hold, whatever process
+// dies meanwhile, and never pass it: a count above is a tuple applied
+// twice, one that stays below is a tuple lost.
+package eocount
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
+)
+
+// Component names.
+const (
+	Source = "sentences"
+	Split  = "split"
+	Count  = "count"
+)
+
+// Topology config keys (the options reach the instances through the
+// submitted definition).
+const (
+	KeySentences = "eocount.sentences"
+	KeyStateDir  = "eocount.state.dir"
+	KeyRate      = "eocount.rate"
+)
+
+// Options describe the topology.
+type Options struct {
+	Name       string
+	Sentences  int64
+	StateDir   string
+	Rate       int // sentences per second over all spout tasks (0: unlimited)
+	Containers int
+	Spouts     int
+	Bolts      int
+	// Interval is the checkpoint interval (0: the default).
+	Interval time.Duration
+	Settings map[string]string
+}
+
+// ParseArgs parses the topology's own flags out of args and returns the
+// options and the arguments left for Egret.
+func ParseArgs(name string, args []string) (Options, []string, error) {
+	o := Options{Settings: map[string]string{}}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.StringVar(&o.Name, "name", name, "topology name")
+	fs.Int64Var(&o.Sentences, "sentences", 20000, "sentences 0..N-1")
+	fs.StringVar(&o.StateDir, "state", "", "directory of the count bolts' reports (required)")
+	fs.IntVar(&o.Rate, "rate", 0, "sentences per second over all spout tasks (0: unlimited)")
+	fs.IntVar(&o.Containers, "containers", 2, "containers in a cluster")
+	fs.IntVar(&o.Spouts, "spouts", 2, "spout parallelism")
+	fs.IntVar(&o.Bolts, "bolts", 2, "parallelism of each bolt")
+	fs.DurationVar(&o.Interval, "interval", time.Second, "checkpoint interval")
+	fs.Func("set", "a topology setting KEY=VALUE (repeatable)", func(v string) error {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("want KEY=VALUE, got %q", v)
+		}
+		o.Settings[k] = val
+		return nil
+	})
+	own, rest := egret.SplitArgs(args, fs)
+	if err := fs.Parse(own); err != nil {
+		return o, nil, err
+	}
+	return o, rest, nil
+}
+
+// Builder returns the topology.
+func Builder(o Options) (*api.TopologyBuilder, error) {
+	if o.Name == "" {
+		o.Name = "eocount"
+	}
+	if o.Sentences < 1 || o.Rate < 0 || o.Containers < 1 || o.Spouts < 1 || o.Bolts < 1 {
+		return nil, fmt.Errorf("sentences (%d), containers (%d), spouts (%d) and bolts (%d) must be ≥ 1 and rate (%d) ≥ 0",
+			o.Sentences, o.Containers, o.Spouts, o.Bolts, o.Rate)
+	}
+	b := api.NewTopologyBuilder(o.Name)
+	b.SetDeliveryMode(topology.EffectivelyOnce)
+	b.SetContainers(o.Containers)
+	b.SetConfig(KeySentences, strconv.FormatInt(o.Sentences, 10))
+	b.SetConfig(KeyRate, strconv.Itoa(o.Rate))
+	if o.StateDir != "" {
+		abs, err := filepath.Abs(o.StateDir)
+		if err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, fmt.Errorf("create the state directory: %w", err)
+		}
+		b.SetConfig(KeyStateDir, abs)
+	}
+	if o.Interval > 0 {
+		b.SetConfig(topology.KeyCheckpointInterval, o.Interval.String())
+	}
+	for k, v := range o.Settings {
+		b.SetConfig(k, v)
+	}
+	b.SetSpout(Source, func() api.Spout { return &SentenceSpout{} }, o.Spouts)
+	b.SetBolt(Split, func() api.Bolt { return &SplitBolt{} }, o.Bolts).ShuffleGrouping(Source)
+	b.SetBolt(Count, func() api.Bolt { return &CountBolt{} }, o.Bolts).FieldsGrouping(Split, "word").
+		SetConfig(topology.KeyTickFrequency, "300ms")
+	return b, nil
+}
+
+// Sentence is sentence i: three words, a fixed function of i.
+func Sentence(i int64) string {
+	return fmt.Sprintf("w%d w%d w%d", i%101, (i*7)%53, (i*13)%29)
+}
+
+// Expected returns the word counts of sentences 0..n-1.
+func Expected(n int64) map[string]int64 {
+	out := map[string]int64{}
+	for i := int64(0); i < n; i++ {
+		for _, w := range strings.Fields(Sentence(i)) {
+			out[w]++
+		}
+	}
+	return out
+}
+
+// SentenceSpout emits its share of the sentences, its position in state.
+type SentenceSpout struct {
+	api.BaseSpout
+	out        api.SpoutCollector
+	index, par int64
+	n          int64
+	pos        *api.State[string, int64]
+	next       int64 // next of this task's sentences (the k-th)
+	rate       float64
+	tokens     float64
+	last       time.Time
+}
+
+// Open implements api.Spout.
+func (s *SentenceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
+	s.out = out
+	s.index = int64(ctx.TaskIndex())
+	s.par = int64(len(ctx.ComponentTasks(ctx.ComponentName())))
+	n, err := strconv.ParseInt(ctx.Config(KeySentences), 10, 64)
+	if err != nil || n < 1 {
+		return fmt.Errorf("%s: %q is not a number of sentences", KeySentences, ctx.Config(KeySentences))
+	}
+	s.n = n
+	if r, _ := strconv.Atoi(ctx.Config(KeyRate)); r > 0 {
+		s.rate = float64(r) / float64(s.par)
+	}
+	s.last = time.Now()
+	return nil
+}
+
+// InitState implements api.Stateful: rewind to the saved position.
+func (s *SentenceSpout) InitState(st *api.States) error {
+	pos, err := api.NewState[string, int64](st, "pos")
+	if err != nil {
+		return err
+	}
+	s.pos = pos
+	s.next, _ = pos.Get("next")
+	return nil
+}
+
+// PreSave implements api.Stateful.
+func (s *SentenceSpout) PreSave(int64) error {
+	s.pos.Put("next", s.next)
+	return nil
+}
+
+// NextTuple implements api.Spout.
+func (s *SentenceSpout) NextTuple() {
+	burst := 64.0
+	if s.rate > 0 {
+		now := time.Now()
+		s.tokens = math.Min(math.Max(2, s.rate/50), s.tokens+now.Sub(s.last).Seconds()*s.rate)
+		s.last = now
+		burst = math.Floor(s.tokens)
+	}
+	for k := 0; k < int(burst); k++ {
+		i := s.next*s.par + s.index
+		if i >= s.n {
+			return
+		}
+		s.out.Emit(api.Values{Sentence(i)}, nil)
+		s.next++
+		s.tokens--
+	}
+}
+
+// DeclareOutputFields implements api.Spout.
+func (s *SentenceSpout) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("sentence") }
+
+// SplitBolt splits sentences into words (stateless).
+type SplitBolt struct {
+	api.BaseBolt
+	out api.BoltCollector
+}
+
+// Prepare implements api.Bolt.
+func (b *SplitBolt) Prepare(_ api.Context, out api.BoltCollector) error { b.out = out; return nil }
+
+// Execute implements api.Bolt.
+func (b *SplitBolt) Execute(t api.Tuple) {
+	for _, w := range strings.Fields(t.String(0)) {
+		b.out.Emit(api.Values{w}, t)
+	}
+}
+
+// DeclareOutputFields implements api.Bolt.
+func (b *SplitBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("word") }
+
+// CountBolt counts words in checkpointed state and reports them at ticks.
+type CountBolt struct {
+	api.BaseBolt
+	counts *api.State[string, int64]
+	report string
+}
+
+// Report is what a count task writes.
+type Report struct {
+	Task   int              `json:"task"`
+	Counts map[string]int64 `json:"counts"`
+}
+
+// Prepare implements api.Bolt.
+func (b *CountBolt) Prepare(ctx api.Context, _ api.BoltCollector) error {
+	dir := ctx.Config(KeyStateDir)
+	if dir == "" {
+		return errors.New(KeyStateDir + " is not set")
+	}
+	b.report = filepath.Join(dir, fmt.Sprintf("count-%d.json", ctx.TaskID()))
+	return nil
+}
+
+// InitState implements api.Stateful.
+func (b *CountBolt) InitState(st *api.States) error {
+	c, err := api.NewState[string, int64](st, "counts")
+	b.counts = c
+	return err
+}
+
+// PreSave implements api.Stateful.
+func (b *CountBolt) PreSave(int64) error { return nil }
+
+// Execute implements api.Bolt.
+func (b *CountBolt) Execute(t api.Tuple) {
+	if t.IsTick() {
+		b.write(t)
+		return
+	}
+	w := t.String(0)
+	n, _ := b.counts.Get(w)
+	b.counts.Put(w, n+1)
+}
+
+func (b *CountBolt) write(api.Tuple) {
+	r := Report{Counts: map[string]int64{}}
+	fmt.Sscanf(filepath.Base(b.report), "count-%d.json", &r.Task)
+	b.counts.Range(func(k string, v int64) bool { r.Counts[k] = v; return true })
+	data, _ := json.Marshal(r)
+	tmp := b.report + ".tmp"
+	if os.WriteFile(tmp, data, 0o644) == nil {
+		_ = os.Rename(tmp, b.report)
+	}
+}
+
+// DeclareOutputFields implements api.Bolt.
+func (b *CountBolt) DeclareOutputFields(api.OutputDeclarer) {}
+
+// Result compares the reported counts with the expected ones.
+type Result struct {
+	Expected, Counted int64
+	Over, Under       []string // words counted more, fewer times than expected
+	Reports           int
+}
+
+// Exact reports whether every word has exactly its expected count.
+func (r *Result) Exact() bool {
+	return len(r.Over) == 0 && len(r.Under) == 0 && r.Counted == r.Expected
+}
+
+func (r *Result) String() string {
+	return fmt.Sprintf("%d of %d words counted (%d reports); %d words over (%s), %d under", r.Counted, r.Expected, r.Reports,
+		len(r.Over), strings.Join(r.Over[:min(len(r.Over), 5)], " "), len(r.Under))
+}
+
+// Check reads the reports in dir against the counts of n sentences.
+func Check(dir string, expected map[string]int64) (*Result, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "count-*.json"))
+	if err != nil {
+		return nil, err
+	}
+	got := map[string]int64{}
+	r := &Result{}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		var rep Report
+		if err := json.Unmarshal(data, &rep); err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		r.Reports++
+		for w, n := range rep.Counts {
+			got[w] += n
+		}
+	}
+	for w, want := range expected {
+		r.Expected += want
+		g := got[w]
+		r.Counted += g
+		switch {
+		case g > want:
+			r.Over = append(r.Over, fmt.Sprintf("%s=%d/%d", w, g, want))
+		case g < want:
+			r.Under = append(r.Under, w)
+		}
+	}
+	for w, g := range got {
+		if _, ok := expected[w]; !ok {
+			r.Over = append(r.Over, fmt.Sprintf("%s=%d/0", w, g))
+			r.Counted += g
+		}
+	}
+	sort.Strings(r.Over)
+	sort.Strings(r.Under)
+	return r, nil
+}
