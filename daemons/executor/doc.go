@@ -30,7 +30,7 @@
 //	egret tmanager   --topology N --topology-id ID --config F
 //	egret metricsmgr --topology N --container C --socket M --metrics-file W/metrics.jsonl --config F
 //	egret stmgr      --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F
-//	egret ckptmgr    --topology N --container C --socket K --metrics-socket M --config F   (not started yet)
+//	egret ckptmgr    --topology N --container C --socket K --metrics-socket M --config F   (effectively-once)
 //	egret shell      --topology N --topology-id ID --container C --work-dir W --config F
 //	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M --config F
 //
