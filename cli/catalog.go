@@ -2,6 +2,7 @@ package cli
 
 // The built-in backends, registered with core/spi by their init functions.
 import (
+	_ "github.com/egret-stream/egret/checkpoints/hdfs"
 	_ "github.com/egret-stream/egret/checkpoints/localfs"
 	_ "github.com/egret-stream/egret/packing/ffd"
 	_ "github.com/egret-stream/egret/packing/rcrr"

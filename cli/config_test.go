@@ -67,10 +67,11 @@ func tree(t *testing.T, dir string) []string {
 // name a backend that does not exist.
 func TestBuiltinsMatchBinary(t *testing.T) {
 	for kind, names := range map[string][]string{
-		conf.KindScheduler:    spi.SchedulerNames(),
-		conf.KindStateManager: spi.StateManagerNames(),
-		conf.KindUploader:     spi.UploaderNames(),
-		conf.KindPacking:      spi.PackingNames(),
+		conf.KindScheduler:         spi.SchedulerNames(),
+		conf.KindStateManager:      spi.StateManagerNames(),
+		conf.KindUploader:          spi.UploaderNames(),
+		conf.KindPacking:           spi.PackingNames(),
+		conf.KindCheckpointStorage: spi.CheckpointStorageNames(),
 	} {
 		names = slices.Sorted(slices.Values(names))
 		if got := conf.Builtins(kind); !slices.Equal(got, names) {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/metricsmgr"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/internal/loglevel"
@@ -214,6 +216,55 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 				cfg.PrometheusTargetsFile = metricsmgr.TargetsFile(filepath.Dir(cfg.FilePath))
 			}
 			return metricsmgr.Run(ctx, cfg, d.log)
+		})
+}
+
+func ckptmgrCmd(g *globals) *cobra.Command {
+	var topology, socket, metricsSocket string
+	var container int
+	return daemonCommand(g, "ckptmgr --topology T --container N --socket S --config F [--metrics-socket M]", "Run a container's checkpoint manager (effectively-once)",
+		func(c *cobra.Command) {
+			f := c.Flags()
+			f.StringVar(&topology, "topology", "", "topology name")
+			f.IntVar(&container, "container", 0, "container index")
+			f.StringVar(&socket, "socket", "", "Unix socket to listen on for the stream manager")
+			f.StringVar(&metricsSocket, "metrics-socket", "", "the container's metrics manager socket (empty: no metrics)")
+		},
+		func(ctx context.Context, d *daemonEnv) error {
+			if topology == "" || container < 1 || socket == "" {
+				return usagef("ckptmgr needs --topology, --container (1 or more) and --socket")
+			}
+			maxState, err := d.cfg.Size(ckptmgr.KeyMaxStateSize, ckptmgr.DefaultMaxStateSize, math.MaxInt32-1<<10)
+			if err != nil {
+				return usageError{err}
+			}
+			timeout, err := d.cfg.Duration(ckptmgr.KeyTimeout, ckptmgr.DefaultTimeout)
+			if err != nil {
+				return usageError{err}
+			}
+			// A storage that is not built in is a plugin binary of the
+			// plugin directory on this node; the loader stops it on exit.
+			loader := plugins.NewLoader(d.cfg.String("egret.plugin.directory", ""), d.log.Named("plugins"))
+			defer loader.Close()
+			name := d.cfg.String(ckptmgr.KeyStorage, ckptmgr.DefaultStorage)
+			st, err := loader.LoadCheckpointStorage(ctx, name, d.cfg)
+			if err != nil {
+				if errors.Is(err, spi.ErrUnknownBackend) {
+					return usageError{fmt.Errorf("config key %s: %w", ckptmgr.KeyStorage, err)}
+				}
+				return fmt.Errorf("checkpoint storage %q: %w", name, err)
+			}
+			defer func() {
+				if err := st.Close(); err != nil {
+					d.log.Warn("closing the checkpoint storage", zap.Error(err))
+				}
+			}()
+			d.log.Info("checkpoint storage opened", zap.String("storage", name))
+			return ckptmgr.Run(ctx, ckptmgr.Config{
+				TopologyName: topology, Container: container, Socket: socket, Storage: st,
+				MaxStateSize: maxState, Timeout: timeout,
+				MetricsSocket: metricsSocket, MetricsInterval: d.duration("egret.metrics.export.interval", 10*time.Second),
+			}, d.log)
 		})
 }
 

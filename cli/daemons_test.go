@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -99,5 +100,46 @@ func TestMetricsMgrFeedsTheConfiguredSinks(t *testing.T) {
 	}
 	if st, err := os.Stat(filepath.Join(dir, "metrics.jsonl.1")); err != nil || st.Size() > 200 {
 		t.Errorf("metrics.jsonl.1: %v, %v; want at most 200 bytes (egret.metrics.file.max.size)", st, err)
+	}
+}
+
+// TestCkptMgrUsageErrors: the checkpoint manager command refuses missing
+// flags and bad config values before it listens.
+func TestCkptMgrUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	n := 0
+	cfg := func(json string) string {
+		n++
+		p := filepath.Join(dir, fmt.Sprintf("c%d.json", n))
+		if err := os.WriteFile(p, []byte(json), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	sock := filepath.Join(dir, "k.sock")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"ckptmgr", "--container", "1", "--socket", sock, "--config", cfg(`{}`)}, "ckptmgr needs --topology, --container (1 or more) and --socket"},
+		{[]string{"ckptmgr", "--topology", "wc", "--socket", sock, "--config", cfg(`{}`)}, "ckptmgr needs --topology, --container (1 or more) and --socket"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock}, "ckptmgr needs --config"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.state.max.size": "lots"}`)}, "egret.checkpoint.state.max.size"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.timeout": "soon"}`)}, "egret.checkpoint.timeout"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.storage": "s3"}`)},
+			`config key egret.checkpoint.storage: checkpoint storage "s3" is not built in (built in: [hdfs localfs]) and no plugin directory is configured`},
+	} {
+		code, _, stderr := egret(t, tc.args...)
+		if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, %q; want %d and %q", tc.args, code, stderr, ExitUsage, tc.want)
+		}
+	}
+	// A storage whose config is bad fails to start, not as a usage error.
+	code, _, stderr := egret(t, "ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.storage": "hdfs"}`))
+	if code != ExitFailure || !strings.Contains(stderr, "egret.checkpoint.hdfs.namenode is required") {
+		t.Errorf("hdfs storage without a NameNode: exit %d, %q", code, stderr)
+	}
+	if _, err := os.Stat(sock); err == nil {
+		t.Error("a refused checkpoint manager left its socket")
 	}
 }

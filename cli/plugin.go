@@ -59,7 +59,7 @@ an Egret plugin, an unknown kind, a config the plugin rejects.`,
 	}
 	f := v.Flags()
 	f.StringVar(&configFile, "config", "", "YAML file of the plugin's config keys (--config-property overrides them)")
-	f.StringVar(&o.Kind, "kind", "", "plugin kind: scheduler, uploader, statemgr or packing (default: from the binary name egret-<kind>-<name>)")
+	f.StringVar(&o.Kind, "kind", "", "plugin kind: scheduler, uploader, statemgr, packing, metricssink or checkpointstorage (default: from the binary name egret-<kind>-<name>)")
 	f.StringVar(&o.Name, "name", "", "backend name passed to the plugin (default: from the binary name)")
 	f.DurationVar(&o.StartTimeout, "start-timeout", 30*time.Second, "bound on the plugin's start, handshake and configuration")
 	f.DurationVar(&o.CheckTimeout, "check-timeout", 5*time.Minute, "bound on each check; a check that runs longer fails and ends the run")

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/executor"
 	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/daemons/tmanager"
@@ -150,35 +147,3 @@ func stmgrCmd(g *globals) *cobra.Command {
 			return stmgr.Run(ctx, c, d.log)
 		})
 }
-
-func ckptmgrCmd(g *globals) *cobra.Command {
-	var c ckptmgr.Config
-	return daemonCommand(g, "ckptmgr --topology T --container N --socket S --config F", "Run a container's checkpoint manager (effectively-once)",
-		func(cmd *cobra.Command) {
-			f := cmd.Flags()
-			f.StringVar(&c.TopologyName, "topology", "", "topology name")
-			f.IntVar(&c.Container, "container", 0, "container index (1..N)")
-			f.StringVar(&c.Socket, "socket", "", "Unix socket for the container's stream manager")
-			f.StringVar(&c.MetricsSocket, "metrics-socket", "", "the metrics manager's Unix socket")
-		},
-		func(ctx context.Context, d *daemonEnv) error {
-			if c.TopologyName == "" || c.Container < 1 || c.Socket == "" {
-				return usagef("ckptmgr needs --topology, --container (1 or more) and --socket")
-			}
-			name := d.cfg.String(keyCheckpointStorage, ckptmgr.DefaultStorage)
-			factory, err := spi.LookupCheckpointStorage(name)
-			if err != nil {
-				return usageError{fmt.Errorf("config key %s: %w", keyCheckpointStorage, err)}
-			}
-			st, err := factory(d.cfg, d.log.Named("checkpoints"))
-			if err != nil {
-				return fmt.Errorf("checkpoint storage %s: %w", name, err)
-			}
-			defer func() { _ = st.Close() }()
-			c.Storage = st
-			return ckptmgr.Run(ctx, c, d.log)
-		})
-}
-
-// keyCheckpointStorage selects the checkpoint storage backend.
-const keyCheckpointStorage = "egret.checkpoint.storage"

@@ -512,6 +512,8 @@ func kindNoun(kind string) string {
 		return "state manager"
 	case "packing":
 		return "packing algorithm"
+	case KindCheckpointStorage:
+		return "checkpoint storage"
 	}
 	return kind
 }

@@ -625,3 +625,47 @@ func TestTopologyNameChecked(t *testing.T) {
 		t.Errorf("Load with a valid topology: %v", err)
 	}
 }
+
+// TestCheckpointStorageSelection: egret.checkpoint.storage selects the
+// storage whose keys apply (localfs by default, with its root under
+// EGRET_HOME); hdfs requires its NameNode; a plugin name must be found.
+func TestCheckpointStorageSelection(t *testing.T) {
+	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := c.Config()
+	if cfg["egret.checkpoint.storage"] != "localfs" || cfg["egret.checkpoint.localfs.root"] != "/home/u/.egret/checkpoints/local" {
+		t.Errorf("defaults: storage %q, root %q", cfg["egret.checkpoint.storage"], cfg["egret.checkpoint.localfs.root"])
+	}
+	if cfg["egret.checkpoint.state.max.size"] != "67108864" || cfg["egret.checkpoint.timeout"] != "2m" {
+		t.Errorf("defaults: max state %q, timeout %q", cfg["egret.checkpoint.state.max.size"], cfg["egret.checkpoint.timeout"])
+	}
+	if _, ok := cfg["egret.checkpoint.hdfs.directory"]; ok {
+		t.Error("hdfs keys get defaults while localfs is selected")
+	}
+
+	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv), Overrides: []string{"egret.checkpoint.storage=hdfs"}})
+	if err == nil || !strings.Contains(err.Error(), "egret.checkpoint.hdfs.namenode: required by the hdfs checkpoint storage") {
+		t.Errorf("hdfs without a NameNode: %v", err)
+	}
+	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv),
+		Overrides: []string{"egret.checkpoint.storage=hdfs", "egret.checkpoint.hdfs.namenode=nn:8020"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := c.Config()["egret.checkpoint.hdfs.directory"]; d != "/egret/checkpoints/local" {
+		t.Errorf("hdfs directory default %q", d)
+	}
+
+	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv), FindBackend: findBuiltin,
+		Overrides: []string{"egret.checkpoint.storage=s3", "egret.checkpoint.s3.bucket=b"}})
+	if err == nil || !strings.Contains(err.Error(), `egret.checkpoint.storage: no checkpointstorage "s3" here`) || strings.Contains(err.Error(), "bucket") {
+		t.Errorf("a plugin storage that is not installed: %v", err)
+	}
+	for _, bad := range []string{"egret.checkpoint.state.max.size=0", "egret.checkpoint.timeout=-1s", "egret.checkpoint.storage=Bad/Name"} {
+		if _, err := Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv), Overrides: []string{bad}}); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

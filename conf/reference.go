@@ -42,15 +42,15 @@ func Reference() string {
 	w("| enum | one of the listed values (case-sensitive) | as written |\n")
 	w("| list | YAML sequence or comma-separated string | comma-separated |\n\n")
 	w("## Backends and external plugins\n\n")
-	w("Built-in backends: schedulers %s; state managers %s; uploaders %s; packing %s; metrics sinks %s.\n\n",
-		list(builtinSchedulers), list(builtinStateMgrs), list(builtinUploaders), list(builtinPackings), list(builtinSinks))
-	w("Any other name of a scheduler, state manager, uploader, packing algorithm or metrics sink is an external plugin: the binary ")
+	w("Built-in backends: schedulers %s; state managers %s; uploaders %s; packing %s; metrics sinks %s; checkpoint storages %s.\n\n",
+		list(builtinSchedulers), list(builtinStateMgrs), list(builtinUploaders), list(builtinPackings), list(builtinSinks), list(builtinCkpts))
+	w("Any other name of a scheduler, state manager, uploader, packing algorithm, metrics sink or checkpoint storage is an external plugin: the binary ")
 	w("`egret-<kind>-<name>` in `egret.plugin.directory`. `egret config validate` and every command that loads the config ")
 	w("(`submit` before it builds or uploads anything) fail when a selected backend is neither built in nor present there. ")
 	w("A metrics sink plugin (`egret-metricssink-<name>`) is started by each container's metrics manager, so it must be installed in ")
 	w("`egret.plugin.directory` on every node that runs containers, not only where the CLI runs.\n\n")
 	w("Plugins read their own keys, which pass through unchecked: ")
-	w("`egret.scheduler.<name>.*`, `egret.statemgr.<name>.*`, `egret.uploader.<name>.*`, `egret.packing.<name>.*`, `egret.metrics.<name>.*` (metrics sinks) and `egret.<name>.*`. ")
+	w("`egret.scheduler.<name>.*`, `egret.statemgr.<name>.*`, `egret.uploader.<name>.*`, `egret.packing.<name>.*`, `egret.metrics.<name>.*` (metrics sinks), `egret.checkpoint.<name>.*` (checkpoint storages) and `egret.<name>.*`. ")
 	w("Any other key that is not listed below is an error, with a suggestion when a listed key is close; ")
 	w("so is a plugin key within two edits of a listed key, unless `<name>` is the selected backend.\n\n")
 

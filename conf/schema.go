@@ -61,7 +61,8 @@ type Key struct {
 	File string
 	// Backend is "" for a core key, or "<kind>/<name>" for a key read only
 	// by one built-in backend: kind is scheduler, statemgr, uploader,
-	// packing or metricssink ("scheduler/nomad", "metricssink/prometheus").
+	// packing, metricssink or checkpointstorage ("scheduler/nomad",
+	// "metricssink/prometheus", "checkpointstorage/localfs").
 	Backend     string
 	Description string
 
@@ -90,12 +91,14 @@ var (
 	builtinUploaders  = []string{"hdfs", "http", "localfs"}
 	builtinPackings   = []string{"ffd", "rcrr", "roundrobin"}
 	builtinSinks      = []string{"file", "graphite", "prometheus", "tmanager"}
+	builtinCkpts      = []string{"hdfs", "localfs"}
 	pluginNamespaces  = []pluginNamespace{
 		{"egret.scheduler", KindScheduler, builtinSchedulers},
 		{"egret.statemgr", KindStateManager, builtinStateMgrs},
 		{"egret.uploader", KindUploader, builtinUploaders},
 		{"egret.packing", KindPacking, builtinPackings},
 		{"egret.metrics", KindMetricsSink, builtinSinks},
+		{"egret.checkpoint", KindCheckpointStorage, builtinCkpts},
 		{"egret", KindScheduler, builtinSchedulers},
 	}
 )
@@ -108,6 +111,9 @@ const (
 	KindUploader     = "uploader"
 	KindPacking      = "packing"
 	KindMetricsSink  = "metricssink"
+	// KindCheckpointStorage is the kind of the effectively-once
+	// checkpoint storages.
+	KindCheckpointStorage = "checkpointstorage"
 )
 
 // backendKeys maps each backend kind to the key that selects it.
@@ -116,10 +122,11 @@ var backendKeys = []struct{ kind, key string }{
 	{KindStateManager, "egret.statemgr"},
 	{KindUploader, "egret.uploader"},
 	{KindPacking, "egret.packing"},
+	{KindCheckpointStorage, "egret.checkpoint.storage"},
 }
 
 // Builtins returns the names of the built-in backends of kind (scheduler,
-// statemgr, uploader, packing, or metricssink), sorted.
+// statemgr, uploader, packing, metricssink or checkpointstorage), sorted.
 func Builtins(kind string) []string {
 	for _, ns := range pluginNamespaces {
 		if ns.kind == kind {
@@ -426,10 +433,27 @@ var schema = []Key{
 		Description: "RAM the stream manager needs per local instance: its queue toward it (egret.stmgr.buffer.max.bytes) counted twice for the garbage collector."},
 
 	// internals.yaml
+	// Effectively-once checkpoints: read by each container's checkpoint
+	// manager (egret ckptmgr).
 	{Name: "egret.checkpoint.storage", Type: TypeString, Default: "localfs", File: "internals", check: checkName,
-		Description: "Checkpoint storage of effectively-once topologies: localfs, hdfs, or an external plugin egret-checkpointstorage-<name>."},
-	{Name: "egret.checkpoint.localfs.root", Type: TypeString, Default: "${EGRET_HOME}/checkpoints/${CLUSTER}", File: "internals",
-		Description: "Directory of the localfs checkpoint storage, shared by every container of a topology (so: one machine, or a shared file system)."},
+		Description: "Checkpoint storage of effectively-once topologies, where each container's checkpoint manager keeps its tasks' state: a built-in name (" + strings.Join(builtinCkpts, ", ") + ") or an external plugin egret-checkpointstorage-<name> in egret.plugin.directory (installed on every node that runs containers)."},
+	{Name: "egret.checkpoint.state.max.size", Type: TypeBytes, Default: "64MiB", File: "internals", check: checkPositive,
+		Description: "Largest state of one task the checkpoint manager accepts; a larger save request closes the stream manager's connection."},
+	{Name: "egret.checkpoint.timeout", Type: TypeDuration, Default: "2m", File: "internals", check: checkPositive,
+		Description: "Longest time one save, load or clean of the checkpoint manager may take in the storage; a slower one is answered with an error."},
+	{Name: "egret.checkpoint.localfs.root", Type: TypeString, Default: "${EGRET_HOME}/checkpoints/${CLUSTER}", File: "internals", Backend: "checkpointstorage/localfs",
+		Description: "Directory of the localfs checkpoint storage, as <root>/<topology>/<checkpoint id>/<task>.state; every container of a topology must see the same directory (one machine, or a shared file system mounted at the same path)."},
+	{Name: "egret.checkpoint.hdfs.namenode", Type: TypeString, Required: true, File: "internals", Backend: "checkpointstorage/hdfs", check: checkHostPorts,
+		Description: "HDFS NameNode RPC address(es) of the hdfs checkpoint storage, host:port[,host:port] (HA: every NameNode)."},
+	{Name: "egret.checkpoint.hdfs.directory", Type: TypeString, Default: "/egret/checkpoints/${CLUSTER}", File: "internals", Backend: "checkpointstorage/hdfs",
+		Description: "Absolute HDFS directory of the checkpoints, as <directory>/<topology>/<checkpoint id>/<task>.state."},
+	{Name: "egret.checkpoint.hdfs.user", Type: TypeString, Default: "", File: "internals", Backend: "checkpointstorage/hdfs",
+		Description: "HDFS user (simple authentication) of the checkpoint managers; empty: $HADOOP_USER_NAME, else the OS user. Kerberos is not supported."},
+	{Name: "egret.checkpoint.hdfs.replication", Type: TypeInt, Default: "0", File: "internals", Backend: "checkpointstorage/hdfs", check: checkNonNegative,
+		Description: "Replication of the state files; 0: the NameNode's default (dfs.replication)."},
+	{Name: "egret.checkpoint.hdfs.timeout", Type: TypeDuration, Default: "30s", File: "internals", Backend: "checkpointstorage/hdfs", check: checkPositive,
+		Description: "Longest wait for a connection to a NameNode or DataNode."},
+
 	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "4MiB", File: "internals", check: checkPositive,
 		Description: "Bytes queued toward one instance or peer at which a stream manager starts back pressure (stops reading its spouts and tells its peers to); at most half of egret.stmgr.buffer.max.bytes."},
 	{Name: "egret.stmgr.buffer.low.watermark.bytes", Type: TypeBytes, Default: "2MiB", File: "internals", check: checkPositive,

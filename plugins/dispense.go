@@ -63,6 +63,16 @@ func DispenseMetricsSink(ctx context.Context, rpc plugin.ClientProtocol, name st
 	return c, nil
 }
 
+// DispenseCheckpointStorage is DispenseStateManager for a checkpoint
+// storage.
+func DispenseCheckpointStorage(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.CheckpointStorage, error) {
+	c, err := configured[*checkpointStorageClient](ctx, rpc, KindCheckpointStorage, nil, name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
 // adapter is implemented by the host-side client of every kind.
 type adapter interface {
 	base() *client

@@ -1,10 +1,11 @@
 // Package plugins runs Egret's SPI implementations (state managers,
-// uploaders, packing algorithms, schedulers and metrics sinks) as external plugin binaries
+// uploaders, packing algorithms, schedulers, metrics sinks and checkpoint
+// storages) as external plugin binaries
 // over hashicorp/go-plugin, and loads either a built-in implementation or a
 // plugin binary by name.
 //
 // A plugin binary is named egret-<kind>-<name> (kind is one of statemgr,
-// uploader, packing, scheduler, metricssink) and its main is a single call:
+// uploader, packing, scheduler, metricssink, checkpointstorage) and its main is a single call:
 //
 //	func main() { plugins.ServeScheduler(myscheduler.New) }
 //

@@ -17,10 +17,12 @@ const (
 	KindPacking      = "packing"
 	KindScheduler    = "scheduler"
 	KindMetricsSink  = "metricssink"
+	// KindCheckpointStorage is the kind of checkpoint storages.
+	KindCheckpointStorage = "checkpointstorage"
 )
 
 // Kinds lists every plugin kind.
-var Kinds = []string{KindStateManager, KindUploader, KindPacking, KindScheduler, KindMetricsSink}
+var Kinds = []string{KindStateManager, KindUploader, KindPacking, KindScheduler, KindMetricsSink, KindCheckpointStorage}
 
 // Handshake is the go-plugin handshake of Egret plugins. The magic cookie
 // is not a security measure: it makes a plugin binary started by hand say
@@ -49,6 +51,8 @@ func PluginSet(kind string) (plugin.PluginSet, error) {
 		p = &SchedulerPlugin{}
 	case KindMetricsSink:
 		p = &MetricsSinkPlugin{}
+	case KindCheckpointStorage:
+		p = &CheckpointStoragePlugin{}
 	default:
 		return nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)
 	}

@@ -16,11 +16,12 @@ import (
 
 // serviceKinds maps the gRPC service of each kind to the kind.
 var serviceKinds = map[string]string{
-	pluginpb.StateManager_ServiceDesc.ServiceName: KindStateManager,
-	pluginpb.Uploader_ServiceDesc.ServiceName:     KindUploader,
-	pluginpb.Packing_ServiceDesc.ServiceName:      KindPacking,
-	pluginpb.Scheduler_ServiceDesc.ServiceName:    KindScheduler,
-	pluginpb.MetricsSink_ServiceDesc.ServiceName:  KindMetricsSink,
+	pluginpb.StateManager_ServiceDesc.ServiceName:      KindStateManager,
+	pluginpb.Uploader_ServiceDesc.ServiceName:          KindUploader,
+	pluginpb.Packing_ServiceDesc.ServiceName:           KindPacking,
+	pluginpb.Scheduler_ServiceDesc.ServiceName:         KindScheduler,
+	pluginpb.MetricsSink_ServiceDesc.ServiceName:       KindMetricsSink,
+	pluginpb.CheckpointStorage_ServiceDesc.ServiceName: KindCheckpointStorage,
 }
 
 // Kind starts the plugin binary at path, completes the handshake and asks

@@ -134,6 +134,15 @@ func (l *Loader) LoadMetricsSink(ctx context.Context, name string, cfg spi.Confi
 	return startPlugin[*metricsSinkClient](ctx, l, KindMetricsSink, name, cfg, spi.MetricsSinkNames())
 }
 
+// LoadCheckpointStorage returns the checkpoint storage named name,
+// configured with cfg. For a plugin, Close stops the process.
+func (l *Loader) LoadCheckpointStorage(ctx context.Context, name string, cfg spi.Config) (spi.CheckpointStorage, error) {
+	if f, err := spi.LookupCheckpointStorage(name); err == nil {
+		return f(cfg, l.log.Named(KindCheckpointStorage).With(zap.String("backend", name)))
+	}
+	return startPlugin[*checkpointStorageClient](ctx, l, KindCheckpointStorage, name, cfg, spi.CheckpointStorageNames())
+}
+
 // startPlugin finds and starts the plugin binary of kind and name (not a
 // built-in), takes its adapter and configures it with cfg; on an error the
 // process is killed.
@@ -154,7 +163,7 @@ func startPlugin[C adapter](ctx context.Context, l *Loader, kind, name string, c
 // LoadBinary starts the plugin binary at path as a backend of kind named
 // name, whatever the plugin directory holds and even when name is built in,
 // and configures it with cfg. It returns the backend (a spi.StateManager,
-// spi.Uploader, spi.Packing, spi.Scheduler or spi.MetricsSink, as for the Load methods) and
+// spi.Uploader, spi.Packing, spi.Scheduler, spi.MetricsSink or spi.CheckpointStorage, as for the Load methods) and
 // the closer that stops the process. `egret plugin verify` uses it.
 func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg spi.Config) (any, io.Closer, error) {
 	if _, ok := kindNames[kind]; !ok {
@@ -202,6 +211,10 @@ func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg sp
 	case KindMetricsSink:
 		var c *metricsSinkClient
 		c, err = configured[*metricsSinkClient](ctx, rpc, kind, proc, name, cfg)
+		v, closer = c, c
+	case KindCheckpointStorage:
+		var c *checkpointStorageClient
+		c, err = configured[*checkpointStorageClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
 	}
 	if err != nil {
@@ -388,19 +401,21 @@ func (l *Loader) startPath(ctx context.Context, kind, name, path string, probe b
 
 // builtinNames lists the built-in backends of each kind.
 var builtinNames = map[string]func() []string{
-	KindStateManager: spi.StateManagerNames,
-	KindUploader:     spi.UploaderNames,
-	KindPacking:      spi.PackingNames,
-	KindScheduler:    spi.SchedulerNames,
-	KindMetricsSink:  spi.MetricsSinkNames,
+	KindStateManager:      spi.StateManagerNames,
+	KindUploader:          spi.UploaderNames,
+	KindPacking:           spi.PackingNames,
+	KindScheduler:         spi.SchedulerNames,
+	KindMetricsSink:       spi.MetricsSinkNames,
+	KindCheckpointStorage: spi.CheckpointStorageNames,
 }
 
 var kindNames = map[string]string{
-	KindStateManager: "state manager",
-	KindUploader:     "uploader",
-	KindPacking:      "packing algorithm",
-	KindScheduler:    "scheduler",
-	KindMetricsSink:  "metrics sink",
+	KindStateManager:      "state manager",
+	KindUploader:          "uploader",
+	KindPacking:           "packing algorithm",
+	KindScheduler:         "scheduler",
+	KindMetricsSink:       "metrics sink",
+	KindCheckpointStorage: "checkpoint storage",
 }
 
 type nopCloser struct{}

@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envHostDir) != "" {
 		runHost() // the host helper of TestPluginDiesWithHost; never returns
 	}
-	plugintest.Main(m, testPlugin, localfsPlugin, zookeeperPlugin, httpPlugin, packingPlugin, sinkPlugin)
+	plugintest.Main(m, testPlugin, localfsPlugin, zookeeperPlugin, httpPlugin, packingPlugin, sinkPlugin, ckptPlugin)
 }
 
 // pluginDir returns a plugin directory holding the test plugin under the

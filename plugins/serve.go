@@ -35,6 +35,10 @@ func ServeScheduler(f spi.SchedulerFactory, opts ...ServeOption) { Serve(KindSch
 // ServeMetricsSink serves the metrics sink built by f as a plugin.
 func ServeMetricsSink(f spi.MetricsSinkFactory) { Serve(KindMetricsSink, f) }
 
+// ServeCheckpointStorage serves the checkpoint storage built by f as a
+// plugin.
+func ServeCheckpointStorage(f spi.CheckpointStorageFactory) { Serve(KindCheckpointStorage, f) }
+
 // ServeBuiltin serves the built-in implementation of kind registered as
 // name (blank-import its package), e.g. to run a built-in out of process.
 func ServeBuiltin(kind, name string) {
@@ -51,6 +55,8 @@ func ServeBuiltin(kind, name string) {
 		impl, err = spi.LookupScheduler(name)
 	case KindMetricsSink:
 		impl, err = spi.LookupMetricsSink(name)
+	case KindCheckpointStorage:
+		impl, err = spi.LookupCheckpointStorage(name)
 	default:
 		err = fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)
 	}
@@ -188,6 +194,21 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 			return nil, nil, bad("spi.MetricsSinkFactory or spi.MetricsSink")
 		}
 		p := &MetricsSinkPlugin{Factory: f, Log: log}
+		return plugin.PluginSet{kind: p}, p.closeBackend, nil
+	case KindCheckpointStorage:
+		var f spi.CheckpointStorageFactory
+		switch v := impl.(type) {
+		case spi.CheckpointStorageFactory:
+			f = v
+		case func(spi.Config, *zap.Logger) (spi.CheckpointStorage, error):
+			f = v
+		case spi.CheckpointStorage:
+			f = func(spi.Config, *zap.Logger) (spi.CheckpointStorage, error) { return v, nil }
+		}
+		if f == nil {
+			return nil, nil, bad("spi.CheckpointStorageFactory or spi.CheckpointStorage")
+		}
+		p := &CheckpointStoragePlugin{Factory: f, Log: log}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
 	}
 	return nil, nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)

@@ -326,7 +326,7 @@ func (s Suite) concurrent(t spitest.T) {
 				for id := int64(1); id <= checkpoints; id++ {
 					key := spi.CheckpointKey{Topology: topo, Checkpoint: id, Task: tid}
 					if err := stores[w].Store(ctx, key, state(uint64(id)<<8|uint64(tid), 1000+int(tid))); err != nil {
-						errs <- fmt.Errorf("Store %+v: %w", key, err)
+						errs <- fmt.Errorf("store %+v: %w", key, err)
 						return
 					}
 				}
@@ -338,7 +338,7 @@ func (s Suite) concurrent(t spitest.T) {
 		go func() {
 			defer wg.Done()
 			if err := stores[int(id)%writers].Delete(ctx, topo, id); err != nil {
-				errs <- fmt.Errorf("Delete %d: %w", id, err)
+				errs <- fmt.Errorf("delete of checkpoint %d: %w", id, err)
 			}
 		}()
 	}

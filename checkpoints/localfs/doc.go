@@ -6,7 +6,7 @@
 // Config:
 //
 //	egret.checkpoint.storage: localfs
-//	egret.checkpoint.localfs.root: ${EGRET_HOME}/checkpoints/${CLUSTER}/${ROLE}
+//	egret.checkpoint.localfs.root: ${EGRET_HOME}/checkpoints/${CLUSTER}
 //
 // Layout: <root>/<topology>/<checkpoint id>/<task>.state, each file a
 // 16-byte header (length and CRC-32C of the state) and the state, so that

@@ -255,12 +255,13 @@ func (s *Storage) delete(ctx context.Context, topology string, checkpoint int64)
 	if err != nil {
 		return err
 	}
-	gone, err := safepath.Join(s.root, topology, blob.TempPrefix+"deleted-"+blob.CheckpointDir(checkpoint)+"-"+randomHex())
+	gone, err := safepath.Join(s.root, topology, deletedPrefix(checkpoint)+randomHex())
 	if err != nil {
 		return err
 	}
 	switch err := os.Rename(dir, gone); {
 	case errors.Is(err, fs.ErrNotExist):
+		s.removeLeftovers(filepath.Dir(dir), checkpoint)
 		return nil
 	case err != nil:
 		return fmt.Errorf("move the checkpoint out of sight: %w", err)
@@ -271,8 +272,34 @@ func (s *Storage) delete(ctx context.Context, topology string, checkpoint int64)
 	if err := os.RemoveAll(gone); err != nil {
 		return fmt.Errorf("remove %s: %w", gone, err)
 	}
+	s.removeLeftovers(filepath.Dir(dir), checkpoint)
 	s.log.Debug("deleted checkpoint", zap.String("topology", topology), zap.Int64("checkpoint", checkpoint))
 	return nil
+}
+
+// removeLeftovers removes what deletes of checkpoint interrupted by a
+// crash left in the topology's directory. It is best effort: another
+// container may be removing them too.
+func (s *Storage) removeLeftovers(topoDir string, checkpoint int64) {
+	entries, err := os.ReadDir(topoDir)
+	if err != nil {
+		return
+	}
+	prefix := deletedPrefix(checkpoint)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(topoDir, e.Name())); err != nil {
+			s.log.Warn("could not remove what an interrupted delete left", zap.String("path", filepath.Join(topoDir, e.Name())), zap.Error(err))
+		}
+	}
+}
+
+// deletedPrefix starts the name a checkpoint's directory is renamed to
+// while it is deleted.
+func deletedPrefix(checkpoint int64) string {
+	return blob.TempPrefix + "deleted-" + blob.CheckpointDir(checkpoint) + "-"
 }
 
 // Close marks the storage closed; it holds no other resources.
@@ -285,4 +312,23 @@ func randomHex() string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Damage replaces the stored bytes of key (header included) with
+// damage(bytes), in place. It exists for tests: the conformance suite's
+// Damage hook (checkpointtest.Suite.Damage) uses it to check that damaged
+// state loads as spi.ErrCorrupt.
+func (s *Storage) Damage(key spi.CheckpointKey, damage func([]byte) []byte) error {
+	p, err := s.Path(key)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return fmt.Errorf("localfs checkpoint damage: %w", err)
+	}
+	if err := os.WriteFile(p, damage(b), 0o644); err != nil {
+		return fmt.Errorf("localfs checkpoint damage: %w", err)
+	}
+	return nil
 }

@@ -27,15 +27,23 @@ type CheckpointKey struct {
 //   - Load returns the bytes of a key, or an error wrapping ErrNotFound.
 //     Stored bytes that are damaged give an error wrapping ErrCorrupt.
 //   - List returns the checkpoint ids of a topology that hold at least one
-//     task's state, ascending; none is an empty list, not an error.
+//     task's state, ascending; none is an empty (non-nil) list, not an
+//     error. A store or delete in progress (or interrupted by a crash) is
+//     not a checkpoint of its own.
 //   - Delete removes every task's state of one checkpoint; deleting a
 //     checkpoint that does not exist is not an error. Deletes run
 //     concurrently with stores of other checkpoints, also from other
 //     containers.
 //   - Topology names are valid names (core/names); an implementation must
-//     still never build a path outside its root from one.
-//   - Every method honours ctx. Close is idempotent; a call after Close
-//     fails with an error wrapping ErrClosed.
+//     still never build a path outside its root from one, and refuses
+//     (with an error) a name that is not valid. Checkpoint and task ids
+//     are not negative; a negative one is refused too.
+//   - Every method honours ctx: one called with an ended context fails
+//     with an error wrapping ctx.Err() and changes nothing. Close is
+//     idempotent; a call after Close fails with an error wrapping
+//     ErrClosed. State stored through one storage outlives it.
+//
+// checkpoints/checkpointtest is the conformance suite of this contract.
 type CheckpointStorage interface {
 	Store(ctx context.Context, key CheckpointKey, state []byte) error
 	Load(ctx context.Context, key CheckpointKey) ([]byte, error)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -94,6 +95,13 @@ type Server struct {
 	cfg   Config
 	log   *zap.Logger
 	stats Stats
+
+	// lost is set when the storage's plugin process exited: Run stops
+	// and returns it, so that the executor starts the manager (and a new
+	// plugin) again.
+	lost     atomic.Pointer[error]
+	stopOnce sync.Once
+	stop     context.CancelFunc // ends Run
 }
 
 // New checks cfg and returns a server; Run serves it.
@@ -145,6 +153,7 @@ func (s *Server) Run(ctx context.Context) error {
 	defer os.Remove(s.cfg.Socket)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.stop = cancel
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -185,7 +194,23 @@ func (s *Server) Run(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	if err := s.lost.Load(); err != nil {
+		return *err
+	}
 	return nil
+}
+
+// storageLost stops the manager when err says the storage's plugin
+// process is gone: every later call would fail.
+func (s *Server) storageLost(err error) {
+	if !errors.Is(err, plugins.ErrPluginExited) {
+		return
+	}
+	s.stopOnce.Do(func() {
+		lost := fmt.Errorf("ckptmgr: the checkpoint storage is gone, stopping: %w", err)
+		s.lost.Store(&lost)
+		s.log.Error("the checkpoint storage plugin exited; stopping so that the executor starts a new checkpoint manager", zap.Error(err))
+	})
 }
 
 func (s *Server) serve(ctx context.Context, conn net.Conn) {
@@ -223,6 +248,13 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 			if err := w.Flush(); err != nil {
 				return
 			}
+		}
+		if s.lost.Load() != nil {
+			// The response that reported the lost storage is out: stop
+			// (closing every connection).
+			_ = w.Flush()
+			s.stop()
+			return
 		}
 		if cap(out) > 1<<20 {
 			out = nil // do not hold a large loaded state between requests
@@ -275,6 +307,7 @@ func (s *Server) save(ctx context.Context, req *egretpb.SaveStateRequest) *egret
 	s.stats.Saves.Add(1)
 	key := s.key(req.GetCheckpointId(), req.GetTaskId())
 	if err := call(func() error { return s.cfg.Storage.Store(ctx, key, req.GetState()) }); err != nil {
+		s.storageLost(err)
 		s.stats.SaveErrors.Add(1)
 		resp.Error = err.Error()
 		s.log.Error("save failed", zap.Int64("checkpoint", key.Checkpoint), zap.Int32("task", key.Task), zap.Error(err))
@@ -299,6 +332,7 @@ func (s *Server) load(ctx context.Context, req *egretpb.LoadStateRequest) *egret
 		s.stats.LoadNotFound.Add(1)
 		resp.NotFound, resp.Error = true, err.Error()
 	case err != nil:
+		s.storageLost(err)
 		s.stats.LoadErrors.Add(1)
 		resp.Error = err.Error()
 		s.log.Error("load failed", zap.Int64("checkpoint", key.Checkpoint), zap.Int32("task", key.Task), zap.Error(err))
@@ -318,6 +352,7 @@ func (s *Server) clean(ctx context.Context, req *egretpb.CleanCheckpointsRequest
 		return err
 	})
 	if err != nil {
+		s.storageLost(err)
 		s.stats.CleanErrors.Add(1)
 		s.log.Error("clean failed", zap.Error(err))
 		return &egretpb.CleanCheckpointsResponse{Error: err.Error()}
@@ -329,6 +364,7 @@ func (s *Server) clean(ctx context.Context, req *egretpb.CleanCheckpointsRequest
 			continue
 		}
 		if err := call(func() error { return s.cfg.Storage.Delete(ctx, s.cfg.TopologyName, id) }); err != nil {
+			s.storageLost(err)
 			errs = append(errs, err)
 			continue
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"google.golang.org/protobuf/proto"
 
@@ -25,12 +26,13 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
 const topo = "wordcount"
 
-func socketPath(t *testing.T, name string) string {
+func socketPath(t testing.TB, name string) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "ckpt")
 	if err != nil {
@@ -40,7 +42,7 @@ func socketPath(t *testing.T, name string) string {
 	return filepath.Join(dir, name)
 }
 
-func newStorage(t *testing.T) spi.CheckpointStorage {
+func newStorage(t testing.TB) spi.CheckpointStorage {
 	t.Helper()
 	st, err := localfs.New(spi.Config{localfs.KeyRoot: t.TempDir()}, zaptest.NewLogger(t))
 	if err != nil {
@@ -50,8 +52,13 @@ func newStorage(t *testing.T) spi.CheckpointStorage {
 	return st
 }
 
-// start runs a checkpoint manager over st until the test ends.
-func start(t *testing.T, cfg ckptmgr.Config) *ckptmgr.Server {
+// start runs a checkpoint manager until the test ends.
+func start(t testing.TB, cfg ckptmgr.Config) *ckptmgr.Server {
+	t.Helper()
+	return startLog(t, cfg, zaptest.NewLogger(t))
+}
+
+func startLog(t testing.TB, cfg ckptmgr.Config, log *zap.Logger) *ckptmgr.Server {
 	t.Helper()
 	if cfg.Socket == "" {
 		cfg.Socket = socketPath(t, "ckptmgr.sock")
@@ -61,7 +68,7 @@ func start(t *testing.T, cfg ckptmgr.Config) *ckptmgr.Server {
 	}
 	ready := make(chan struct{})
 	cfg.Ready = func() { close(ready) }
-	s, err := ckptmgr.New(cfg, zaptest.NewLogger(t))
+	s, err := ckptmgr.New(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +247,23 @@ func TestPipelined(t *testing.T) {
 		reqs = append(reqs, &egretpb.SaveStateRequest{CheckpointId: 7, TaskId: task, State: stateOf(7, task)},
 			&egretpb.LoadStateRequest{CheckpointId: 7, TaskId: task})
 	}
-	go c.send(reqs...)
+	var frames []byte
+	for _, m := range reqs {
+		var err error
+		if frames, err = wire.AppendMessage(frames, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	written := make(chan error, 1)
+	go func() {
+		_, err := c.conn.Write(frames) // all at once, while responses are read
+		written <- err
+	}()
+	defer func() {
+		if err := <-written; err != nil {
+			t.Errorf("write the requests: %v", err)
+		}
+	}()
 	for task := int32(0); task < 50; task++ {
 		sr, ok := c.recv().(*egretpb.SaveStateResponse)
 		if !ok || sr.GetTaskId() != task || sr.GetError() != "" {
@@ -559,4 +582,61 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("%s: New succeeded", name)
 		}
 	}
+}
+
+// blocking is a storage whose Store blocks until its context ends.
+type blocking struct{ spi.CheckpointStorage }
+
+func (blocking) Store(ctx context.Context, _ spi.CheckpointKey, _ []byte) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// TestTimeout: a storage call slower than Config.Timeout is answered with
+// an error, and the next request is served.
+func TestTimeout(t *testing.T) {
+	s := start(t, ckptmgr.Config{Storage: blocking{newStorage(t)}, Timeout: 50 * time.Millisecond})
+	c := dial(t, sockets[s])
+	r := c.save(1, 1, []byte("x"))
+	if !strings.Contains(r.GetError(), context.DeadlineExceeded.Error()) {
+		t.Fatalf("save into a storage that hangs = %v, want a deadline error", r)
+	}
+	if r := c.load(1, 1); !r.GetNotFound() {
+		t.Fatalf("load after a timed-out save = %v", r)
+	}
+}
+
+// gone is a storage whose plugin process exited.
+type gone struct{ spi.CheckpointStorage }
+
+func (gone) Store(context.Context, spi.CheckpointKey, []byte) error {
+	return fmt.Errorf("checkpointstorage plugin \"disk\" (pid 1): %w; its log above says why", plugins.ErrPluginExited)
+}
+
+// TestStorageLost: when the storage's plugin process is gone, the request
+// that found it is answered, and Run stops with an error (the executor
+// then starts a new manager and plugin).
+func TestStorageLost(t *testing.T) {
+	sock := socketPath(t, "ckptmgr.sock")
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- ckptmgr.Run(context.Background(), ckptmgr.Config{TopologyName: topo, Socket: sock, Storage: gone{newStorage(t)},
+			Ready: func() { close(ready) }}, zaptest.NewLogger(t))
+	}()
+	<-ready
+	other := dial(t, sock)
+	c := dial(t, sock)
+	if r := c.save(1, 1, []byte("x")); !strings.Contains(r.GetError(), "plugin exited") {
+		t.Fatalf("save = %v, want the plugin's exit in the response", r)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, plugins.ErrPluginExited) {
+			t.Fatalf("Run = %v, want an error wrapping ErrPluginExited", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not stop after its storage was lost")
+	}
+	other.closed()
 }

@@ -18,7 +18,9 @@
 // NameNode) is answered with its text in the response's error field; the
 // manager keeps serving. A frame it cannot read (garbage, a frame above
 // the size limit, a frame type it does not serve) closes that connection
-// only.
+// only. When the storage is a plugin whose process exited, the manager
+// answers the request that found it and stops with an error, so that the
+// executor restarts it with a new plugin process.
 //
 // With --metrics-socket it publishes to the container's metrics manager
 // (source "ckptmgr"): ckptmgr.saves, ckptmgr.save.errors,

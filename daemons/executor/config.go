@@ -233,7 +233,7 @@ func ComputePaths(workDir, configFile string) (Paths, error) {
 	default:
 		p.ConfigFile = filepath.Join(w, configFile)
 	}
-	if len(p.StmgrSocket) > maxSocketPath || len(p.MetricsSocket) > maxSocketPath {
+	if len(p.StmgrSocket) > maxSocketPath || len(p.MetricsSocket) > maxSocketPath || len(p.CkptMgrSocket) > maxSocketPath {
 		// Deterministic, so a restarted executor picks the same paths.
 		sum := sha256.Sum256([]byte(w))
 		p.SocketDir = filepath.Join(os.TempDir(), "egret-"+hex.EncodeToString(sum[:6]))

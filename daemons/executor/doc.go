@@ -23,18 +23,19 @@
 // # Command lines
 //
 // One function per process kind builds each command line (TManagerArgs,
-// MetricsMgrArgs, StmgrArgs, ShellArgs, InstanceArgs); the cobra commands of cli/ must
+// MetricsMgrArgs, StmgrArgs, CkptMgrArgs, ShellArgs, InstanceArgs); the cobra commands of cli/ must
 // accept exactly these flags. Every path is passed explicitly; daemons
 // derive none.
 //
 //	egret tmanager   --topology N --topology-id ID --config F
 //	egret metricsmgr --topology N --container C --socket M --metrics-file W/metrics.jsonl --config F
 //	egret stmgr      --topology N --topology-id ID --container C --socket S --port P --metrics-socket M --config F
+//	egret ckptmgr    --topology N --container C --socket K --metrics-socket M --config F   (effectively-once)
 //	egret shell      --topology N --topology-id ID --container C --work-dir W --config F
 //	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M --config F
 //
 // F is the resolved cluster config (Config.ConfigFile, default
-// W/package/cluster.json), S and M the sockets below, P Config.StmgrPort
+// W/package/cluster.json), S, M and K the sockets below, P Config.StmgrPort
 // (0: any). Daemons run with W as their working directory, instances with
 // W/instances/<name>; all with the executor's environment plus
 // Config.ExtraEnv, and instances with GOMAXPROCS and GOMEMLIMIT from their

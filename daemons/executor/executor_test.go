@@ -68,7 +68,8 @@ func TestComputePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.StmgrSocket != filepath.Join(short, "stmgr.sock") || p.MetricsSocket != filepath.Join(short, "metricsmgr.sock") || p.SocketDir != "" {
+	if p.StmgrSocket != filepath.Join(short, "stmgr.sock") || p.MetricsSocket != filepath.Join(short, "metricsmgr.sock") ||
+		p.CkptMgrSocket != filepath.Join(short, "ckptmgr.sock") || p.SocketDir != "" {
 		t.Errorf("short work dir: sockets %s %s (dir %q)", p.StmgrSocket, p.MetricsSocket, p.SocketDir)
 	}
 	if p.ConfigFile != filepath.Join(short, "package", "cluster.json") {
@@ -80,12 +81,12 @@ func TestComputePaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{p.StmgrSocket, p.MetricsSocket} {
+	for _, s := range []string{p.StmgrSocket, p.MetricsSocket, p.CkptMgrSocket} {
 		if len(s) > maxSocketPath || !strings.HasPrefix(s, os.TempDir()) {
 			t.Errorf("long work dir: socket %s (%d bytes) not short under the temp dir", s, len(s))
 		}
 	}
-	if p.StmgrSocket == p.MetricsSocket {
+	if p.StmgrSocket == p.MetricsSocket || p.CkptMgrSocket == p.StmgrSocket || p.CkptMgrSocket == p.MetricsSocket {
 		t.Error("sockets collide")
 	}
 	if p.ConfigFile != filepath.Join(long, "conf", "c.json") {

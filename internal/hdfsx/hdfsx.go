@@ -184,3 +184,66 @@ func CloseReplicated(ctx context.Context, w *hdfs.FileWriter, timeout time.Durat
 		pause = min(2*pause, time.Second)
 	}
 }
+
+// ClientKeys name the config keys of an HDFS client: the hdfs uploader
+// and the hdfs checkpoint storage each have their own, parsed alike.
+type ClientKeys struct {
+	NameNode, User, Timeout string
+}
+
+// Client is the parsed config of an HDFS client.
+type Client struct {
+	// NameNodes are host:port addresses, the first one first.
+	NameNodes []string
+	// User is the configured simple-auth user ("" for the default, see
+	// User).
+	User string
+	// Timeout bounds every connection to a NameNode or DataNode.
+	Timeout time.Duration
+	// NameNodeKey is the key NameNodes came from, for error messages.
+	NameNodeKey string
+}
+
+// ParseClient reads an HDFS client's keys from cfg and returns every bad
+// value (none: nil).
+func ParseClient(cfg spi.Config, keys ClientKeys) (Client, []error) {
+	var errs []error
+	c := Client{NameNodeKey: keys.NameNode}
+	nns := cfg.String(keys.NameNode, "")
+	if nns == "" {
+		errs = append(errs, fmt.Errorf("config key %s is required (the HDFS NameNode's RPC address, e.g. namenode.example.com:8020)", keys.NameNode))
+	}
+	for _, a := range strings.Split(nns, ",") {
+		if strings.TrimSpace(a) == "" {
+			continue
+		}
+		nn, err := NormalizeAddress(a)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config key %s: %w", keys.NameNode, err))
+			continue
+		}
+		c.NameNodes = append(c.NameNodes, nn)
+	}
+	c.User = cfg.String(keys.User, "")
+	if strings.ContainsAny(c.User, " \t\n/:") {
+		errs = append(errs, fmt.Errorf("config key %s = %q is not a user name", keys.User, c.User))
+	}
+	var err error
+	c.Timeout, err = cfg.Duration(keys.Timeout, 30*time.Second)
+	switch {
+	case err != nil:
+		errs = append(errs, err)
+	case c.Timeout <= 0:
+		errs = append(errs, fmt.Errorf("config key %s: %s must be positive", keys.Timeout, c.Timeout))
+	}
+	return c, errs
+}
+
+// Dial connects to the client's NameNodes as userName (see User).
+func (c Client) Dial(ctx context.Context, userName string) (*hdfs.Client, error) {
+	cl, err := Dial(ctx, c.NameNodes, userName, c.Timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w (check %s)", err, c.NameNodeKey)
+	}
+	return cl, nil
+}

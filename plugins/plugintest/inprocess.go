@@ -102,3 +102,15 @@ func MetricsSink(t testing.TB, f spi.MetricsSinkFactory, cfg spi.Config) spi.Met
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// CheckpointStorage is StateManager for a checkpoint storage.
+func CheckpointStorage(t testing.TB, f spi.CheckpointStorageFactory, cfg spi.Config) spi.CheckpointStorage {
+	t.Helper()
+	rpc := connect(t, plugins.KindCheckpointStorage, &plugins.CheckpointStoragePlugin{Factory: f, Log: zaptest.NewLogger(t)})
+	s, err := plugins.DispenseCheckpointStorage(context.Background(), rpc, Name, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}

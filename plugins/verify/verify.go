@@ -1,6 +1,7 @@
 // Package verify certifies an external plugin binary: it loads the binary
 // over go-plugin, as the egret CLI would, and runs the conformance suite of
-// its kind (statemgrtest, uploadertest, packingtest, schedulertest) against
+// its kind (statemgrtest, uploadertest, packingtest, schedulertest,
+// metricssinktest, checkpointtest) against
 // it, reporting each check with a spitest.Reporter. It is what
 // `egret plugin verify` runs.
 package verify
@@ -19,6 +20,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/checkpoints/checkpointtest"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/spi/spitest"
 	"github.com/egret-stream/egret/daemons/metricsmgr/metricssinktest"
@@ -201,6 +203,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 					return nil, err
 				}
 				return s.(spi.MetricsSink), nil
+			}}.Run(t)
+		})
+	case plugins.KindCheckpointStorage:
+		// No Damage hook: the host cannot reach the plugin's stored
+		// bytes, so damaged state is not checked (the Corrupt check
+		// skips).
+		rep.Run(ctx, kind, func(t spitest.T) {
+			checkpointtest.Suite{Open: func(ctx context.Context) (spi.CheckpointStorage, error) {
+				s, _, err := v.load(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return s.(spi.CheckpointStorage), nil
 			}}.Run(t)
 		})
 	case plugins.KindPacking:

@@ -24,10 +24,11 @@ const (
 	localfsPkg = "../testdata/egret-statemgr-localfs"
 	multiPkg   = "../testdata/egretplugin"
 	sinkPkg    = "../testdata/egret-metricssink-jsonl"
+	ckptPkg    = "../testdata/egret-checkpointstorage-localfs"
 )
 
 func TestMain(m *testing.M) {
-	plugintest.Main(m, examplePkg, brokenPkg, packingPkg, localfsPkg, multiPkg, sinkPkg)
+	plugintest.Main(m, examplePkg, brokenPkg, packingPkg, localfsPkg, multiPkg, sinkPkg, ckptPkg)
 }
 
 // install puts the binary of pkg into a fresh directory as
@@ -141,6 +142,8 @@ func TestOtherKinds(t *testing.T) {
 		{localfsPkg, plugins.KindStateManager, "localfs", spi.Config{"egret.statemgr.session.timeout": "1s"}, `PASS: statemgr plugin "localfs": 30 passed, 0 failed, 0 skipped`},
 		{multiPkg, plugins.KindUploader, "fs", nil, `PASS: uploader plugin "fs": 11 passed, 0 failed, 1 skipped`},
 		{sinkPkg, plugins.KindMetricsSink, "jsonl", spi.Config{"egret.metrics.jsonl.path": filepath.Join(t.TempDir(), "m.jsonl")}, `PASS: metricssink plugin "jsonl": 7 passed, 0 failed, 0 skipped`},
+		// Corrupt skips: verify has no hook to damage a plugin's bytes.
+		{ckptPkg, plugins.KindCheckpointStorage, "disk", spi.Config{"egret.checkpoint.localfs.root": t.TempDir()}, `PASS: checkpointstorage plugin "disk": 9 passed, 0 failed, 1 skipped`},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			cfg := spi.Config{

@@ -26,6 +26,8 @@ var packages = map[string]string{
 	"egretplugin":             "./plugins/testdata/egretplugin",
 	"egret-scheduler-broken":  "./plugins/testdata/egret-scheduler-broken",
 	"egret-metricssink-jsonl": "./plugins/testdata/egret-metricssink-jsonl",
+	// the checkpoint manager's plugin storage (ckptmgr_test.go)
+	"egret-checkpointstorage-localfs": "./plugins/testdata/egret-checkpointstorage-localfs",
 }
 
 // binaries are built once per test run, on first use.

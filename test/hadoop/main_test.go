@@ -52,7 +52,8 @@ func TestMain(m *testing.M) {
 	started = time.Since(clusterT)
 	code := plugintest.Run(m,
 		"github.com/egret-stream/egret/cmd/egret-uploader-hdfs",
-		"github.com/egret-stream/egret/cmd/egret-scheduler-yarn")
+		"github.com/egret-stream/egret/cmd/egret-scheduler-yarn",
+		"github.com/egret-stream/egret/cmd/egret-checkpointstorage-hdfs")
 	cluster.Stop()
 	fmt.Fprintf(os.Stderr, "hadoop tests: cluster started in %s, everything took %s\n", started.Round(time.Second), time.Since(clusterT).Round(time.Second))
 	if code == 0 {

@@ -57,21 +57,9 @@ func ParseSettings(cfg spi.Config) (Settings, error) {
 		}
 	}
 	var s Settings
-	nns := cfg.String(KeyNameNode, "")
-	if nns == "" {
-		add(fmt.Errorf("config key %s is required (the HDFS NameNode's RPC address, e.g. namenode.example.com:8020)", KeyNameNode))
-	}
-	for _, a := range strings.Split(nns, ",") {
-		if strings.TrimSpace(a) == "" {
-			continue
-		}
-		nn, err := hdfsx.NormalizeAddress(a)
-		if err != nil {
-			add(fmt.Errorf("config key %s: %w", KeyNameNode, err))
-			continue
-		}
-		s.NameNodes = append(s.NameNodes, nn)
-	}
+	client, cerrs := hdfsx.ParseClient(cfg, hdfsx.ClientKeys{NameNode: KeyNameNode, User: KeyUser, Timeout: KeyTimeout})
+	errs = append(errs, cerrs...)
+	s.NameNodes, s.User, s.Timeout = client.NameNodes, client.User, client.Timeout
 	s.Directory = cfg.String(KeyDirectory, "")
 	switch {
 	case s.Directory == "":
@@ -85,10 +73,6 @@ func ParseSettings(cfg spi.Config) (Settings, error) {
 	default:
 		s.Directory = path.Clean(s.Directory)
 	}
-	s.User = cfg.String(KeyUser, "")
-	if strings.ContainsAny(s.User, " \t\n/:") {
-		add(fmt.Errorf("config key %s = %q is not a user name", KeyUser, s.User))
-	}
 	var err error
 	s.Replication, err = cfg.Int(KeyReplication, 0)
 	add(err)
@@ -99,11 +83,6 @@ func ParseSettings(cfg spi.Config) (Settings, error) {
 	add(err)
 	s.DirPerm, err = perm(cfg, KeyDirectoryPerm, 0o755)
 	add(err)
-	s.Timeout, err = cfg.Duration(KeyTimeout, 30*time.Second)
-	add(err)
-	if err == nil && s.Timeout <= 0 {
-		add(fmt.Errorf("config key %s: %s must be positive", KeyTimeout, s.Timeout))
-	}
 	if len(errs) > 0 {
 		return Settings{}, fmt.Errorf("hdfs uploader: bad config: %w", errors.Join(errs...))
 	}
@@ -328,11 +307,7 @@ func (u *Uploader) Close() error {
 }
 
 func (u *Uploader) dial(ctx context.Context) (*hdfsclient.Client, error) {
-	c, err := hdfsx.Dial(ctx, u.s.NameNodes, u.user, u.s.Timeout)
-	if err != nil {
-		return nil, fmt.Errorf("%w (check %s)", err, KeyNameNode)
-	}
-	return c, nil
+	return hdfsx.Client{NameNodes: u.s.NameNodes, Timeout: u.s.Timeout, NameNodeKey: KeyNameNode}.Dial(ctx, u.user)
 }
 
 func randomHex() string {
