@@ -74,6 +74,11 @@ func (b *backends) Scheduler(ctx context.Context, cfg spi.Config) (spi.Scheduler
 	return b.loader(cfg).LoadScheduler(ctx, n, cfg)
 }
 
+// CheckpointStorage implements launcher.CheckpointStorages.
+func (b *backends) CheckpointStorage(ctx context.Context, cfg spi.Config) (spi.CheckpointStorage, error) {
+	return b.loader(cfg).LoadCheckpointStorage(ctx, cfg.String("egret.checkpoint.storage", "localfs"), cfg)
+}
+
 // Close kills the plugins started by these backends.
 func (b *backends) Close() {
 	for _, l := range b.loaders {

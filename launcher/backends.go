@@ -15,3 +15,10 @@ type Backends interface {
 	Packing(ctx context.Context, cfg spi.Config) (spi.Packing, error)
 	Scheduler(ctx context.Context, cfg spi.Config) (spi.Scheduler, error)
 }
+
+// CheckpointStorages is implemented by Backends that also create the
+// checkpoint storage (egret.checkpoint.storage): kill then removes the
+// checkpoints of an effectively-once topology.
+type CheckpointStorages interface {
+	CheckpointStorage(ctx context.Context, cfg spi.Config) (spi.CheckpointStorage, error)
+}

@@ -120,8 +120,43 @@ func (l *Launcher) Kill(ctx context.Context, name string, o KillOptions) error {
 	case errors.Is(esErr, spi.ErrCorrupt):
 		l.Log.Warn("the execution state is corrupt, so the topology package stays in the uploader's store", zap.Error(esErr))
 	}
+	l.removeCheckpoints(ctx, cfg, store, name)
 	l.progress("removing the state of %q", name)
 	return store.Kill(ctx, name)
+}
+
+// removeCheckpoints deletes the checkpoints of a killed effectively-once
+// topology from its checkpoint storage; a failure is logged (the kill
+// happened) with where they stay.
+func (l *Launcher) removeCheckpoints(ctx context.Context, cfg spi.Config, store *state.Store, name string) {
+	t, err := store.Topology(ctx, name)
+	if err != nil || t.DeliveryMode() != topology.EffectivelyOnce {
+		return
+	}
+	b, ok := l.Backends.(CheckpointStorages)
+	if !ok {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	st, err := b.CheckpointStorage(ctx, cfg)
+	if err != nil {
+		l.Log.Warn("could not remove the checkpoints of the killed topology", zap.String("topology", name), zap.Error(err))
+		return
+	}
+	defer func() { _ = st.Close() }()
+	ids, err := st.List(ctx, name)
+	if err != nil {
+		l.Log.Warn("could not list the checkpoints of the killed topology", zap.String("topology", name), zap.Error(err))
+		return
+	}
+	if len(ids) > 0 {
+		l.progress("removing %d checkpoint(s) of %q", len(ids), name)
+	}
+	for _, id := range ids {
+		if err := st.Delete(ctx, name, id); err != nil {
+			l.Log.Warn("could not remove a checkpoint of the killed topology", zap.String("topology", name), zap.Int64("checkpoint", id), zap.Error(err))
+		}
+	}
 }
 
 func (l *Launcher) removePackage(ctx context.Context, cfg spi.Config, uri string) {

@@ -185,3 +185,19 @@ func TestCheckRuntimeConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckpointSettings(t *testing.T) {
+	topo := &Topology{Name: "t", Config: map[string]string{}}
+	if topo.CheckpointInterval() != DefaultCheckpointInterval || topo.AlignmentTimeout() != DefaultAlignmentTimeout || topo.CheckpointsKept() != DefaultCheckpointsKept {
+		t.Fatalf("defaults: %v %v %v", topo.CheckpointInterval(), topo.AlignmentTimeout(), topo.CheckpointsKept())
+	}
+	topo.Config = map[string]string{KeyCheckpointInterval: "250ms", KeyAlignmentTimeout: "3s", KeyCheckpointsKept: "4"}
+	if topo.CheckpointInterval() != 250*time.Millisecond || topo.AlignmentTimeout() != 3*time.Second || topo.CheckpointsKept() != 4 {
+		t.Fatalf("set: %v %v %v", topo.CheckpointInterval(), topo.AlignmentTimeout(), topo.CheckpointsKept())
+	}
+	for k, v := range map[string]string{KeyCheckpointInterval: "0s", KeyAlignmentTimeout: "soon", KeyCheckpointsKept: "0"} {
+		if msg, ok := checkValue(k, v, false); ok {
+			t.Errorf("%s=%s accepted (%s)", k, v, msg)
+		}
+	}
+}

@@ -99,7 +99,7 @@ func (r *eoRun) checkpointMetric(name string) float64 {
 // complete.
 func TestEffectivelyOnceNoFault(t *testing.T) {
 	c := newCluster(t, "local")
-	r := startEOCount(t, c, "eocount", 20000, "--rate", "4000", "--interval", "500ms")
+	r := startEOCount(t, c, "eocount", 20000, "--rate", "4000", "--interval", "500ms", "--set", "topology.stateful.checkpoints.keep=1")
 	res := r.waitCounted("every word to be counted exactly", 1, allAckedTimeout)
 	t.Logf("%s", res)
 	await(t, "checkpoints to complete", recoverTimeout, func() (bool, string) {
@@ -111,7 +111,17 @@ func TestEffectivelyOnceNoFault(t *testing.T) {
 		t.Errorf("egret metrics does not show the checkpoints:\n%s", out)
 	}
 	t.Logf("egret metrics:\n%s", out)
+	// Checkpoints are kept (topology.stateful.checkpoints.keep) while the
+	// topology runs, and removed with it.
+	dir := filepath.Join(c.home, "checkpoints", c.name, r.name)
+	await(t, "storage to keep one complete checkpoint (and one in progress at most)", recoverTimeout, func() (bool, string) {
+		ids, err := os.ReadDir(dir)
+		return err == nil && len(ids) >= 1 && len(ids) <= 2, fmt.Sprintf("%d checkpoints in %s (%v)", len(ids), dir, err)
+	})
 	r.kill()
+	if ids, _ := os.ReadDir(dir); len(ids) > 0 {
+		t.Errorf("checkpoints left in %s after kill: %d", dir, len(ids))
+	}
 }
 
 // TestEffectivelyOnceFaults kills -9 one kind of process while sentences
