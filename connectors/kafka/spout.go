@@ -212,7 +212,11 @@ func (s *Spout) Open(ctx api.Context, out api.SpoutCollector) error {
 }
 
 func (s *Spout) baseOpts() []kgo.Opt {
-	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithLogger(zapLogger{s.log})}
+	// What franz-go buffers in the background is bounded: one fetch of
+	// at most 8 MiB (1 MiB per partition) per broker until NextTuple
+	// drains it. ClientOptions come last and may change that.
+	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...), kgo.WithLogger(zapLogger{s.log}),
+		kgo.FetchMaxBytes(8 << 20), kgo.FetchMaxPartitionBytes(1 << 20)}
 	if !s.cfg.ReadUncommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
