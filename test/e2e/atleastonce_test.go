@@ -183,22 +183,7 @@ func TestAtLeastOnceFaults(t *testing.T) {
 			r.waitAcked("a fifth of the messages to be acked", n/5, time.Minute)
 
 			container, names := tc.victim(r)
-			procs := r.procs(container)
-			old := map[string]proc{}
-			for _, name := range names {
-				p, ok := procs[name]
-				if !ok {
-					t.Fatalf("container %d runs no %s: %v", container, name, procs)
-				}
-				old[name] = p
-			}
-			for _, name := range names {
-				// ESRCH: already gone (killing a container's executor
-				// takes its children down with it).
-				if err := syscall.Kill(old[name].pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-					t.Fatalf("kill -9 %s (pid %d): %v", name, old[name].pid, err)
-				}
-			}
+			old := r.killProcs(container, names)
 			killed := time.Now()
 			atKill := r.check()
 			t.Logf("kill -9 of %s in container %d with %d of %d messages acked", strings.Join(names, ", "), container, atKill.Acked, n)

@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -165,20 +164,7 @@ func TestEffectivelyOnceFaults(t *testing.T) {
 				return v >= 1, fmt.Sprintf("checkpoint.completed = %v", v)
 			})
 			container, names := tc.victim(r)
-			procs := r.procs(container)
-			old := map[string]proc{}
-			for _, name := range names {
-				p, ok := procs[name]
-				if !ok {
-					t.Fatalf("container %d runs no %s: %v", container, name, procs)
-				}
-				old[name] = p
-			}
-			for _, name := range names {
-				if err := syscall.Kill(old[name].pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-					t.Fatalf("kill -9 %s (pid %d): %v", name, old[name].pid, err)
-				}
-			}
+			old := r.killProcs(container, names)
 			killed := time.Now()
 			atKill := r.check()
 			t.Logf("kill -9 of %s in container %d at %s", strings.Join(names, ", "), container, atKill)
@@ -246,7 +232,7 @@ func TestEffectivelyOnceRandomFaults(t *testing.T) {
 			sort.Strings(names)
 			names = names[rng.IntN(len(names)):][:1]
 		case "tmanager":
-			container, procs = 0, r.procs(0)
+			container = 0
 			names = []string{"tmanager"}
 		case "container":
 			for name := range procs {
@@ -255,19 +241,7 @@ func TestEffectivelyOnceRandomFaults(t *testing.T) {
 		default:
 			names = []string{kind}
 		}
-		old := map[string]proc{}
-		for _, name := range names {
-			p, ok := procs[name]
-			if !ok {
-				t.Fatalf("container %d runs no %s: %v", container, name, procs)
-			}
-			old[name] = p
-		}
-		for _, name := range names {
-			if err := syscall.Kill(old[name].pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-				t.Fatalf("kill -9 %s: %v", name, err)
-			}
-		}
+		old := r.killProcs(container, names)
 		t.Logf("kill %d: %s in container %d at %s", i+1, strings.Join(names, ", "), container, r.check())
 		waitDead(t, "the killed processes to exit", old)
 		r.waitRestarted(container, old)

@@ -388,6 +388,27 @@ func kill9(t *testing.T, name string, p proc) {
 	waitDead(t, "the killed "+name+" to exit", map[string]proc{name: p})
 }
 
+// killProcs kills -9 the named processes of container and returns them
+// (ESRCH counts as killed: a container's children die with its executor).
+func (w *wordCount) killProcs(container int, names []string) map[string]proc {
+	w.t.Helper()
+	procs := w.procs(container)
+	old := map[string]proc{}
+	for _, name := range names {
+		p, ok := procs[name]
+		if !ok {
+			w.t.Fatalf("container %d runs no %s: %v", container, name, procs)
+		}
+		old[name] = p
+	}
+	for _, name := range names {
+		if err := syscall.Kill(old[name].pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
+			w.t.Fatalf("kill -9 %s (pid %d): %v", name, old[name].pid, err)
+		}
+	}
+	return old
+}
+
 // waitRestarted waits until the executor of container recorded a new
 // process for each name in place of old, and returns them.
 func (w *wordCount) waitRestarted(container int, old map[string]proc) map[string]proc {

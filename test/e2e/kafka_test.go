@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -173,20 +172,7 @@ func TestKafkaEffectivelyOnce(t *testing.T) {
 			return v > before, fmt.Sprintf("checkpoint.completed = %v (was %v)", v, before)
 		})
 		container, names := f.victim()
-		procs := r.procs(container)
-		old := map[string]proc{}
-		for _, name := range names {
-			p, ok := procs[name]
-			if !ok {
-				t.Fatalf("container %d runs no %s: %v", container, name, procs)
-			}
-			old[name] = p
-		}
-		for _, name := range names {
-			if err := syscall.Kill(old[name].pid, syscall.SIGKILL); err != nil && err != syscall.ESRCH {
-				t.Fatalf("kill -9 %s: %v", name, err)
-			}
-		}
+		old := r.killProcs(container, names)
 		_, _, progress := log.check(expected)
 		t.Logf("kill -9 of the %s (%s) at %s", f.name, strings.Join(names, ", "), progress)
 		waitDead(t, "the killed processes to exit", old)
