@@ -98,16 +98,8 @@ func RunEffectivelyOnce(ctx context.Context, o Options) (*Result, error) {
 	if err := r.waitFlow(ctx, time.Minute); err != nil {
 		return nil, err
 	}
-	for _, kind := range o.Faults {
-		f, err := r.injectEO(ctx, kind)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			f.Error = err.Error()
-			o.Log.Warn("fault not measured", zap.String("fault", kind), zap.Error(err))
-		}
-		res.Faults = append(res.Faults, f)
+	if res.Faults, err = injectAll(ctx, &o, r.injectEO); err != nil {
+		return nil, err
 	}
 	res.Seconds = time.Since(began).Seconds()
 	return res, nil

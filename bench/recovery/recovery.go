@@ -234,21 +234,29 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := r.waitFlow(ctx, time.Minute); err != nil {
 		return nil, err
 	}
+	if res.Faults, err = injectAll(ctx, &o, r.inject); err != nil {
+		return nil, err
+	}
+	res.Seconds = time.Since(began).Seconds()
+	return res, nil
+}
+
+// injectAll injects each fault of o in turn. A fault that cannot be
+// measured is recorded and the others go on; only ctx ending stops them.
+func injectAll(ctx context.Context, o *Options, inject func(context.Context, string) (Fault, error)) ([]Fault, error) {
+	var out []Fault
 	for _, kind := range o.Faults {
-		f, err := r.inject(ctx, kind)
+		f, err := inject(ctx, kind)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()
 			}
-			// Record it and go on: one fault that cannot be measured does
-			// not void the others.
 			f.Error = err.Error()
 			o.Log.Warn("fault not measured", zap.String("fault", kind), zap.Error(err))
 		}
-		res.Faults = append(res.Faults, f)
+		out = append(out, f)
 	}
-	res.Seconds = time.Since(began).Seconds()
-	return res, nil
+	return out, nil
 }
 
 // build builds the missing binaries into a new directory, which it

@@ -61,12 +61,24 @@ func runT4(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResul
 }
 
 func runT5(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
-	o := recovery.Options{Egret: env.Egret, Root: env.Root, Quick: env.Quick}
-	name := "t5-recovery"
+	return runRecovery(ctx, env, "t5-recovery", recovery.Run, "T5 throughput back within 10%% after a %s kill",
+		map[string]float64{recovery.FaultBolt: 5, recovery.FaultStmgr: 10})
+}
+
+func runT5EO(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
+	return runRecovery(ctx, env, "t5-recovery-eo", recovery.RunEffectivelyOnce, "T5 effectively-once: throughput back within 10%% after a %s kill",
+		map[string]float64{recovery.FaultContainer: 10})
+}
+
+// runRecovery runs a recovery benchmark and checks the recovery time of
+// the faults in want (seconds) against it; title formats a target's name
+// with the fault kind.
+func runRecovery(ctx context.Context, env harness.ExternalEnv, name string, run func(context.Context, recovery.Options) (*recovery.Result, error),
+	title string, want map[string]float64) (*harness.ExternalResult, error) {
 	if env.Quick {
 		name += "-quick"
 	}
-	res, err := recovery.Run(ctx, o)
+	res, err := run(ctx, recovery.Options{Egret: env.Egret, Root: env.Root, Quick: env.Quick})
 	if err != nil {
 		return nil, err
 	}
@@ -74,49 +86,15 @@ func runT5(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResul
 	if err != nil {
 		return nil, err
 	}
-	want := map[string]float64{recovery.FaultBolt: 5, recovery.FaultStmgr: 10}
 	var targets []harness.Target
 	for _, f := range res.Faults {
 		w, ok := want[f.Kind]
 		if !ok {
 			continue
 		}
-		t := harness.Target{Name: fmt.Sprintf("T5 throughput back within 10%% after a %s kill", f.Kind), Bench: name,
+		t := harness.Target{Name: fmt.Sprintf(title, f.Kind), Bench: name,
 			Figure: "s", Want: w, Got: f.RecoverySeconds, Measured: f.Error == "" && f.Recovered}
 		t.Met = t.Measured && t.Got <= w
-		if !t.Measured {
-			t.Note = "did not recover before the limit"
-			if f.Error != "" {
-				t.Note = f.Error
-			}
-		}
-		targets = append(targets, t)
-	}
-	return &harness.ExternalResult{Markdown: md, Targets: targets}, nil
-}
-
-func runT5EO(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
-	o := recovery.Options{Egret: env.Egret, Root: env.Root, Quick: env.Quick}
-	name := "t5-recovery-eo"
-	if env.Quick {
-		name += "-quick"
-	}
-	res, err := recovery.RunEffectivelyOnce(ctx, o)
-	if err != nil {
-		return nil, err
-	}
-	md, err := save(env, name, res)
-	if err != nil {
-		return nil, err
-	}
-	var targets []harness.Target
-	for _, f := range res.Faults {
-		if f.Kind != recovery.FaultContainer {
-			continue
-		}
-		t := harness.Target{Name: "T5 effectively-once: throughput back within 10% after a container kill", Bench: name,
-			Figure: "s", Want: 10, Got: f.RecoverySeconds, Measured: f.Error == "" && f.Recovered}
-		t.Met = t.Measured && t.Got <= 10
 		if !t.Measured {
 			t.Note = "did not recover before the limit"
 			if f.Error != "" {
