@@ -13,7 +13,7 @@
 //
 // Partitions come from a consumer group (SpoutConfig.Group, outside
 // effectively-once mode) or are assigned manually: the sorted (topic,
-// partition) list is dealt round-robin over the component's tasks by task
+// partition) list (or SpoutConfig.Partitions) is dealt round-robin over the component's tasks by task
 // index. What is committed depends on the topology's delivery mode:
 //
 //   - at-least-once: every record is emitted with a MsgID. Each

@@ -187,6 +187,21 @@ func TestSpoutEffectivelyOnceRestoresPositions(t *testing.T) {
 		t.Fatalf("re-emitted %d records after the rollback, want 10", n)
 	}
 
+	// An explicit partition list restricts the assignment.
+	only1 := cfg
+	only1.Partitions = map[string][]int32{"in": {1}}
+	s1, out1 := openSpout(t, only1, newCtx(t, topology.EffectivelyOnce, "spout", 0, 1))
+	if err := s1.InitState(api.NewStates()); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "partition 1 emitted", s1.NextTuple, func() bool { return len(out1.emitted()) >= 15 })
+	for i := 0; i < 50; i++ {
+		s1.NextTuple()
+	}
+	if f := firstOffsets(out1.emitted()); len(f) != 1 || f[1] != 0 || len(out1.emitted()) != 15 {
+		t.Fatalf("with Partitions {in: [1]} the spout emitted %d records from %v, want the 15 of partition 1", len(out1.emitted()), f)
+	}
+
 	// Two tasks split the partitions; each starts where its restored
 	// state says (task 0 owns partition 0, task 1 partition 1).
 	st := api.NewStates()
