@@ -13,8 +13,8 @@
 //
 // Partitions come from a consumer group (SpoutConfig.Group, outside
 // effectively-once mode) or are assigned manually: the sorted (topic,
-// partition) list is dealt round-robin over the component's tasks by task
-// index. What is committed depends on the topology's delivery mode:
+// partition) list (or SpoutConfig.Partitions) is dealt round-robin over
+// the component's tasks by task index. What is committed depends on the topology's delivery mode:
 //
 //   - at-least-once: every record is emitted with a MsgID. Each
 //     CommitInterval the spout commits to the group, per partition, the

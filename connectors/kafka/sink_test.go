@@ -191,7 +191,7 @@ func TestSinkTwoPhaseCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp3 := snapshot(t, states)
-	s.closeClients() // the process dies: nothing is flushed or committed
+	s.closeClients()                 // the process dies: nothing is flushed or committed
 	s, _ = newSink(snapshot(t, cp3)) // a copy: cp3 is restored again below
 	s.CheckpointComplete(3)
 	want = append(want, vals("c", 0, 4)...)

@@ -52,6 +52,10 @@ type SpoutConfig struct {
 	// list is dealt round-robin to the component's tasks by task index,
 	// and nothing is committed to Kafka.
 	Group string
+	// Partitions, when set, restricts a manual assignment to these
+	// partitions of the topics (topic → partitions); they are dealt over
+	// the tasks as the full list would be. Not used with a group.
+	Partitions map[string][]int32
 	// StartOffset is where a partition without a committed or saved
 	// position starts: "earliest" (default) or "latest" (KeyStartOffset).
 	StartOffset string
@@ -265,7 +269,9 @@ func (s *Spout) assignment() ([]topicPartition, error) {
 			return nil, fmt.Errorf("kafka: topic %s: %v", t, td.Err)
 		}
 		for p := range td.Partitions {
-			all = append(all, topicPartition{t, p})
+			if want, ok := s.cfg.Partitions[t]; len(s.cfg.Partitions) == 0 || ok && slices.Contains(want, p) {
+				all = append(all, topicPartition{t, p})
+			}
 		}
 	}
 	sort.Slice(all, func(i, j int) bool {

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -186,6 +187,21 @@ func TestSpoutEffectivelyOnceRestoresPositions(t *testing.T) {
 		t.Fatalf("re-emitted %d records after the rollback, want 10", n)
 	}
 
+	// An explicit partition list restricts the assignment.
+	only1 := cfg
+	only1.Partitions = map[string][]int32{"in": {1}}
+	s1, out1 := openSpout(t, only1, newCtx(t, topology.EffectivelyOnce, "spout", 0, 1))
+	if err := s1.InitState(api.NewStates()); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "partition 1 emitted", s1.NextTuple, func() bool { return len(out1.emitted()) >= 15 })
+	for i := 0; i < 50; i++ {
+		s1.NextTuple()
+	}
+	if f := firstOffsets(out1.emitted()); len(f) != 1 || f[1] != 0 || len(out1.emitted()) != 15 {
+		t.Fatalf("with Partitions {in: [1]} the spout emitted %d records from %v, want the 15 of partition 1", len(out1.emitted()), f)
+	}
+
 	// Two tasks split the partitions; each starts where its restored
 	// state says (task 0 owns partition 0, task 1 partition 1).
 	st := api.NewStates()
@@ -329,5 +345,58 @@ func TestSpoutGroupRebalanceBetweenTwoSpouts(t *testing.T) {
 		if n != 1 {
 			t.Fatalf("%s emitted %d times after A left", v, n)
 		}
+	}
+}
+
+// TestSpoutRebalanceDropsPendingRecordsOfRevokedPartitions: records A
+// emitted but did not ack in a partition the group moves to B are
+// forgotten by A (a late ack is ignored) and emitted again by B.
+func TestSpoutRebalanceDropsPendingRecordsOfRevokedPartitions(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "in", 2, nil)
+	produce(t, b, "in", 0, "u0")
+	produce(t, b, "in", 1, "u1")
+	adm := kadm.NewClient(b.Client(t))
+	cfg := SpoutConfig{Brokers: []string{b.Addr}, Topics: []string{"in"}, Group: "g-rv", CommitInterval: 20 * time.Millisecond}
+	ctxA := newCtx(t, topology.AtLeastOnce, "spout", 0, 2)
+	a, outA := openSpout(t, cfg, ctxA)
+	until(t, "A emits both records", a.NextTuple, func() bool { return len(outA.emitted()) == 2 })
+	pending := outA.emitted() // not acked
+
+	bs, outB := openSpout(t, cfg, newCtx(t, topology.AtLeastOnce, "spout", 1, 2))
+	owns := func(s *Spout) []int32 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		var ps []int32
+		for tp := range s.parts {
+			ps = append(ps, tp.partition)
+		}
+		return ps
+	}
+	until(t, "B owns one partition and re-emits its record", func() {
+		a.NextTuple()
+		bs.NextTuple()
+		for _, e := range outB.emitted() {
+			bs.Ack(e.id)
+		}
+	}, func() bool { return len(owns(a)) == 1 && len(owns(bs)) == 1 && len(outB.emitted()) == 1 })
+	moved := owns(bs)[0]
+	if e := outB.emitted()[0]; e.partition() != moved || e.value() != fmt.Sprintf("u%d", moved) {
+		t.Fatalf("B emitted %s of partition %d, want the record of partition %d", e.value(), e.partition(), moved)
+	}
+	if ctxA.Counter("kafka.dropped").Value() < 1 {
+		t.Fatal("A did not drop the pending record of the revoked partition")
+	}
+	// A's late acks: the one of the moved partition is ignored, the
+	// other commits A's partition.
+	for _, e := range pending {
+		a.Ack(e.id)
+	}
+	kept := 1 - moved
+	until(t, "both partitions committed at 1", func() { a.NextTuple(); bs.NextTuple() }, func() bool {
+		return committed(t, adm, "g-rv", "in", kept) == 1 && committed(t, adm, "g-rv", "in", moved) == 1
+	})
+	if got := owns(a); len(got) != 1 || got[0] != kept {
+		t.Fatalf("A owns %v after the late acks, want only %d", got, kept)
 	}
 }

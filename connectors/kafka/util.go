@@ -10,10 +10,21 @@ import (
 	"go.uber.org/zap"
 )
 
-// zapLogger passes franz-go's log lines at info and above to zap.
+// zapLogger passes franz-go's log lines to zap, at the most verbose level
+// the zap logger has enabled (franz-go then skips building the others).
 type zapLogger struct{ l *zap.Logger }
 
-func (z zapLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+func (z zapLogger) Level() kgo.LogLevel {
+	switch {
+	case z.l.Core().Enabled(zap.DebugLevel):
+		return kgo.LogLevelDebug
+	case z.l.Core().Enabled(zap.InfoLevel):
+		return kgo.LogLevelInfo
+	case z.l.Core().Enabled(zap.WarnLevel):
+		return kgo.LogLevelWarn
+	}
+	return kgo.LogLevelError
+}
 
 func (z zapLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	fields := make([]zap.Field, 0, len(keyvals)/2)
