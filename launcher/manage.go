@@ -473,6 +473,11 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 		if n < 1 {
 			return nil, badInput(fmt.Errorf("component %q: parallelism %d must be at least 1", comp, n))
 		}
+		if n != c.Parallelism && r.t.DeliveryMode() == topology.EffectivelyOnce {
+			// Checkpointed state belongs to task ids: a new task set would
+			// split keyed state the old tasks hold.
+			return nil, badInput(fmt.Errorf("component %q: the parallelism of an effectively-once topology cannot change (its checkpointed state belongs to the current tasks); move it to other containers with --container-number, or kill and resubmit it", comp))
+		}
 		c.Parallelism = n
 	}
 	packer, err := l.Backends.Packing(ctx, cfg)

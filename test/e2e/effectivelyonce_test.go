@@ -105,6 +105,8 @@ func TestEffectivelyOnceNoFault(t *testing.T) {
 		v := r.checkpointMetric("checkpoint.completed")
 		return v >= 2, fmt.Sprintf("checkpoint.completed = %v", v)
 	})
+	_, stderr, code := c.egret("update", c.name, r.name, "--component-parallelism", "count:3")
+	oneLineError(t, "rescaling an effectively-once topology", stderr, code, 2, "effectively-once", "parallelism")
 	out := c.mustEgret("metrics", c.name, r.name)
 	if !strings.Contains(out, "checkpoints: last complete ") || !strings.Contains(out, " completed, ") {
 		t.Errorf("egret metrics does not show the checkpoints:\n%s", out)
