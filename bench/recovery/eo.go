@@ -37,8 +37,9 @@ const FaultCkptMgr = "ckptmgr"
 const eoCheckpointInterval = time.Second
 
 // eoNoRollback: counts that did not drop this long after a kill were not
-// rolled back.
-const eoNoRollback = 10 * time.Second
+// rolled back. A restarted topology manager rolls back only once it holds
+// its location node again, seconds after the kill.
+const eoNoRollback = 30 * time.Second
 
 // RunEffectivelyOnce is Run for an effectively-once topology. o.Topology,
 // when set, is the eocount binary; Faults default to EOFaults.
