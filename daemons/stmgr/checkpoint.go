@@ -166,26 +166,7 @@ func (s *StMgr) deliverLocal(ctx context.Context, td *taskDest, f *frame, count 
 			return nil
 		}
 	}
-	return s.push(ctx, &td.dest, f, count)
-}
-
-// push queues f on d, blocking while a live destination is full; a full
-// queue toward a dead one drops (counted).
-func (s *StMgr) push(ctx context.Context, d *dest, f *frame, count int64) error {
-	err := d.q.Push(ctx, f)
-	switch {
-	case err == nil:
-		s.afterPush(d, false)
-		return nil
-	case ctx.Err() != nil:
-		s.putFrame(f)
-		return err
-	default:
-		d.lost.Add(count)
-		s.c.lost.Add(count)
-		s.putFrame(f)
-		return nil
-	}
+	return s.push(ctx, &td.dest, f, count, false)
 }
 
 // alignLocked handles barrier b for the task. Called with td.al.mu held.
@@ -220,7 +201,7 @@ func (s *StMgr) releaseLocked(ctx context.Context, td *taskDest, flags uint8) {
 	f.epoch = a.epoch
 	s.pushControl(&td.dest, f)
 	for i, h := range a.held {
-		_ = s.push(ctx, &td.dest, h, frameTuples(h))
+		_ = s.push(ctx, &td.dest, h, frameTuples(h), false)
 		a.held[i] = nil
 	}
 	a.held, a.heldSize = a.held[:0], 0
@@ -352,18 +333,9 @@ func (s *StMgr) storeState(m *egretpb.StoreInstanceState) {
 func (s *StMgr) restore(m *egretpb.RestoreTopologyState) {
 	e, id := m.GetEpoch(), m.GetCheckpointId()
 	s.eo.mu.Lock()
-	cur := s.eo.epoch.Load()
-	switch {
-	case e < cur:
+	if e <= s.eo.epoch.Load() {
+		// Every restore comes with a new epoch: an older one is stale.
 		s.eo.mu.Unlock()
-		return
-	case e == cur && s.eo.restoreID == id && cur > 0:
-		// A repeated request (a new session): answer again when done.
-		responded := s.eo.responded
-		s.eo.mu.Unlock()
-		if responded {
-			s.sendTM(&egretpb.RestoreTopologyStateResponse{Container: int32(s.cfg.Container), CheckpointId: id, Epoch: e})
-		}
 		return
 	}
 	s.eo.epoch.Store(e)

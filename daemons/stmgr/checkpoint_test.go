@@ -124,7 +124,10 @@ func TestAlignmentTimeoutAbortsAndReleases(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	var got []string
 	for len(got) < 2 && time.Now().Before(deadline) {
-		<-td.q.Ready()
+		select {
+		case <-td.q.Ready():
+		case <-time.After(time.Until(deadline)):
+		}
 		got = append(got, drain(t, td)...)
 	}
 	if want := []string{"b5!", "d1:1"}; !equal(got, want) {

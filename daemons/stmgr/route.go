@@ -161,6 +161,13 @@ func (s *StMgr) route(ctx context.Context, f *frame, task uint32, count int64, f
 		s.warnUnroutable(task, fromPeer)
 		return nil
 	}
+	return s.push(ctx, d, f, count, toPeer)
+}
+
+// push queues f on d, blocking while a live destination is full; a full
+// or closed queue (a dead destination) drops it, counting the tuples lost.
+// It fails only when ctx ends.
+func (s *StMgr) push(ctx context.Context, d *dest, f *frame, count int64, toPeer bool) error {
 	err := d.q.Push(ctx, f)
 	switch {
 	case err == nil:

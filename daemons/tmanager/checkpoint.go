@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -68,11 +69,14 @@ type coordinator struct {
 	metricsAt                                                      time.Time
 }
 
-func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) {
+// initCheckpoints reads the checkpoint state of an effectively-once
+// topology. An unreadable one is an error: guessing "no checkpoint" would
+// roll every task back to empty states.
+func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) error {
 	c := &m.ckpt
 	c.on = t.DeliveryMode() == topology.EffectivelyOnce
 	if !c.on {
-		return
+		return nil
 	}
 	c.interval, c.ckptExpiry, c.keep = t.CheckpointInterval(), 2*t.AlignmentTimeout(), t.CheckpointsKept()
 	rctx, cancel := context.WithTimeout(ctx, stateWriteTimeout)
@@ -88,12 +92,13 @@ func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) {
 		m.log.Info("effectively-once: resuming from the checkpoint state", zap.Int64("last_complete", c.lastComplete), zap.Int64("epoch", c.epoch))
 	case err == nil, errors.Is(err, spi.ErrNotFound):
 		m.log.Info("effectively-once: no complete checkpoint yet")
+	case errors.Is(err, spi.ErrCorrupt):
+		return fmt.Errorf("the checkpoint state of %q is corrupt (%w); delete %s/%s to restart the topology from empty states", m.name, err, state.CheckpointsDir, m.name)
 	default:
-		// Without it a restore could roll back to nothing: refuse to
-		// guess, keep retrying the read when the topology starts.
-		m.log.Error("effectively-once: cannot read the checkpoint state; the first restore starts from empty states only if it stays unreadable", zap.Error(err))
+		return fmt.Errorf("read the checkpoint state of %q: %w", m.name, err)
 	}
 	c.nextID = c.lastComplete + 1
+	return nil
 }
 
 // saveCheckpointStateLocked writes /checkpoints/<topology>.
@@ -143,7 +148,7 @@ func (m *manager) beginRestoreLocked(reason string) {
 	m.publishCheckpointMetricsLocked()
 }
 
-// ckptStmgrRegistered reacts to a stream manager registration: the first
+// ckptStmgrRegisteredLocked reacts to a stream manager registration: the first
 // complete set starts the first restore; any later one is a failure.
 func (m *manager) ckptStmgrRegisteredLocked(container int) {
 	if !m.ckpt.on || !m.allRegisteredLocked() {

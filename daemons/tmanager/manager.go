@@ -95,7 +95,9 @@ func newManager(ctx context.Context, s *settings, store *state.Store, ms *metric
 		return nil, err
 	}
 	m.setPackingLocked(topo, in.packing, in.packingVersion)
-	m.initCheckpoints(ctx, topo)
+	if err := m.initCheckpoints(ctx, topo); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 

@@ -238,6 +238,7 @@ func (b *SplitBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("word"
 type CountBolt struct {
 	api.BaseBolt
 	counts *api.State[string, int64]
+	task   int
 	report string
 }
 
@@ -253,7 +254,8 @@ func (b *CountBolt) Prepare(ctx api.Context, _ api.BoltCollector) error {
 	if dir == "" {
 		return errors.New(KeyStateDir + " is not set")
 	}
-	b.report = filepath.Join(dir, fmt.Sprintf("count-%d.json", ctx.TaskID()))
+	b.task = ctx.TaskID()
+	b.report = filepath.Join(dir, fmt.Sprintf("count-%d.json", b.task))
 	return nil
 }
 
@@ -270,7 +272,7 @@ func (b *CountBolt) PreSave(int64) error { return nil }
 // Execute implements api.Bolt.
 func (b *CountBolt) Execute(t api.Tuple) {
 	if t.IsTick() {
-		b.write(t)
+		b.write()
 		return
 	}
 	w := t.String(0)
@@ -278,9 +280,8 @@ func (b *CountBolt) Execute(t api.Tuple) {
 	b.counts.Put(w, n+1)
 }
 
-func (b *CountBolt) write(api.Tuple) {
-	r := Report{Counts: map[string]int64{}}
-	fmt.Sscanf(filepath.Base(b.report), "count-%d.json", &r.Task)
+func (b *CountBolt) write() {
+	r := Report{Task: b.task, Counts: map[string]int64{}}
 	b.counts.Range(func(k string, v int64) bool { r.Counts[k] = v; return true })
 	data, _ := json.Marshal(r)
 	tmp := b.report + ".tmp"
