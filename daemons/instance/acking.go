@@ -305,22 +305,6 @@ func (s *spoutAcks) expire(in *Instance, a *ackState, out []any) []any {
 	return out
 }
 
-// failAll releases every pending root (their ledger is gone) and returns
-// their msgIDs, oldest first, counted as failed.
-func (s *spoutAcks) failAll(in *Instance) []any {
-	var out []any
-	for _, ro := range s.order[s.head:] {
-		if s.slots[ro.slot].id == ro.id {
-			out = append(out, s.release(ro.slot).msgID)
-		}
-	}
-	clear(s.order)
-	s.order, s.head = s.order[:0], 0
-	in.metrics.Failed.Add(int64(len(out)))
-	in.metrics.PendingRoots.Store(int64(s.n))
-	return out
-}
-
 // compact bounds the timeout queue: consumed entries are dropped, and so
 // are settled ones when they dominate.
 func (s *spoutAcks) compact() {

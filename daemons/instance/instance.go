@@ -263,15 +263,6 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			in.cfg.Transport.Done(m.Batch)
 		case MsgConfig:
 			in.reconfigure(s, m.Config, sa, nil)
-		case MsgLedgerLost:
-			if sa != nil {
-				ids := sa.failAll(in)
-				in.log.Info("the stream manager holding the acking ledger restarted; failing the pending roots for replay", zap.Int("roots", len(ids)))
-				for i, id := range ids {
-					ids[i] = nil
-					fail(id)
-				}
-			}
 		}
 		if m.Handled != nil {
 			m.Handled()

@@ -32,11 +32,6 @@ const (
 	MsgRestore
 	MsgStartProcessing
 	MsgCheckpointComplete
-	// MsgLedgerLost tells a spout of an at-least-once topology that the
-	// acking ledger of its pending roots is gone (its stream manager
-	// restarted): it fails them at once instead of waiting for their
-	// timeout.
-	MsgLedgerLost
 )
 
 // Msg is one message delivered to an instance.

@@ -65,7 +65,7 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 	}
 	defer s.detachInstance(td, ic)
 	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
-	if err := wire.WriteMessage(conn, &egretpb.RegisterInstanceResponse{Pplan: pp, Incarnation: s.incarnation}); err != nil {
+	if err := wire.WriteMessage(conn, &egretpb.RegisterInstanceResponse{Pplan: pp}); err != nil {
 		s.closeReason(who, conn, fmt.Errorf("registration response: %w", err))
 		close(ic.writerDone)
 		return

@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"math/rand/v2"
-
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/daemons/acking"
@@ -131,8 +129,6 @@ type StMgr struct {
 	dropMode atomic.Bool
 	// eo is the effectively-once state (checkpoints, epochs).
 	eo eoState
-	// incarnation identifies this process to its instances.
-	incarnation uint64
 }
 
 // Run runs a stream manager until ctx ends.
@@ -168,9 +164,6 @@ func New(cfg Config, log *zap.Logger) (*StMgr, error) {
 	}
 	s.pool.New = func() any { return &frame{} }
 	s.eo.init(cfg.CkptMgrSocket, s.log)
-	for s.incarnation == 0 {
-		s.incarnation = rand.Uint64()
-	}
 	if err := removeStaleSocket(cfg.Socket); err != nil {
 		return nil, err
 	}

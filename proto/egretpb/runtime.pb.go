@@ -113,11 +113,7 @@ type RegisterInstanceResponse struct {
 	LayoutChanged bool `protobuf:"varint,3,opt,name=layout_changed,json=layoutChanged,proto3" json:"layout_changed,omitempty"`
 	// pplan is set once the stream manager has a physical plan; otherwise a
 	// NewPhysicalPlan follows.
-	Pplan *PhysicalPlan `protobuf:"bytes,2,opt,name=pplan,proto3" json:"pplan,omitempty"`
-	// incarnation identifies the stream manager process (random at its
-	// start): a spout that registers again with another incarnation knows
-	// that the acking ledger of its pending roots is gone.
-	Incarnation   uint64 `protobuf:"varint,4,opt,name=incarnation,proto3" json:"incarnation,omitempty"`
+	Pplan         *PhysicalPlan `protobuf:"bytes,2,opt,name=pplan,proto3" json:"pplan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -171,13 +167,6 @@ func (x *RegisterInstanceResponse) GetPplan() *PhysicalPlan {
 		return x.Pplan
 	}
 	return nil
-}
-
-func (x *RegisterInstanceResponse) GetIncarnation() uint64 {
-	if x != nil {
-		return x.Incarnation
-	}
-	return 0
 }
 
 // NewPhysicalPlan is sent by the topology manager to stream managers and by
@@ -1742,12 +1731,11 @@ const file_proto_egretpb_runtime_proto_rawDesc = "" +
 	"\atask_id\x18\x02 \x01(\x05R\x06taskId\x12\x1c\n" +
 	"\tcomponent\x18\x03 \x01(\tR\tcomponent\x12\x10\n" +
 	"\x03pid\x18\x04 \x01(\x05R\x03pid\x12-\n" +
-	"\x12layout_fingerprint\x18\x05 \x01(\x04R\x11layoutFingerprint\"\xa7\x01\n" +
+	"\x12layout_fingerprint\x18\x05 \x01(\x04R\x11layoutFingerprint\"\x85\x01\n" +
 	"\x18RegisterInstanceResponse\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12%\n" +
 	"\x0elayout_changed\x18\x03 \x01(\bR\rlayoutChanged\x12,\n" +
-	"\x05pplan\x18\x02 \x01(\v2\x16.egret.v1.PhysicalPlanR\x05pplan\x12 \n" +
-	"\vincarnation\x18\x04 \x01(\x04R\vincarnation\"?\n" +
+	"\x05pplan\x18\x02 \x01(\v2\x16.egret.v1.PhysicalPlanR\x05pplan\"?\n" +
 	"\x0fNewPhysicalPlan\x12,\n" +
 	"\x05pplan\x18\x01 \x01(\v2\x16.egret.v1.PhysicalPlanR\x05pplan\"\x87\x01\n" +
 	"\x14StMgrRegisterRequest\x12\x1f\n" +

@@ -67,8 +67,6 @@ type gateway struct {
 	atLeastOnce bool
 	// effectivelyOnce is set likewise when the topology checkpoints.
 	effectivelyOnce bool
-	// incarnation is the stream manager process last registered with.
-	incarnation uint64
 }
 
 // Run connects to the stream manager, registers the task, builds the
@@ -437,16 +435,6 @@ func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egret
 		return fail(fmt.Errorf("%w: %s", ErrRefused, resp.GetError()))
 	}
 	_ = conn.SetDeadline(time.Time{})
-	if prev := g.incarnation; prev != 0 && resp.GetIncarnation() != prev && g.atLeastOnce {
-		// A new stream manager process: the ledger of the pending roots
-		// died with the old one.
-		select {
-		case g.inbox <- instance.Msg{Kind: instance.MsgLedgerLost}:
-		case <-ctx.Done():
-			return fail(ctx.Err())
-		}
-	}
-	g.incarnation = resp.GetIncarnation()
 	pp := resp.GetPplan()
 	for pp == nil {
 		t, m, buf, err = wire.ReadMessage(br, buf, g.set.maxFrame)
