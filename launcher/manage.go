@@ -403,14 +403,14 @@ func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) err
 // rescaling is one rescale in progress: what it read, what it plans, and
 // the steps to undo.
 type rescaling struct {
-	name            string
-	store           *state.Store
-	sched           spi.Scheduler
-	t, nextT        *topology.Topology
-	current, next   *plan.PackingPlan
-	es              *egretpb.ExecutionState
-	cfg             spi.Config
-	wasRunning      bool
+	name          string
+	store         *state.Store
+	sched         spi.Scheduler
+	t, nextT      *topology.Topology
+	current, next *plan.PackingPlan
+	es            *egretpb.ExecutionState
+	cfg           spi.Config
+	wasRunning    bool
 	// pause: the spouts are deactivated and the topology drained around
 	// the change, because it stops or moves instances (or restarts them:
 	// effectively-once).

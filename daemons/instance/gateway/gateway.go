@@ -63,7 +63,7 @@ type gateway struct {
 	configCh   chan map[string]string
 	// layoutCh holds a new layout not yet delivered to the instance.
 	layoutCh chan *instance.Relayout
-	acks       ackCounters
+	acks     ackCounters
 	// atLeastOnce is set (before metrics are published) when the
 	// topology acks.
 	atLeastOnce bool
