@@ -2,8 +2,9 @@ package e2e
 
 import (
 	"context"
-	"os"
+	"fmt"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -65,16 +66,26 @@ func lifecycle(t *testing.T, c *cluster) {
 	})
 	exactCounts(t, reports)
 
-	// Update: count goes from 2 to 4 tasks; every instance restarts with
-	// the new plan, the spout starts over, and the counts are exact again.
-	for _, f := range mustGlob(t, filepath.Join(reports, "*.json")) {
-		os.Remove(f)
+	// Update: count goes from 2 to 4 tasks while the topology runs; only
+	// the two new count instances start, the others (and their counts)
+	// carry on, the keys that move go to the new tasks, and the counts
+	// summed over every task are exact again.
+	kept := map[string]int{}
+	for ctr := 1; ctr <= 2; ctr++ {
+		for name, pid := range c.pids("wordcount", ctr) {
+			if strings.HasPrefix(name, "instance-") || name == "stmgr" {
+				kept[fmt.Sprintf("%d/%s", ctr, name)] = pid
+			}
+		}
 	}
 	out := c.mustEgret("update", c.name, "wordcount", "--component-parallelism", "count:4")
-	for _, step := range []string{"deactivating", "repacking", "waiting for the new physical plan", "activating"} {
+	for _, step := range []string{"repacking", "rescaling it while it runs", "waiting for the new physical plan"} {
 		if !strings.Contains(out, step) {
 			t.Errorf("update printed no %q line:\n%s", step, out)
 		}
+	}
+	if strings.Contains(out, "deactivating") {
+		t.Errorf("a scale-up deactivated the topology:\n%s", out)
 	}
 	waitFor(t, "4 count instances", 2*time.Minute, func() bool {
 		n := 0
@@ -101,6 +112,13 @@ func lifecycle(t *testing.T, c *cluster) {
 	}
 	if count != 4 {
 		t.Errorf("packing plan has %d count tasks, want 4", count)
+	}
+	for name, pid := range kept {
+		ctr, proc, _ := strings.Cut(name, "/")
+		n, _ := strconv.Atoi(ctr)
+		if got := c.pids("wordcount", n)[proc]; got != pid {
+			t.Errorf("the scale-up restarted %s: pid %d -> %d", name, pid, got)
+		}
 	}
 	exactCounts(t, reports)
 
