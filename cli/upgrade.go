@@ -58,7 +58,11 @@ to the topology binary in define mode (give those of the submission).`,
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			l, err := g.launcher(args[0], g.logger())
+			progress := cmd.OutOrStdout()
+			if output == "json" {
+				progress = cmd.ErrOrStderr() // stdout holds only the JSON
+			}
+			l, err := g.launcherWith(args[0], g.properties, g.logger(), progress)
 			if err != nil {
 				return err
 			}
