@@ -130,13 +130,16 @@ func pauses(t *testing.T, recs map[int][]ackcheck.Tagged, tasks map[int][]int, r
 		healthy := restart + s.Healthy/1e6
 		var worst int64
 		for _, task := range tasks[s.Container] {
+			// The first record of the new build after the restart, and
+			// the last of the old process before it.
 			var last, first int64 = -1, -1
 			for _, r := range recs[task] {
-				if r.Millis <= restart {
-					last = r.Millis
-				}
-				if r.Tag == to && r.Millis >= restart && first < 0 {
+				if r.Tag == to && r.Millis >= restart {
 					first = r.Millis
+					break
+				}
+				if r.Tag != to {
+					last = r.Millis
 				}
 			}
 			if last < 0 || first < 0 {
@@ -151,7 +154,7 @@ func pauses(t *testing.T, recs map[int][]ackcheck.Tagged, tasks map[int][]int, r
 				gap = max(gap, all[i]-all[i-1])
 			}
 		}
-		t.Logf("step container %d -> %s: its sinks paused %d ms (last record before the restart to the first of the new build); longest gap of the topology's output during the step %d ms; healthy %s after the restart",
+		t.Logf("step container %d -> %s: its sinks paused %d ms (last record of the old build to the first of the new one); longest gap of the topology's output during the step %d ms; healthy %s after the restart",
 			s.Container, to, worst, gap, time.Duration(s.Healthy).Round(time.Millisecond))
 	}
 }
