@@ -52,9 +52,12 @@ func byName(t *topology.Topology) map[string]*topology.Component {
 }
 
 func sortedNames[V any](a, b map[string]V) []string {
-	set := maps.Clone(a)
-	for k, v := range b {
-		set[k] = v
+	set := map[string]bool{}
+	for k := range a {
+		set[k] = true
+	}
+	for k := range b {
+		set[k] = true
 	}
 	names := slices.Collect(maps.Keys(set))
 	sort.Strings(names)
