@@ -32,7 +32,9 @@ type taskHealth struct {
 	nanos    int64
 	// start is the reporting process's start time (process.start.unix).
 	start float64
-	// moved sums the tuples the process received, emitted and acked.
+	// moved sums the tuples the process's component executed, emitted
+	// and acked: the user code's work (not what reached its gateway, which
+	// a component that failed to prepare receives too).
 	moved float64
 }
 
@@ -99,7 +101,7 @@ func readHealth(ctx context.Context, loc *egretpb.TManagerLocation, c int, tasks
 		}
 		m := r.Metrics
 		h.tasks[task] = taskHealth{reported: true, nanos: r.UnixNanos, start: m["process.start.unix"],
-			moved: m["gateway.tuples.in"] + m["instance.emitted"] + m["instance.acked"]}
+			moved: m["instance.executed"] + m["instance.emitted"] + m["instance.acked"]}
 	}
 	var last int64
 	for _, list := range exc.Exceptions {

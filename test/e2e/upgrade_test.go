@@ -317,3 +317,46 @@ func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
 }
+
+// TestUpgradeStopsAtUnhealthy: an upgrade to a build whose sink cannot
+// start stops at container 1 (exit 1) with what runs where and the way
+// back; container 2 goes on with the old build; --rollback returns
+// container 1 to it and nothing is lost.
+func TestUpgradeStopsAtUnhealthy(t *testing.T) {
+	c := newCluster(t, "local")
+	v1, broken := taggedAckcheck(t, "v1"), taggedAckcheck(t, "broken")
+	const n = 30000
+	flags := []string{"--rate", "1500", "--max-pending", "500", "--timeout", "5s"}
+	run := startAckCheckWith(t, c, "broken", v1, n, nil, flags...)
+	tasks := run.sinkTasks()
+	run.waitAcked("the first 3,000 messages", 3000, 2*time.Minute)
+
+	args := append([]string{"upgrade", c.name, "broken", binary(t, broken), "--wait-healthy", "15s"}, run.defineArgs(flags...)...)
+	stdout, stderr, code := c.egret(args...)
+	if code != 1 || !strings.Contains(stderr, "container 1 is") || !strings.Contains(stderr, "--rollback returns every container") || !strings.Contains(stderr, "on container 1;") {
+		t.Fatalf("an upgrade to a broken build: exit %d, %s; want exit 1 naming container 1, the packages and --rollback; stdout:\n%s", code, stderr, stdout)
+	}
+	t.Logf("stopped: %s", strings.TrimSpace(stderr))
+	// Container 2 stays on the old package (its tuples cannot flow while
+	// the broken sink of container 1 blocks the topology: back pressure).
+	es, err := c.store().ExecutionState(context.Background(), "broken")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := state.ContainerPackage(es, 2).GetSha256(), es.GetPreviousPackage().GetSha256(); got != want || got == "" || state.ContainerPackage(es, 1).GetSha256() == want {
+		t.Fatalf("after the stopped upgrade container 1 runs %s, container 2 %s; want container 2 on the previous package %s", state.ContainerPackage(es, 1).GetSha256(), got, want)
+	}
+
+	back := run.upgrade("--rollback", "--wait-healthy", "90s")
+	rolledBack := time.Now()
+	if len(back.Steps) != 1 || back.Steps[0].Container != 1 || len(back.Packages) != 1 {
+		t.Fatalf("the rollback restarted %+v and left %+v, want container 1 back", back.Steps, back.Packages)
+	}
+	run.waitTagged("every sink to record v1 after the rollback", append(tasks[1], tasks[2]...), "v1", rolledBack)
+	res := run.waitAcked("every message", n, allAckedTimeout)
+	if !res.Complete() {
+		t.Fatalf("after the stopped upgrade and its rollback: %s; want every message acked and every copy recorded", res)
+	}
+	c.mustEgret("kill", c.name, "broken", "--now")
+	c.waitGone(t)
+}

@@ -217,7 +217,8 @@ func (b *RelayBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", 
 // Tag, when set at build time (go build -ldflags "-X
 // github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.Tag=v2"),
 // makes the sink record "<id> <copy> <tag> <unix ms>": which build of the
-// topology recorded each tuple, and when (the upgrade tests).
+// topology recorded each tuple, and when (the upgrade tests). The tag
+// "broken" makes every sink task fail to start.
 var Tag string
 
 type SinkBolt struct {
@@ -235,6 +236,9 @@ func (b *SinkBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.out = out
 	b.recorded = ctx.Counter(CounterRecorded)
 	b.log = out.ReportError
+	if Tag == "broken" {
+		return fmt.Errorf("this build of the sink is broken on purpose (ackcheck.Tag=%s)", Tag)
+	}
 	if ctx.Config(KeySinkLog) == "false" {
 		return nil
 	}
