@@ -315,8 +315,11 @@ func (l *Launcher) Upgrade(ctx context.Context, name string, o UpgradeOptions) (
 
 // planUpgrade reads the topology and checks the upgrade; nothing changes.
 func (l *Launcher) planUpgrade(ctx context.Context, cfg spi.Config, store *state.Store, name string, next *topology.Topology, o UpgradeOptions) (*upgrading, error) {
-	if err := requireRunning(ctx, store, name); err != nil {
-		return nil, err
+	// The health of each restarted container is read through the
+	// topology manager: without one (starting, down) nothing can be
+	// checked, so nothing starts.
+	if _, err := l.tmanager(ctx, store, name); err != nil {
+		return nil, fmt.Errorf("cannot upgrade: %w", err)
 	}
 	running, err := store.Topology(ctx, name)
 	if err != nil {
