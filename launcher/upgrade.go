@@ -471,7 +471,7 @@ func (l *Launcher) roll(ctx context.Context, u *upgrading, o UpgradeOptions) err
 	}
 	es.UpgradeTimeUnix = time.Now().Unix()
 	if err := u.store.SetExecutionState(ctx, u.name, es); err != nil {
-		l.cleanPackages(ctx, u, es)
+		l.cleanPackages(ctx, u, u.es) // nothing changed: the new package goes
 		return fmt.Errorf("record the new package of %q: %w", u.name, err)
 	}
 	u.res.Package = u.target
