@@ -281,13 +281,13 @@ func listCmd(g *globals) *cobra.Command {
 				return writeJSON(out, infos)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tROLE\tENV\tSUBMITTED\tID\tPROBLEM")
+			fmt.Fprintln(tw, "NAME\tSTATE\tCONTAINERS\tINSTANCES\tROLE\tENV\tSUBMITTED\tID\tPACKAGES\tPROBLEM")
 			for _, i := range infos {
 				submitted := "-"
 				if !i.Submitted.IsZero() && i.ID != "" {
 					submitted = i.Submitted.Format(time.RFC3339)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", i.Name, i.State, i.Containers, i.Instances, dash(i.Role), dash(i.Environ), submitted, dash(i.ID), i.Problem)
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i.Name, i.State, i.Containers, i.Instances, dash(i.Role), dash(i.Environ), submitted, dash(i.ID), dash(launcher.PackagesSummary(i.Packages)), i.Problem)
 			}
 			return tw.Flush()
 		},

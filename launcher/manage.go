@@ -115,8 +115,11 @@ func (l *Launcher) Kill(ctx context.Context, name string, o KillOptions) error {
 		return fmt.Errorf("kill the containers of %q: %w", name, err)
 	}
 	switch {
-	case esErr == nil && es.GetPackageUri() != "":
-		l.removePackage(ctx, cfg, es.GetPackageUri())
+	case esErr == nil:
+		// The submitted package and those of upgrades.
+		for uri := range referencedURIs(es) {
+			l.removePackage(ctx, cfg, uri)
+		}
 	case errors.Is(esErr, spi.ErrCorrupt):
 		l.Log.Warn("the execution state is corrupt, so the topology package stays in the uploader's store", zap.Error(esErr))
 	}
@@ -693,6 +696,9 @@ type TopologyInfo struct {
 	Instances  int       `json:"instances"`
 	Submitted  time.Time `json:"submitted"`
 	User       string    `json:"user"`
+	// Packages says which package (by SHA-256) each container runs; one
+	// entry unless an upgrade is under way, stopped or a canary.
+	Packages []PackageUse `json:"packages,omitempty"`
 	// Problem says what is wrong, in one line, when something is.
 	Problem string `json:"problem,omitempty"`
 }
@@ -747,6 +753,7 @@ func (l *Launcher) inspect(ctx context.Context, store *state.Store, name string)
 		return info, err
 	}
 	es, err := store.ExecutionState(ctx, name)
+	esOK := err == nil
 	if err == nil {
 		info.ID, info.Cluster, info.Role, info.Environ = es.GetTopologyId(), es.GetCluster(), es.GetRole(), es.GetEnviron()
 		info.Submitted, info.User = time.Unix(es.GetSubmitTimeUnix(), 0), es.GetSubmitUser()
@@ -759,6 +766,9 @@ func (l *Launcher) inspect(ctx context.Context, store *state.Store, name string)
 		info.Containers = len(pp.Containers)
 		for _, c := range pp.Containers {
 			info.Instances += len(c.Instances)
+		}
+		if esOK {
+			info.Packages = packageUses(es, containerIDs(pp))
 		}
 	}
 	if err := note(state.PackingPlansDir, err); err != nil {

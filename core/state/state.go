@@ -253,6 +253,34 @@ func (s *Store) ExecutionState(ctx context.Context, name string) (*egretpb.Execu
 	})
 }
 
+// SetExecutionState overwrites a topology's execution state (egret
+// upgrade records the package of each container there).
+func (s *Store) SetExecutionState(ctx context.Context, name string, es *egretpb.ExecutionState) error {
+	if es.GetTopologyName() != name {
+		return fmt.Errorf("write the execution state of %q: it names topology %q", name, es.GetTopologyName())
+	}
+	return s.put(ctx, ExecutionStateDir, name, es, false)
+}
+
+// ContainerPackage returns the package container c of a topology runs: its
+// entry in container_packages, else the package of the latest upgrade,
+// else the submitted package.
+func ContainerPackage(es *egretpb.ExecutionState, c int) *egretpb.PackageRef {
+	if ref, ok := es.GetContainerPackages()[int32(c)]; ok && ref.GetUri() != "" {
+		return ref
+	}
+	return TopologyPackage(es)
+}
+
+// TopologyPackage returns the package of the latest upgrade, else the
+// submitted package: what a container without its own entry runs.
+func TopologyPackage(es *egretpb.ExecutionState) *egretpb.PackageRef {
+	if ref := es.GetCurrentPackage(); ref.GetUri() != "" {
+		return ref
+	}
+	return &egretpb.PackageRef{Uri: es.GetPackageUri(), Sha256: es.GetPackageSha256()}
+}
+
 // PhysicalPlan reads a topology's physical plan.
 func (s *Store) PhysicalPlan(ctx context.Context, name string) (*egretpb.PhysicalPlan, error) {
 	var pp egretpb.PhysicalPlan

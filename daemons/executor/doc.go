@@ -4,6 +4,20 @@
 // packing plan, and stops everything on SIGTERM (the cmd layer cancels the
 // context of Run).
 //
+// # Package
+//
+// The package on the command line (Config.PackageURI, PackageSHA256) is
+// what the container runs unless the execution state in the state manager
+// names another one for it (egret upgrade: its entry in
+// container_packages, else current_package; state.ContainerPackage). The
+// state manager is reached with the cluster config of the package already
+// extracted in W (a restarted container), else of the command line's;
+// then the package the state names is fetched and extracted (unless
+// W/package.sha256 has its digest already) and its cluster config used.
+// Without an execution state, or with one of another topology id, the
+// command line's package is used; an unreadable execution state, or an
+// entry without URI or digest, stops the executor with an error.
+//
 // # Process tree
 //
 //	container 0:   egret executor

@@ -150,20 +150,53 @@ func (e *Executor) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("executor: %w", err)
 	}
-	if err := preparePackage(ctx, paths, cfg.PackageURI, cfg.PackageSHA256, fopts, e.log); err != nil {
+	// The state manager is reached with the cluster config of a package:
+	// the one extracted already (a restarted container), else the one on
+	// the command line.
+	prepared := false
+	if !isDir(paths.PackageDir) || readMarker(paths.PackageDir+".sha256") == "" {
+		if err := preparePackage(ctx, paths, cfg.PackageURI, cfg.PackageSHA256, fopts, e.log); err != nil {
+			return fmt.Errorf("executor: %w", err)
+		}
+		prepared = true
+	}
+	cluster, err := e.clusterConfig()
+	if err != nil && !prepared {
+		if err := preparePackage(ctx, paths, cfg.PackageURI, cfg.PackageSHA256, fopts, e.log); err != nil {
+			return fmt.Errorf("executor: %w", err)
+		}
+		prepared = true
+		cluster, err = e.clusterConfig()
+	}
+	if err != nil {
+		return err
+	}
+	sm := cfg.StateManager
+	if sm == nil {
+		if sm, err = cfg.Connect(ctx, cluster); err != nil {
+			return fmt.Errorf("executor: connect to the state manager: %w", err)
+		}
+		defer sm.Close()
+	}
+	store := state.New(sm)
+	// egret upgrade may have given this container another package than
+	// the one on its command line.
+	uri, sha, err := e.packageOf(ctx, store)
+	if err != nil {
 		return fmt.Errorf("executor: %w", err)
+	}
+	if !prepared || uri != cfg.PackageURI || sha != cfg.PackageSHA256 {
+		if err := preparePackage(ctx, paths, uri, sha, fopts, e.log); err != nil {
+			return fmt.Errorf("executor: %w", err)
+		}
+		if cluster, err = e.clusterConfig(); err != nil {
+			return err
+		}
 	}
 	if cfg.Container > 0 {
 		if fi, err := os.Stat(paths.TopologyBinary); err != nil || fi.IsDir() {
 			return fmt.Errorf("executor: the package has no topology binary at %s (was it built by egret submit?)", paths.TopologyBinary)
 		}
-	}
-	cluster, err := readClusterConfig(paths.ConfigFile)
-	if err != nil {
-		return fmt.Errorf("executor: %w", err)
-	}
-	for k, v := range cfg.Settings {
-		cluster[k] = v
 	}
 	if e.set, err = parseSettings(cluster); err != nil {
 		return fmt.Errorf("executor: %w", err)
@@ -182,14 +215,6 @@ func (e *Executor) run(ctx context.Context) error {
 			}
 		}()
 	}
-	sm := cfg.StateManager
-	if sm == nil {
-		if sm, err = cfg.Connect(ctx, cluster); err != nil {
-			return fmt.Errorf("executor: connect to the state manager: %w", err)
-		}
-		defer sm.Close()
-	}
-	store := state.New(sm)
 
 	e.mu.Lock()
 	e.writePidsLocked()

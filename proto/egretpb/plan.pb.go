@@ -486,8 +486,21 @@ type ExecutionState struct {
 	Scheduler string `protobuf:"bytes,11,opt,name=scheduler,proto3" json:"scheduler,omitempty"`
 	// deploy_deactivated starts the topology paused.
 	DeployDeactivated bool `protobuf:"varint,12,opt,name=deploy_deactivated,json=deployDeactivated,proto3" json:"deploy_deactivated,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// current_package is the package of the latest egret upgrade: what a
+	// container without an entry in container_packages runs (unset: the
+	// submitted package, package_uri).
+	CurrentPackage *PackageRef `protobuf:"bytes,13,opt,name=current_package,json=currentPackage,proto3" json:"current_package,omitempty"`
+	// container_packages pins containers to a package while a rolling
+	// upgrade (or its rollback) is under way or after a canary; an entry
+	// wins over current_package and package_uri.
+	ContainerPackages map[int32]*PackageRef `protobuf:"bytes,14,rep,name=container_packages,json=containerPackages,proto3" json:"container_packages,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// previous_package is what egret upgrade --rollback returns to (unset:
+	// no upgrade to roll back).
+	PreviousPackage *PackageRef `protobuf:"bytes,15,opt,name=previous_package,json=previousPackage,proto3" json:"previous_package,omitempty"`
+	// upgrade_time_unix is when the latest upgrade or rollback started.
+	UpgradeTimeUnix int64 `protobuf:"varint,16,opt,name=upgrade_time_unix,json=upgradeTimeUnix,proto3" json:"upgrade_time_unix,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ExecutionState) Reset() {
@@ -604,6 +617,87 @@ func (x *ExecutionState) GetDeployDeactivated() bool {
 	return false
 }
 
+func (x *ExecutionState) GetCurrentPackage() *PackageRef {
+	if x != nil {
+		return x.CurrentPackage
+	}
+	return nil
+}
+
+func (x *ExecutionState) GetContainerPackages() map[int32]*PackageRef {
+	if x != nil {
+		return x.ContainerPackages
+	}
+	return nil
+}
+
+func (x *ExecutionState) GetPreviousPackage() *PackageRef {
+	if x != nil {
+		return x.PreviousPackage
+	}
+	return nil
+}
+
+func (x *ExecutionState) GetUpgradeTimeUnix() int64 {
+	if x != nil {
+		return x.UpgradeTimeUnix
+	}
+	return 0
+}
+
+// PackageRef names an uploaded topology package.
+type PackageRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Uri           string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	Sha256        string                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PackageRef) Reset() {
+	*x = PackageRef{}
+	mi := &file_proto_egretpb_plan_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PackageRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PackageRef) ProtoMessage() {}
+
+func (x *PackageRef) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_plan_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PackageRef.ProtoReflect.Descriptor instead.
+func (*PackageRef) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *PackageRef) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *PackageRef) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
 // TManagerLocation is the topology manager's ephemeral node.
 type TManagerLocation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -619,7 +713,7 @@ type TManagerLocation struct {
 
 func (x *TManagerLocation) Reset() {
 	*x = TManagerLocation{}
-	mi := &file_proto_egretpb_plan_proto_msgTypes[7]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +725,7 @@ func (x *TManagerLocation) String() string {
 func (*TManagerLocation) ProtoMessage() {}
 
 func (x *TManagerLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_egretpb_plan_proto_msgTypes[7]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +738,7 @@ func (x *TManagerLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TManagerLocation.ProtoReflect.Descriptor instead.
 func (*TManagerLocation) Descriptor() ([]byte, []int) {
-	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{7}
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TManagerLocation) GetTopologyName() string {
@@ -705,7 +799,7 @@ type ShellLocation struct {
 
 func (x *ShellLocation) Reset() {
 	*x = ShellLocation{}
-	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -717,7 +811,7 @@ func (x *ShellLocation) String() string {
 func (*ShellLocation) ProtoMessage() {}
 
 func (x *ShellLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_egretpb_plan_proto_msgTypes[8]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -730,7 +824,7 @@ func (x *ShellLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ShellLocation.ProtoReflect.Descriptor instead.
 func (*ShellLocation) Descriptor() ([]byte, []int) {
-	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{8}
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ShellLocation) GetTopologyName() string {
@@ -788,7 +882,7 @@ type TopologySecret struct {
 
 func (x *TopologySecret) Reset() {
 	*x = TopologySecret{}
-	mi := &file_proto_egretpb_plan_proto_msgTypes[9]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -800,7 +894,7 @@ func (x *TopologySecret) String() string {
 func (*TopologySecret) ProtoMessage() {}
 
 func (x *TopologySecret) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_egretpb_plan_proto_msgTypes[9]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -813,7 +907,7 @@ func (x *TopologySecret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopologySecret.ProtoReflect.Descriptor instead.
 func (*TopologySecret) Descriptor() ([]byte, []int) {
-	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{9}
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TopologySecret) GetTopologyName() string {
@@ -843,7 +937,7 @@ type SchedulerLocation struct {
 
 func (x *SchedulerLocation) Reset() {
 	*x = SchedulerLocation{}
-	mi := &file_proto_egretpb_plan_proto_msgTypes[10]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +949,7 @@ func (x *SchedulerLocation) String() string {
 func (*SchedulerLocation) ProtoMessage() {}
 
 func (x *SchedulerLocation) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_egretpb_plan_proto_msgTypes[10]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +962,7 @@ func (x *SchedulerLocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SchedulerLocation.ProtoReflect.Descriptor instead.
 func (*SchedulerLocation) Descriptor() ([]byte, []int) {
-	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{10}
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SchedulerLocation) GetTopologyName() string {
@@ -918,7 +1012,7 @@ type CheckpointState struct {
 
 func (x *CheckpointState) Reset() {
 	*x = CheckpointState{}
-	mi := &file_proto_egretpb_plan_proto_msgTypes[11]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -930,7 +1024,7 @@ func (x *CheckpointState) String() string {
 func (*CheckpointState) ProtoMessage() {}
 
 func (x *CheckpointState) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_egretpb_plan_proto_msgTypes[11]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -943,7 +1037,7 @@ func (x *CheckpointState) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointState.ProtoReflect.Descriptor instead.
 func (*CheckpointState) Descriptor() ([]byte, []int) {
-	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{11}
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CheckpointState) GetTopologyId() string {
@@ -1026,7 +1120,7 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\x0eruntime_config\x18\x06 \x03(\v2).egret.v1.PhysicalPlan.RuntimeConfigEntryR\rruntimeConfig\x1a@\n" +
 	"\x12RuntimeConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xa3\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\x06\n" +
 	"\x0eExecutionState\x12#\n" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12\x1f\n" +
 	"\vtopology_id\x18\x02 \x01(\tR\n" +
@@ -1043,7 +1137,18 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\regret_version\x18\n" +
 	" \x01(\tR\fegretVersion\x12\x1c\n" +
 	"\tscheduler\x18\v \x01(\tR\tscheduler\x12-\n" +
-	"\x12deploy_deactivated\x18\f \x01(\bR\x11deployDeactivated\"\xbc\x01\n" +
+	"\x12deploy_deactivated\x18\f \x01(\bR\x11deployDeactivated\x12=\n" +
+	"\x0fcurrent_package\x18\r \x01(\v2\x14.egret.v1.PackageRefR\x0ecurrentPackage\x12^\n" +
+	"\x12container_packages\x18\x0e \x03(\v2/.egret.v1.ExecutionState.ContainerPackagesEntryR\x11containerPackages\x12?\n" +
+	"\x10previous_package\x18\x0f \x01(\v2\x14.egret.v1.PackageRefR\x0fpreviousPackage\x12*\n" +
+	"\x11upgrade_time_unix\x18\x10 \x01(\x03R\x0fupgradeTimeUnix\x1aZ\n" +
+	"\x16ContainerPackagesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\x05R\x03key\x12*\n" +
+	"\x05value\x18\x02 \x01(\v2\x14.egret.v1.PackageRefR\x05value:\x028\x01\"6\n" +
+	"\n" +
+	"PackageRef\x12\x10\n" +
+	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x16\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\"\xbc\x01\n" +
 	"\x10TManagerLocation\x12#\n" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12\x1f\n" +
 	"\vtopology_id\x18\x02 \x01(\tR\n" +
@@ -1095,7 +1200,7 @@ func file_proto_egretpb_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_egretpb_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_proto_egretpb_plan_proto_goTypes = []any{
 	(TopologyState)(0),        // 0: egret.v1.TopologyState
 	(*Resources)(nil),         // 1: egret.v1.Resources
@@ -1105,29 +1210,35 @@ var file_proto_egretpb_plan_proto_goTypes = []any{
 	(*StMgrLocation)(nil),     // 5: egret.v1.StMgrLocation
 	(*PhysicalPlan)(nil),      // 6: egret.v1.PhysicalPlan
 	(*ExecutionState)(nil),    // 7: egret.v1.ExecutionState
-	(*TManagerLocation)(nil),  // 8: egret.v1.TManagerLocation
-	(*ShellLocation)(nil),     // 9: egret.v1.ShellLocation
-	(*TopologySecret)(nil),    // 10: egret.v1.TopologySecret
-	(*SchedulerLocation)(nil), // 11: egret.v1.SchedulerLocation
-	(*CheckpointState)(nil),   // 12: egret.v1.CheckpointState
-	nil,                       // 13: egret.v1.PhysicalPlan.RuntimeConfigEntry
-	(*Topology)(nil),          // 14: egret.v1.Topology
+	(*PackageRef)(nil),        // 8: egret.v1.PackageRef
+	(*TManagerLocation)(nil),  // 9: egret.v1.TManagerLocation
+	(*ShellLocation)(nil),     // 10: egret.v1.ShellLocation
+	(*TopologySecret)(nil),    // 11: egret.v1.TopologySecret
+	(*SchedulerLocation)(nil), // 12: egret.v1.SchedulerLocation
+	(*CheckpointState)(nil),   // 13: egret.v1.CheckpointState
+	nil,                       // 14: egret.v1.PhysicalPlan.RuntimeConfigEntry
+	nil,                       // 15: egret.v1.ExecutionState.ContainerPackagesEntry
+	(*Topology)(nil),          // 16: egret.v1.Topology
 }
 var file_proto_egretpb_plan_proto_depIdxs = []int32{
 	1,  // 0: egret.v1.InstancePlan.resources:type_name -> egret.v1.Resources
 	2,  // 1: egret.v1.ContainerPlan.instances:type_name -> egret.v1.InstancePlan
 	1,  // 2: egret.v1.ContainerPlan.required:type_name -> egret.v1.Resources
 	3,  // 3: egret.v1.PackingPlan.containers:type_name -> egret.v1.ContainerPlan
-	14, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
+	16, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
 	4,  // 5: egret.v1.PhysicalPlan.packing:type_name -> egret.v1.PackingPlan
 	5,  // 6: egret.v1.PhysicalPlan.stmgrs:type_name -> egret.v1.StMgrLocation
 	0,  // 7: egret.v1.PhysicalPlan.state:type_name -> egret.v1.TopologyState
-	13, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
-	9,  // [9:9] is the sub-list for method output_type
-	9,  // [9:9] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	14, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
+	8,  // 9: egret.v1.ExecutionState.current_package:type_name -> egret.v1.PackageRef
+	15, // 10: egret.v1.ExecutionState.container_packages:type_name -> egret.v1.ExecutionState.ContainerPackagesEntry
+	8,  // 11: egret.v1.ExecutionState.previous_package:type_name -> egret.v1.PackageRef
+	8,  // 12: egret.v1.ExecutionState.ContainerPackagesEntry.value:type_name -> egret.v1.PackageRef
+	13, // [13:13] is the sub-list for method output_type
+	13, // [13:13] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_proto_egretpb_plan_proto_init() }
@@ -1142,7 +1253,7 @@ func file_proto_egretpb_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_egretpb_plan_proto_rawDesc), len(file_proto_egretpb_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -83,7 +83,7 @@ func Check(dir string, n int64, copies int) (*Result, error) {
 	}
 	sink := make([]uint16, n*int64(copies))
 	err = eachRecord(dir, SinkGlob, func(f [][]byte) error {
-		if len(f) != 2 {
+		if len(f) != 2 && len(f) != 4 { // 4: tagged (Tag)
 			return fmt.Errorf("want \"<id> <copy>\", got %q", bytes.Join(f, []byte(" ")))
 		}
 		id, err1 := strconv.ParseInt(string(f[0]), 10, 64)
@@ -150,7 +150,7 @@ func AckedIDs(dir string) (map[int64]bool, error) {
 func SinkCounts(dir string, copies int) (map[int64][]int, error) {
 	out := map[int64][]int{}
 	err := eachRecord(dir, SinkGlob, func(f [][]byte) error {
-		if len(f) != 2 {
+		if len(f) != 2 && len(f) != 4 { // 4: tagged (Tag)
 			return fmt.Errorf("want \"<id> <copy>\", got %q", bytes.Join(f, []byte(" ")))
 		}
 		id, err1 := strconv.ParseInt(string(f[0]), 10, 64)
@@ -253,4 +253,41 @@ func readIDs(path string) ([]int64, error) {
 		return nil, nil
 	}
 	return ids, err
+}
+
+// Tagged is one record of a sink built with a Tag.
+type Tagged struct {
+	Tag    string
+	Millis int64 // when it was recorded (Unix milliseconds)
+}
+
+// TaggedRecords reads the tagged records of every sink task, by task id,
+// in the order they were written (untagged records are skipped).
+func TaggedRecords(dir string) (map[int][]Tagged, error) {
+	files, err := filepath.Glob(filepath.Join(dir, SinkGlob))
+	if err != nil {
+		return nil, err
+	}
+	out := map[int][]Tagged{}
+	for _, path := range files {
+		var task int
+		if _, err := fmt.Sscanf(filepath.Base(path), "sink-%d.log", &task); err != nil {
+			return nil, fmt.Errorf("%s: not a sink log", path)
+		}
+		err := eachLine(path, func(f [][]byte) error {
+			if len(f) != 4 {
+				return nil
+			}
+			ms, err := strconv.ParseInt(string(f[3]), 10, 64)
+			if err != nil {
+				return err
+			}
+			out[task] = append(out[task], Tagged{Tag: string(f[2]), Millis: ms})
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }

@@ -214,6 +214,13 @@ func (b *RelayBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", 
 
 // SinkBolt appends "<id> <copy>" to sink-<task>.log for every tuple, then
 // acks it: a tuple is acked only once its record is in the file.
+// Tag, when set at build time (go build -ldflags "-X
+// github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.Tag=v2"),
+// makes the sink record "<id> <copy> <tag> <unix ms>": which build of the
+// topology recorded each tuple, and when (the upgrade tests). The tag
+// "broken" makes every sink task fail to start.
+var Tag string
+
 type SinkBolt struct {
 	api.BaseBolt
 	out      api.BoltCollector
@@ -229,6 +236,9 @@ func (b *SinkBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.out = out
 	b.recorded = ctx.Counter(CounterRecorded)
 	b.log = out.ReportError
+	if Tag == "broken" {
+		return fmt.Errorf("this build of the sink is broken on purpose (ackcheck.Tag=%s)", Tag)
+	}
 	if ctx.Config(KeySinkLog) == "false" {
 		return nil
 	}
@@ -250,6 +260,12 @@ func (b *SinkBolt) Execute(t api.Tuple) {
 		b.line = strconv.AppendInt(b.line[:0], t.Int64(0), 10)
 		b.line = append(b.line, ' ')
 		b.line = strconv.AppendInt(b.line, t.Int64(1), 10)
+		if Tag != "" {
+			b.line = append(b.line, ' ')
+			b.line = append(b.line, Tag...)
+			b.line = append(b.line, ' ')
+			b.line = strconv.AppendInt(b.line, time.Now().UnixMilli(), 10)
+		}
 		b.line = append(b.line, '\n')
 		if _, err := b.f.Write(b.line); err != nil {
 			// Not recorded: fail the tuple so that the spout replays it.
