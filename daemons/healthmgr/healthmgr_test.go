@@ -234,7 +234,7 @@ func TestBound(t *testing.T) {
 		t.Fatalf("parallelism %d, want 2", f.slowParallelism)
 	}
 	f.run(m, 7, 5*time.Second, true) // an episode of 30s after the decision
-	if f.slowParallelism != 3 { // ceil(3), the bound
+	if f.slowParallelism != 3 {      // ceil(3), the bound
 		t.Fatalf("parallelism %d, want 3", f.slowParallelism)
 	}
 	f.run(m, 14, 5*time.Second, true) // two more episodes of 30s
@@ -291,7 +291,7 @@ func TestCooldownSurvivesRestart(t *testing.T) {
 	if f.scales != 1 {
 		t.Fatalf("scales %d", f.scales)
 	}
-	m2 := f.manager() // restarted
+	m2 := f.manager()                 // restarted
 	f.run(m2, 7, 5*time.Second, true) // 35s after the decision
 	if f.scales != 1 {
 		t.Fatalf("a restarted health manager ignored the cool-down: %v", f.asked)
