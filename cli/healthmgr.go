@@ -67,7 +67,13 @@ func healthmgrCmd(g *globals) *cobra.Command {
 type launcherScaler struct{ l *launcher.Launcher }
 
 func (s launcherScaler) Scale(ctx context.Context, topology string, parallelism map[string]int) error {
-	return s.l.Update(ctx, topology, launcher.UpdateOptions{Parallelism: parallelism})
+	// Drained as egret update drains (egret.update.drain.timeout).
+	drain, err := s.l.Cluster.Duration("egret.update.drain.timeout")
+	if err != nil {
+		s.l.Log.Warn("no drain before the rescale", zap.Error(err))
+		drain = 0
+	}
+	return s.l.Update(ctx, topology, launcher.UpdateOptions{Parallelism: parallelism, DrainTimeout: drain})
 }
 
 // logWriter logs each line written to it (the launcher's progress).
