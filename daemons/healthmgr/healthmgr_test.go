@@ -56,7 +56,8 @@ func (f *fakeTopo) writeTopology(cfg map[string]string) {
 		f.t.Fatal(err)
 	}
 	sm, p := f.store.StateManager(), state.Path(state.TopologiesDir, topoName)
-	if _, err := sm.Set(context.Background(), p, b, spi.AnyVersion); errors.Is(err, spi.ErrNotFound) {
+	_, err = sm.Set(context.Background(), p, b, spi.AnyVersion)
+	if errors.Is(err, spi.ErrNotFound) {
 		err = sm.Create(context.Background(), p, b, false)
 	}
 	if err != nil {

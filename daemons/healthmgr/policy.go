@@ -80,14 +80,6 @@ func (p *policy) observe(now time.Time, o Observation) (component string, lasted
 	return p.culprit, lasted, true
 }
 
-// episode returns the current episode's culprit and length at now.
-func (p *policy) episode(now time.Time) (string, time.Duration) {
-	if p.culprit == "" {
-		return "", 0
-	}
-	return p.culprit, now.Sub(p.since)
-}
-
 // decide makes the decision for component, whose episode lasted that
 // long, and starts the cool-down: the episode starts over. eo reports an
 // effectively-once topology, whose parallelism cannot change.
