@@ -11,6 +11,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -134,6 +136,16 @@ func TestHealthManagerScalesTheSlowBolt(t *testing.T) {
 	out := c.mustEgret("metrics", c.name, s.name)
 	if !strings.Contains(out, "health manager: 1 decision(s)") || !strings.Contains(out, "slow  scale-up  1 -> 2") {
 		t.Fatalf("egret metrics does not show the decision:\n%s", out)
+	}
+	// What the health manager logged of its decision and the update.
+	logs, _ := filepath.Glob(filepath.Join(c.home, "topologies", "*", "*", "*", "*", "logs", "healthmgr.log"))
+	for _, f := range logs {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, "decision") || strings.Contains(line, "update") || strings.Contains(line, "WARN") {
+				t.Log(line)
+			}
+		}
 	}
 	c.mustEgret("kill", c.name, s.name)
 	c.waitGone(t)
