@@ -351,3 +351,57 @@ func TestParseStats(t *testing.T) {
 		t.Error("garbage parsed")
 	}
 }
+
+// TestRun: Run reads the settings, steps at every tick, survives a failed
+// read, and returns when its context ends.
+func TestRun(t *testing.T) {
+	if _, err := New(Config{Topology: topoName}, nil); err == nil {
+		t.Fatal("New without a store, stats or scaler succeeded")
+	}
+	f := newFakeTopo(t, nil)
+	// Each read of the metrics takes the next step of the script, in
+	// Run's goroutine.
+	script := []func() error{
+		func() error { return errors.New("the topology manager is not up yet") }, // logged, not fatal
+		func() error { f.advance(0, false); return nil },                        // the baseline
+	}
+	for range 7 {
+		script = append(script, func() error { f.advance(5*time.Second, true); return nil })
+	}
+	stats := &scriptedStats{f: f, script: script}
+	tick := make(chan time.Time)
+	m, err := New(Config{Topology: topoName, TopologyID: topoID, Store: f.store, Stats: stats, Scaler: f, Now: func() time.Time { return f.now }, Tick: tick}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Run(ctx) }()
+	for range len(script) + 1 { // the last tick is taken once the script's last step is done
+		tick <- time.Time{}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run = %v", err)
+	}
+	if f.scales != 1 || f.slowParallelism != 2 {
+		t.Fatalf("scales %d, parallelism %d; want 1, 2", f.scales, f.slowParallelism)
+	}
+}
+
+// scriptedStats runs the next step of its script before each read.
+type scriptedStats struct {
+	f      *fakeTopo
+	script []func() error
+}
+
+func (s *scriptedStats) Stats(ctx context.Context) (*Snapshot, error) {
+	if len(s.script) > 0 {
+		step := s.script[0]
+		s.script = s.script[1:]
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	return s.f.Stats(ctx)
+}
