@@ -363,7 +363,7 @@ func TestRun(t *testing.T) {
 	// Run's goroutine.
 	script := []func() error{
 		func() error { return errors.New("the topology manager is not up yet") }, // logged, not fatal
-		func() error { f.advance(0, false); return nil },                        // the baseline
+		func() error { f.advance(0, false); return nil },                         // the baseline
 	}
 	for range 7 {
 		script = append(script, func() error { f.advance(5*time.Second, true); return nil })
