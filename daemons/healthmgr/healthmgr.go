@@ -168,11 +168,11 @@ func (m *Manager) Step(ctx context.Context) error {
 	if !due {
 		return nil
 	}
-	c, _ := t.Component(comp)
-	info := ComponentInfo{Max: t.HealthMgrMaxParallelism(comp), Factor: t.HealthMgrScaleFactor(comp)}
-	if c != nil {
-		info.Parallelism = c.Parallelism
+	c, ok := t.Component(comp)
+	if !ok {
+		return nil // not in the definition any more (only bolts of it are culprits)
 	}
+	info := ComponentInfo{Parallelism: c.Parallelism, Max: t.HealthMgrMaxParallelism(comp), Factor: t.HealthMgrScaleFactor(comp)}
 	d := m.pol.decide(now, comp, lasted, info, t.DeliveryMode() == topology.EffectivelyOnce)
 	m.episodeNs.Store(0)
 	if d.Action == ActionScaleUp {

@@ -134,7 +134,7 @@ func TestHealthManagerScalesTheSlowBolt(t *testing.T) {
 
 	// The decision is in egret metrics' table too.
 	out := c.mustEgret("metrics", c.name, s.name)
-	if !strings.Contains(out, "health manager: 1 decision(s)") || !strings.Contains(out, "slow  scale-up  1 -> 2") {
+	if !strings.Contains(out, "health manager: 1 decision(s), 1 scale-up(s)") || !strings.Contains(out, "slow  scale-up  1 -> 2") {
 		t.Fatalf("egret metrics does not show the decision:\n%s", out)
 	}
 	// What the health manager logged of its decision and the update.
