@@ -429,6 +429,10 @@ func (f *fixture) checkUnchanged(t *testing.T, tp *topology.Topology, pp *plan.P
 	}
 }
 
+// TestUpdateRollsBackWhenTheSchedulerFails: a failed rescale restores the
+// previous plan. A rescale that stops instances (scale-down) deactivates
+// the topology around the change and reactivates it in the rollback; one
+// that only adds instances leaves it running.
 func TestUpdateRollsBackWhenTheSchedulerFails(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -437,27 +441,40 @@ func TestUpdateRollsBackWhenTheSchedulerFails(t *testing.T) {
 		{"localfs", func(t *testing.T) *fixture { return newFixture(t, "local") }},
 		{"zookeeper", newZooKeeperFixture},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			f := tc.fix(t)
-			tp, pp, tm := rescaleFixture(t, f)
-			f.sched.failUpdate = errors.New("resource manager refused the job")
-			err := f.l.Update(ctxFor(t), "wc", launcher.UpdateOptions{Parallelism: map[string]int{"count": 4}, Containers: 3})
-			if err == nil {
-				t.Fatal("Update succeeded although the scheduler failed")
-			}
-			for _, want := range []string{"resource manager refused the job", "rolled back", "restore the previous packing plan (containers 1..2)", "reactivate"} {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("error %q does not say %q", err, want)
+		for _, sc := range []struct {
+			name   string
+			opts   launcher.UpdateOptions
+			calls  string
+			posts  string
+			undone []string
+		}{
+			{"scale-down", launcher.UpdateOptions{Parallelism: map[string]int{"count": 1}}, "update wc 2, update wc 2", "/deactivate, /activate",
+				[]string{"restore the previous packing plan (containers 1..2)", "reactivate"}},
+			{"scale-up", launcher.UpdateOptions{Parallelism: map[string]int{"count": 4}, Containers: 3}, "update wc 3, update wc 2", "",
+				[]string{"restore the previous packing plan (containers 1..2)"}},
+		} {
+			t.Run(tc.name+"/"+sc.name, func(t *testing.T) {
+				f := tc.fix(t)
+				tp, pp, tm := rescaleFixture(t, f)
+				f.sched.failUpdate = errors.New("resource manager refused the job")
+				err := f.l.Update(ctxFor(t), "wc", sc.opts)
+				if err == nil {
+					t.Fatal("Update succeeded although the scheduler failed")
 				}
-			}
-			f.checkUnchanged(t, tp, pp)
-			if got := strings.Join(f.sched.Calls(), ", "); got != "update wc 3, update wc 2" {
-				t.Errorf("scheduler calls: %s; want the new plan, then the previous one", got)
-			}
-			if got := strings.Join(tm.Posts(), ", "); got != "/deactivate, /activate" {
-				t.Errorf("topology manager requests: %s; want /deactivate, /activate", got)
-			}
-		})
+				for _, want := range append([]string{"resource manager refused the job", "rolled back"}, sc.undone...) {
+					if !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q does not say %q", err, want)
+					}
+				}
+				f.checkUnchanged(t, tp, pp)
+				if got := strings.Join(f.sched.Calls(), ", "); got != sc.calls {
+					t.Errorf("scheduler calls: %s; want %s (the new plan, then the previous one)", got, sc.calls)
+				}
+				if got := strings.Join(tm.Posts(), ", "); got != sc.posts {
+					t.Errorf("topology manager requests: %q; want %q", got, sc.posts)
+				}
+			})
+		}
 	}
 }
 

@@ -360,11 +360,15 @@ type UpdateOptions struct {
 // Update rescales a topology (repacking it and handing the new plan to the
 // scheduler) and/or changes its runtime config.
 //
-// A rescale restarts the topology's instances with the new plan. A running
-// topology is deactivated first and activated again once the new physical
-// plan is in place, so that no spout emits while instances restart (with
-// at-most-once delivery, tuples in flight at the moment of the switch
-// could otherwise be lost).
+// A rescale starts only the new instances and stops only the removed
+// ones; the stream managers and the other instances follow the new
+// physical plan without a restart (an effectively-once topology restarts
+// its instances). When the change stops, moves or restarts instances, a
+// running topology is deactivated and drained first and activated again
+// once the new physical plan is in place, so that no tuple is in flight
+// toward an instance that stops (with at-most-once delivery it would be
+// lost); a rescale that only adds instances is applied while the
+// topology runs.
 //
 // A rescale is all or nothing. Everything is checked before anything
 // changes: the components and counts, the repacked plan, and the
@@ -399,14 +403,18 @@ func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) err
 // rescaling is one rescale in progress: what it read, what it plans, and
 // the steps to undo.
 type rescaling struct {
-	name            string
-	store           *state.Store
-	sched           spi.Scheduler
-	t, nextT        *topology.Topology
-	current, next   *plan.PackingPlan
-	es              *egretpb.ExecutionState
-	cfg             spi.Config
-	wasRunning      bool
+	name          string
+	store         *state.Store
+	sched         spi.Scheduler
+	t, nextT      *topology.Topology
+	current, next *plan.PackingPlan
+	es            *egretpb.ExecutionState
+	cfg           spi.Config
+	wasRunning    bool
+	// pause: the spouts are deactivated and the topology drained around
+	// the change, because it stops or moves instances (or restarts them:
+	// effectively-once).
+	pause           bool
 	drain           time.Duration
 	physicalVersion uint64
 	undo            []undoStep
@@ -512,13 +520,30 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 	if pp, err := store.PhysicalPlan(ctx, name); err == nil && pp.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
 		r.wasRunning, r.physicalVersion = true, pp.GetVersion()
 	}
+	r.pause = r.wasRunning && (r.t.DeliveryMode() == topology.EffectivelyOnce || stopsInstances(r.current, r.next))
 	return r, nil
+}
+
+// stopsInstances reports whether going from current to next stops or
+// moves an instance: a task of current that next drops or places in
+// another container.
+func stopsInstances(current, next *plan.PackingPlan) bool {
+	was, is := current.Layout(), next.Layout()
+	for task, c := range was.ContainerOf {
+		if nc, ok := is.ContainerOf[task]; !ok || nc != c {
+			return true
+		}
+	}
+	return false
 }
 
 // applyRescale changes the topology step by step, recording how to undo
 // each step before it is taken.
 func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
-	if r.wasRunning {
+	if r.wasRunning && !r.pause {
+		l.progress("no instance of %q stops or moves: rescaling it while it runs", r.name)
+	}
+	if r.pause {
 		l.progress("deactivating %q while it is rescaled", r.name)
 		r.undo = append(r.undo, undoStep{"reactivate the topology", func(ctx context.Context) error {
 			// The topology manager accepts activation once the stream
@@ -561,6 +586,9 @@ func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
 	l.progress("waiting for the new physical plan")
 	if err := waitPlan(ctx, r.store, r.name, r.physicalVersion, time.Minute); err != nil {
 		return err
+	}
+	if !r.pause {
+		return nil
 	}
 	l.progress("activating %q", r.name)
 	if err := retryConflict(ctx, func() error { return l.SetActive(ctx, r.name, true) }); err != nil {

@@ -34,7 +34,7 @@ const (
 	// Shuffle spreads tuples evenly over the tasks.
 	Shuffle Grouping = iota + 1
 	// Fields routes tuples with equal values of the grouping fields to the
-	// same task (core/tuple.FieldsHash modulo the number of tasks).
+	// same task (core/tuple.FieldsHash mapped by core/tuple.TaskIndex).
 	Fields
 	// All sends a copy of every tuple to every task.
 	All

@@ -107,10 +107,14 @@
 // # Packing plan
 //
 // The executor watches /packingplans/<topology>. On a change it stops the
-// instances no longer assigned to its container, restarts the stream
-// manager (so it re-registers with the topology manager), and starts the
-// instances new to its container; unchanged instances keep running (they
-// exit with code 3 themselves when their layout changed). A container that
+// instances no longer assigned to its container and starts the instances
+// new to its container. The stream manager and the unchanged instances
+// keep running: they follow the physical plan the topology manager builds
+// for the new packing plan (an instance whose task moved to another
+// container exits with code 3). In an effectively-once topology the
+// executor restarts the stream manager instead, and its instances restart
+// on the layout change, so the topology rolls back to its last checkpoint
+// with the new task set. A container that
 // is not yet in the plan runs only its metrics manager and waits; once it
 // was in the plan and is removed, or when the plan is deleted (topology
 // killed) or belongs to another topology id (resubmitted), the executor

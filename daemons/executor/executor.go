@@ -52,6 +52,9 @@ type Executor struct {
 	// Owned by the Run goroutine.
 	lastPlan *plan.PackingPlan
 	inPlan   bool
+	// eo: the topology checkpoints (a plan change restarts the stream
+	// manager).
+	eo bool
 }
 
 // Run is New followed by Executor.Run.
@@ -371,11 +374,15 @@ func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool
 			e.inPlan = false
 			return false, err
 		}
+		e.eo = eo
 		if eo {
 			e.startProcess("ckptmgr", KindCkptMgr, 0, CkptMgrArgs(e.params))
 		}
 		e.startProcess("stmgr", KindStmgr, 0, StmgrArgs(e.params, eo))
-	case changed:
+	case changed && e.eo:
+		// Effectively-once: the restarted stream manager makes the
+		// topology manager roll back to the last checkpoint with the new
+		// task set.
 		e.mu.Lock()
 		st := e.procs["stmgr"]
 		e.mu.Unlock()
@@ -383,6 +390,8 @@ func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool
 			e.log.Info("packing plan changed; restarting the stream manager so it re-registers")
 			st.requestRestart("packing plan changed")
 		}
+	case changed:
+		e.log.Info("packing plan changed; the stream manager and the unchanged instances follow the new physical plan without a restart")
 	}
 	ins := make([]plan.Instance, 0, len(want))
 	for _, in := range want {

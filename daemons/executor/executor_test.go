@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -493,9 +494,25 @@ func TestExitCode3RestartsAtOnce(t *testing.T) {
 	}
 }
 
+// TestPackingPlanChange: the executor stops the instances that left its
+// container and starts the new ones; the unchanged instances and the
+// stream manager keep running (in an effectively-once topology the stream
+// manager restarts).
 func TestPackingPlanChange(t *testing.T) {
 	t.Parallel()
+	for _, eo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("effectively-once=%v", eo), func(t *testing.T) {
+			t.Parallel()
+			testPackingPlanChange(t, eo)
+		})
+	}
+}
+
+func testPackingPlanChange(t *testing.T, eo bool) {
 	v := newEnv(t)
+	if eo {
+		v.setEffectivelyOnce()
+	}
 	v.setPlan(testPlan(map[int][]string{1: {"word:1", "count:2"}, 2: {"count:3"}}))
 	e, _, errc := v.run(v.config(1))
 	mm := v.waitReady(e, "metricsmgr", "metricsmgr")
@@ -508,17 +525,22 @@ func TestPackingPlanChange(t *testing.T) {
 	// in container 2.
 	v.setPlan(testPlan(map[int][]string{1: {"word:1", "count:3"}, 2: {"count:2", "count:4"}}))
 	c3 := v.waitReady(e, "instance-count-3", "task-3")
-	var st2 int
-	waitFor(t, "restarted stmgr", func() bool {
-		st2 = v.waitReadyNoFail(e, "stmgr", "stmgr")
-		return st2 != 0 && st2 != st1
-	})
+	st2 := st1
+	if eo {
+		waitFor(t, "restarted stmgr", func() bool {
+			st2 = v.waitReadyNoFail(e, "stmgr", "stmgr")
+			return st2 != 0 && st2 != st1
+		})
+	}
 	waitFor(t, "instance of task 2 gone", func() bool {
 		_, ok := statusOf(e, "instance-count-2")
 		return !ok && !alive(c2)
 	})
-	if alive(st1) {
+	if eo && alive(st1) {
 		t.Errorf("old stmgr %d alive", st1)
+	}
+	if got := v.waitReadyNoFail(e, "stmgr", "stmgr"); !eo && got != st1 {
+		t.Errorf("stmgr restarted: pid %d -> %d", st1, got)
 	}
 	if got := v.waitReadyNoFail(e, "instance-word-1", "task-1"); got != w1 {
 		t.Errorf("unchanged instance restarted: pid %d -> %d", w1, got)
@@ -526,10 +548,14 @@ func TestPackingPlanChange(t *testing.T) {
 	if got := v.waitReadyNoFail(e, "metricsmgr", "metricsmgr"); got != mm {
 		t.Errorf("metricsmgr restarted: pid %d -> %d", mm, got)
 	}
-	if names := statusNames(e); !slices.Equal(names, []string{"instance-count-3", "instance-word-1", "metricsmgr", "shell", "stmgr"}) {
+	wantNames := []string{"instance-count-3", "instance-word-1", "metricsmgr", "shell", "stmgr"}
+	if eo {
+		wantNames = append([]string{"ckptmgr"}, wantNames...)
+	}
+	if names := statusNames(e); !slices.Equal(names, wantNames) {
 		t.Errorf("after scaling container 1 runs %v", names)
 	}
-	if rs := v.eventsOf("stmgr", EventRestarting); len(rs) != 1 || rs[0].Reason != "packing plan changed" || rs[0].Delay != 0 {
+	if rs := v.eventsOf("stmgr", EventRestarting); eo && (len(rs) != 1 || rs[0].Reason != "packing plan changed" || rs[0].Delay != 0) || !eo && len(rs) != 0 {
 		t.Errorf("stmgr restart events %+v", rs)
 	}
 	if len(v.fakePids("argv", "task-4")) != 0 {
@@ -537,6 +563,10 @@ func TestPackingPlanChange(t *testing.T) {
 	}
 	pf := readPids(t, filepath.Join(e.Paths().WorkDir, "pids.json"))
 	want := map[string]int{"metricsmgr": mm, "shell": sh, "stmgr": st2, "instance-word-1": w1, "instance-count-3": c3}
+	if eo {
+		st, _ := statusOf(e, "ckptmgr")
+		want["ckptmgr"] = st.PID
+	}
 	if len(pf.Processes) != len(want) {
 		t.Errorf("pids.json %v, want %v", pf.Processes, want)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/statemgr/memory"
 	"github.com/egret-stream/egret/uploaders/fetch"
 )
@@ -333,6 +334,21 @@ func (v *env) setPlan(p *plan.PackingPlan) {
 			v.t.Fatal(err)
 		}
 	} else if err != nil {
+		v.t.Fatal(err)
+	}
+}
+
+// setEffectivelyOnce writes an effectively-once topology definition.
+func (v *env) setEffectivelyOnce() {
+	v.t.Helper()
+	t := &topology.Topology{Name: testTopology, ID: testID,
+		Config:     map[string]string{topology.KeyDeliveryMode: string(topology.EffectivelyOnce)},
+		Components: []topology.Component{{Name: "word", Kind: topology.Spout, Parallelism: 1}, {Name: "count", Kind: topology.Bolt, Parallelism: 3}}}
+	data, err := topology.Marshal(t)
+	if err != nil {
+		v.t.Fatal(err)
+	}
+	if err := v.sm.Create(context.Background(), state.Path(state.TopologiesDir, testTopology), data, false); err != nil {
 		v.t.Fatal(err)
 	}
 }

@@ -263,6 +263,8 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			in.cfg.Transport.Done(m.Batch)
 		case MsgConfig:
 			in.reconfigure(s, m.Config, sa, nil)
+		case MsgLayout:
+			in.relayout(m.Relayout)
 		}
 		if m.Handled != nil {
 			m.Handled()
@@ -400,6 +402,8 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 				in.cfg.Transport.Done(m.Batch)
 			case MsgConfig:
 				in.reconfigure(b, m.Config, nil, setTick)
+			case MsgLayout:
+				in.relayout(m.Relayout)
 			}
 			if m.Handled != nil {
 				m.Handled()

@@ -36,6 +36,8 @@ type Metrics struct {
 	AckUpdates atomic.Int64
 	// Reconfigurations counts Reconfigure calls (live user settings).
 	Reconfigurations atomic.Int64
+	// Relayouts counts task layout changes followed without a restart.
+	Relayouts atomic.Int64
 
 	// Effectively-once: states saved at barriers, saves that failed or
 	// were aborted, the size of the last saved state and restores.

@@ -23,6 +23,9 @@ const (
 	// MsgConfig carries the runtime config settings that changed (an
 	// empty value: deleted), applied without a restart.
 	MsgConfig
+	// MsgLayout carries a new task layout (Relayout, from
+	// PrepareRelayout) that the instance follows without a restart.
+	MsgLayout
 	// Effectively-once: MsgBarrier (Barrier) makes the task save its
 	// states and forward the barrier; MsgRestore (Checkpoint, Epoch,
 	// State) replaces them; MsgStartProcessing (Epoch) ends the pause
@@ -42,6 +45,8 @@ type Msg struct {
 	Acks []wire.AckResult
 	// Config are the changed settings of a MsgConfig message.
 	Config map[string]string
+	// Relayout is the new layout of a MsgLayout message.
+	Relayout *Relayout
 	// Barrier, Checkpoint, Epoch and State are the contents of the
 	// checkpoint messages.
 	Barrier    wire.Barrier

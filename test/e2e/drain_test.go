@@ -85,16 +85,17 @@ func TestKillNowAndNoDrain(t *testing.T) {
 	c.waitGone(t)
 }
 
-// TestRescaleDrainsFirst: egret update drains (egret.update.drain.timeout)
-// between the deactivation and the restart of the instances, so a rescale
-// while messages flow loses nothing and replays nothing: every message is
-// acked once and every copy reaches the sink once.
+// TestRescaleDrainsFirst: a rescale that stops instances (a scale-down)
+// drains (egret.update.drain.timeout) between the deactivation and the
+// stop, so a rescale while messages flow loses nothing and replays
+// nothing: every message is acked once and every copy reaches the sink
+// once.
 func TestRescaleDrainsFirst(t *testing.T) {
 	c := newCluster(t, "local", "egret.update.drain.timeout=90s")
 	const n = 30000
 	run := startAckCheck(t, c, "rescaled", n, "--rate", "3000", "--max-pending", "500")
 	run.waitAcked("a third of the messages", n/3, 2*time.Minute)
-	out := c.mustEgret("update", c.name, "rescaled", "--component-parallelism", ackcheck.Relay+":3")
+	out := c.mustEgret("update", c.name, "rescaled", "--component-parallelism", ackcheck.Relay+":1")
 	if !strings.Contains(out, `drained "rescaled" in`) {
 		t.Fatalf("update did not drain:\n%s", out)
 	}

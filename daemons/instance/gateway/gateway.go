@@ -61,7 +61,9 @@ type gateway struct {
 	// holds the changes not yet delivered to the instance (merged).
 	runtimeCfg map[string]string
 	configCh   chan map[string]string
-	acks       ackCounters
+	// layoutCh holds a new layout not yet delivered to the instance.
+	layoutCh chan *instance.Relayout
+	acks     ackCounters
 	// atLeastOnce is set (before metrics are published) when the
 	// topology acks.
 	atLeastOnce bool
@@ -88,6 +90,7 @@ func Run(ctx context.Context, cfg Config) error {
 		inbox:    make(chan instance.Msg, 1024),
 		activeCh: make(chan bool, 1),
 		configCh: make(chan map[string]string, 1),
+		layoutCh: make(chan *instance.Relayout, 1),
 	}
 	g.in.init(set.queueMax)
 	g.out = wire.NewQueue(set.queueMax, batchSize)
@@ -222,15 +225,19 @@ func (g *gateway) drain() {
 	}
 }
 
-// applyPlan reacts to a new physical plan: a changed layout ends the
-// instance, a changed state (de)activates a spout, a changed runtime
-// config is handed to the instance (applied live).
+// applyPlan reacts to a new physical plan: a changed layout that keeps
+// this task where it is is handed to the instance (followed live, see
+// relayout), any other layout change ends the instance, a changed state
+// (de)activates a spout, a changed runtime config is handed to the
+// instance (applied live).
 func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) error {
 	g.stats.PlanVersion.Store(pp.GetVersion())
 	layout := plan.FromProto(pp.GetPacking()).Layout()
 	if !sameLayout(layout, g.layout) {
-		g.log.Info("the new physical plan changes the task layout; exiting so the executor restarts this instance", zap.Uint64("plan_version", pp.GetVersion()))
-		return ErrLayoutChanged
+		if err := g.relayout(pp); err != nil {
+			g.log.Info("the new physical plan changes the task layout; exiting so the executor restarts this instance", zap.Uint64("plan_version", pp.GetVersion()), zap.Error(err))
+			return ErrLayoutChanged
+		}
 	}
 	active := isActive(pp)
 	if active != g.active {
@@ -267,14 +274,46 @@ func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) error {
 	return nil
 }
 
-// forwardConfig delivers runtime config changes to the instance without
-// blocking the gateway's main loop.
+// relayout prepares the instance's switch to the layout of pp and queues
+// it for the instance (the newest layout replaces one not yet delivered).
+// An effectively-once task restarts instead: its checkpointed state and
+// barrier alignment belong to the task set it started with.
+func (g *gateway) relayout(pp *egretpb.PhysicalPlan) error {
+	if g.effectivelyOnce {
+		return errors.New("an effectively-once task restarts on a layout change")
+	}
+	topo, layout, err := g.build(pp)
+	if err != nil {
+		return err
+	}
+	r, err := instance.PrepareRelayout(topo, layout, g.cfg.TaskID, g.component, g.cfg.Container)
+	if err != nil {
+		return err
+	}
+	g.layout = layout
+	g.log.Info("the new physical plan changes the task layout; the instance follows it without a restart", zap.Uint64("plan_version", pp.GetVersion()))
+	select {
+	case <-g.layoutCh:
+	default:
+	}
+	g.layoutCh <- r
+	return nil
+}
+
+// forwardConfig delivers runtime config and layout changes to the
+// instance without blocking the gateway's main loop.
 func (g *gateway) forwardConfig(ctx context.Context) {
 	for {
 		select {
 		case changed := <-g.configCh:
 			select {
 			case g.inbox <- instance.Msg{Kind: instance.MsgConfig, Config: changed}:
+			case <-ctx.Done():
+				return
+			}
+		case r := <-g.layoutCh:
+			select {
+			case g.inbox <- instance.Msg{Kind: instance.MsgLayout, Relayout: r}:
 			case <-ctx.Done():
 				return
 			}

@@ -33,6 +33,9 @@ const (
 	// MetricReconfigurations counts live user-setting changes handed to
 	// an api.Reconfigurable component.
 	MetricReconfigurations = "instance.reconfigurations"
+	// MetricRelayouts counts task layout changes (rescales) the instance
+	// followed without a restart.
+	MetricRelayouts = "instance.relayouts"
 
 	// At-least-once, spout tasks: roots acked, failed (by a bolt or the
 	// ledger), timed out; the sum and count of complete latencies; roots
@@ -84,6 +87,7 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricInQueueBytes, int64(g.in.bytes()))
 	add(MetricReconnects, g.stats.Registrations.Load())
 	add(MetricReconfigurations, im.Reconfigurations.Load())
+	add(MetricRelayouts, im.Relayouts.Load())
 	m.Metrics = im.ExecuteLatency.AppendMetrics(m.Metrics, MetricExecuteLatency)
 	if g.effectivelyOnce {
 		add(MetricCheckpoints, im.Checkpoints.Load())

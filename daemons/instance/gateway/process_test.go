@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -59,8 +61,8 @@ func exitCode(t *testing.T, cmd *exec.Cmd, timeout time.Duration) int {
 
 // TestInstanceModeProcess runs a real topology binary in instance mode
 // (egret.Run --instance) against a fake stream manager: it registers with
-// its pid, sends its tuples, exits with code 3 when a plan changes the
-// layout and with 0 on SIGTERM; a bad command line exits with 2.
+// its pid, sends its tuples, follows a rescale live, exits with code 3
+// when a plan moves its task and with 0 on SIGTERM; a bad command line exits with 2.
 func TestInstanceModeProcess(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a topology binary")
@@ -116,8 +118,8 @@ func TestInstanceModeProcess(t *testing.T) {
 		return cmd, &stderr
 	}
 
-	t.Run("layout change exits 3", func(t *testing.T) {
-		cmd, stderr := start(t, "1", "COUNT_LIMIT=1000")
+	t.Run("rescale followed live, move exits 3", func(t *testing.T) {
+		cmd, stderr := start(t, "1", "COUNT_LIMIT=1000000000")
 		var req *egretpb.RegisterInstanceRequest
 		select {
 		case req = <-f.regs:
@@ -130,31 +132,65 @@ func TestInstanceModeProcess(t *testing.T) {
 		conn := f.next(t)
 		br := bufio.NewReader(conn)
 		var buf []byte
-		tuples := 0
-		_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
-		for tuples < 1000 {
-			ft, payload, nb, err := wire.ReadFrame(br, buf, wire.DefaultMaxFrame)
-			buf = nb
-			if err != nil {
-				t.Fatalf("after %d tuples: %v; stderr:\n%s", tuples, err, stderr.String())
-			}
-			if ft == wire.FrameData {
-				_, n, _, _ := wire.ParseDataFrame(payload)
-				tuples += n
+		// readUntil reads data frames until done says so.
+		readUntil := func(what string, done func(dest uint32, n int) bool) {
+			t.Helper()
+			_ = conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			for {
+				ft, payload, nb, err := wire.ReadFrame(br, buf, wire.DefaultMaxFrame)
+				buf = nb
+				if err != nil {
+					t.Fatalf("waiting for %s: %v; stderr:\n%s", what, err, stderr.String())
+				}
+				if ft == wire.FrameData {
+					dest, n, _, _ := wire.ParseDataFrame(payload)
+					if dest != 2 && dest != 3 && dest != 4 {
+						t.Fatalf("a frame for task %d, which is not a sink task", dest)
+					}
+					if done(dest, n) {
+						return
+					}
+				}
 			}
 		}
-		moved := stmgrtest.PlanFor(logical, func(task int) int {
-			if task == 3 {
+		tuples := 0
+		readUntil("1000 tuples", func(_ uint32, n int) bool { tuples += n; return tuples >= 1000 })
+
+		// A third sink task (id 4): the spout routes to it without a
+		// restart.
+		scaled := logical.Clone()
+		for i := range scaled.Components {
+			if scaled.Components[i].Name == "sink" {
+				scaled.Components[i].Parallelism = 3
+			}
+		}
+		up := stmgrtest.PlanFor(scaled, allInOne)
+		up.State, up.Version = egretpb.TopologyState_TOPOLOGY_STATE_RUNNING, 2
+		if err := wire.WriteMessage(conn, &egretpb.NewPhysicalPlan{Pplan: up}); err != nil {
+			t.Fatal(err)
+		}
+		readUntil("a tuple for the new task 4", func(dest uint32, _ int) bool { return dest == 4 })
+		if cmd.ProcessState != nil {
+			t.Fatalf("the instance exited on a rescale that keeps its task")
+		}
+
+		// Moving the instance's own task to another container restarts it.
+		moved := stmgrtest.PlanFor(scaled, func(task int) int {
+			if task == 1 {
 				return 2
 			}
 			return 1
 		})
-		moved.Version = 2
+		moved.State, moved.Version = egretpb.TopologyState_TOPOLOGY_STATE_RUNNING, 3
 		if err := wire.WriteMessage(conn, &egretpb.NewPhysicalPlan{Pplan: moved}); err != nil {
 			t.Fatal(err)
 		}
+		go func() { _, _ = io.Copy(io.Discard, br) }()
 		if code := exitCode(t, cmd, 20*time.Second); code != 3 {
 			t.Fatalf("exit code %d, want 3; stderr:\n%s", code, stderr.String())
+		}
+		if !strings.Contains(stderr.String(), "without a restart") {
+			t.Errorf("the instance did not log the live layout change; stderr:\n%s", stderr.String())
 		}
 	})
 
