@@ -14,9 +14,9 @@ import (
 	"github.com/egret-stream/egret/daemons/tmanager"
 )
 
-// addRuntimeCmds adds the container daemons (executor, tmanager, stmgr, shell).
+// addRuntimeCmds adds the container daemons (executor, tmanager, stmgr, shell, ckptmgr, healthmgr).
 func addRuntimeCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g), shellCmd(g), ckptmgrCmd(g)} {
+	for _, c := range []*cobra.Command{executorCmd(g), tmanagerCmd(g), stmgrCmd(g), shellCmd(g), ckptmgrCmd(g), healthmgrCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
 	}

@@ -346,6 +346,7 @@ func metricsCmd(g *globals) *cobra.Command {
 			}
 			writeCheckpoints(out, st.Checkpoints)
 			writeIsolation(out, st)
+			writeHealth(out, st.HealthManager)
 			return nil
 		},
 	}
@@ -379,6 +380,26 @@ func byteSize(b float64) string {
 		return fmt.Sprintf("%.1f KiB", b/(1<<10))
 	}
 	return fmt.Sprintf("%.0f B", b)
+}
+
+// writeHealth lists the health manager's decisions, oldest first
+// (nothing for a topology without one).
+func writeHealth(w io.Writer, h *launcher.HealthReport) {
+	if h == nil {
+		return
+	}
+	fmt.Fprintf(w, "health manager: %d decision(s), %.0f scale-up(s)", len(h.Decisions), h.Metrics["healthmgr.scaleups"])
+	if ns := h.Metrics["healthmgr.backpressure.episode.ns"]; ns > 0 {
+		fmt.Fprintf(w, "; back pressure for %s now", time.Duration(ns).Round(time.Second))
+	}
+	fmt.Fprintln(w)
+	for _, d := range h.Decisions {
+		fmt.Fprintf(w, "  %s  %s  %s  %d -> %d  %s", d.Time.Format(time.RFC3339), d.Component, d.Action, d.OldParallelism, d.NewParallelism, d.Reason)
+		if d.Error != "" {
+			fmt.Fprintf(w, "  error: %s", d.Error)
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 // writeIsolation says which containers run without cgroups (Go limits

@@ -23,6 +23,17 @@ type Cluster struct {
 	origin  map[string]string
 	sources []string
 	opts    LoadOptions
+	// resolved: built by Resolved from a configuration already resolved
+	// for Topology; there is nothing to load again.
+	resolved bool
+}
+
+// Resolved wraps a configuration already resolved for a topology (the
+// one a topology package carries, launcher.ReadConfig) so that a process
+// inside a container can run launcher operations on that topology. Its
+// WithTopology accepts only that topology.
+func Resolved(cfg spi.Config, cluster, role, environ, topology string) *Cluster {
+	return &Cluster{Name: cluster, Role: role, Environ: environ, Topology: topology, cfg: cfg.Clone(), origin: map[string]string{}, resolved: true}
 }
 
 // Config returns a copy of the resolved flat configuration, every value a
@@ -40,6 +51,12 @@ func (c *Cluster) Sources() []string { return slices.Clone(c.sources) }
 
 // WithTopology loads the same cluster again with ${TOPOLOGY} bound to name.
 func (c *Cluster) WithTopology(name string) (*Cluster, error) {
+	if c.resolved {
+		if name != c.Topology {
+			return nil, fmt.Errorf("the configuration is resolved for topology %q, not %q", c.Topology, name)
+		}
+		return c, nil
+	}
 	opts := c.opts
 	opts.Topology = name
 	opts.Role, opts.Environ = c.Role, c.Environ

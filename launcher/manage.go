@@ -865,6 +865,9 @@ type Stats struct {
 	// Checkpoints are the topology manager's checkpoint.* metrics
 	// (effectively-once topologies only).
 	Checkpoints map[string]float64 `json:"checkpoints,omitempty"`
+	// HealthManager is what the health manager did (topologies that
+	// enable it).
+	HealthManager *HealthReport `json:"health_manager,omitempty"`
 }
 
 // Metrics reads the latest metrics of a running topology from its
@@ -883,6 +886,7 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 		return nil, err
 	}
 	var raw struct {
+		TopologyID string `json:"topology_id"`
 		Components map[string]struct {
 			Sums map[string]float64 `json:"sums"`
 		} `json:"components"`
@@ -894,6 +898,9 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 		return nil, fmt.Errorf("topology manager of %q: %w", name, err)
 	}
 	out := &Stats{Topology: name, Components: map[string]map[string]float64{}}
+	if out.HealthManager, err = healthReport(ctx, store, name, raw.TopologyID, raw.Containers["0"]["healthmgr"].Metrics); err != nil {
+		l.Log.Warn("cannot read the health manager's decisions", zap.Error(err))
+	}
 	for c, v := range raw.Components {
 		out.Components[c] = v.Sums
 	}

@@ -77,6 +77,7 @@ func (t *Tracker) Handler() http.Handler {
 		"/topologies/metrics/timeline":   t.timelineEP,
 		"/topologies/exceptions":         t.exceptionsEP,
 		"/topologies/exceptionsummary":   t.exceptionSummaryEP,
+		"/topologies/healthmanager":      t.healthManagerEP,
 		"/topologies/containerfilestats": t.containerFileStatsEP,
 		"/topologies/containerfiledata":  t.containerFileDataEP,
 	}
@@ -203,6 +204,7 @@ var params = map[string][]string{
 	"/topologies/metrics/timeline":   {"cluster", "role", "environ", "topology", "component", "instance", "metricname", "resolution"},
 	"/topologies/exceptions":         {"cluster", "role", "environ", "topology", "component", "instance"},
 	"/topologies/exceptionsummary":   {"cluster", "role", "environ", "topology", "component"},
+	"/topologies/healthmanager":      {"cluster", "role", "environ", "topology"},
 	"/topologies/containerfilestats": {"cluster", "role", "environ", "topology", "container"},
 	"/topologies/containerfiledata":  {"cluster", "role", "environ", "topology", "container", "path", "offset", "length"},
 }
@@ -787,6 +789,51 @@ func (t *Tracker) executionStateEP(ctx context.Context, q *query) (any, error) {
 		"package_uri": es.GetPackageUri(), "package_sha256": es.GetPackageSha256(), "egret_version": es.GetEgretVersion(),
 		"scheduler": es.GetScheduler(), "deploy_deactivated": es.GetDeployDeactivated(), "scheduler_location": sched,
 	}, nil
+}
+
+// ---- /topologies/healthmanager
+
+type healthDecisionJSON struct {
+	UnixNanos         int64  `json:"unix_nanos"`
+	Component         string `json:"component"`
+	Action            string `json:"action"`
+	Reason            string `json:"reason"`
+	BackPressureNanos int64  `json:"backpressure_nanos"`
+	OldParallelism    int32  `json:"old_parallelism"`
+	NewParallelism    int32  `json:"new_parallelism"`
+	Error             string `json:"error"`
+}
+
+// healthManagerEP answers whether the topology runs a health manager and
+// its recorded decisions, oldest first (from the state manager).
+func (t *Tracker) healthManagerEP(ctx context.Context, q *query) (any, error) {
+	r, err := t.resolve(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	decisions := []healthDecisionJSON{}
+	err = q.cluster.store(ctx, t.opts.Backends, func(s *state.Store) error {
+		hd, err := s.HealthDecisions(ctx, q.name)
+		if errors.Is(err, spi.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if hd.GetTopologyId() != r.topo.ID {
+			return nil // a previous submission's
+		}
+		for _, d := range hd.GetDecisions() {
+			decisions = append(decisions, healthDecisionJSON{UnixNanos: d.GetUnixNanos(), Component: d.GetComponent(), Action: d.GetAction(),
+				Reason: d.GetReason(), BackPressureNanos: d.GetBackpressureNanos(), OldParallelism: d.GetOldParallelism(),
+				NewParallelism: d.GetNewParallelism(), Error: d.GetError()})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"cluster": q.cluster.name, "topology": q.name, "enabled": r.topo.HealthMgr().Enabled, "decisions": decisions}, nil
 }
 
 // ---- /topologies/metrics

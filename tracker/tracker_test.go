@@ -85,7 +85,7 @@ func TestOpenAPIDocumentIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"/clusters", "/topologies", "/topologies/logicalplan", "/topologies/packingplan", "/topologies/physicalplan",
-		"/topologies/executionstate", "/topologies/metrics", "/topologies/metrics/timeline", "/topologies/exceptions", "/topologies/exceptionsummary"}
+		"/topologies/executionstate", "/topologies/metrics", "/topologies/metrics/timeline", "/topologies/exceptions", "/topologies/exceptionsummary", "/topologies/healthmanager"}
 	have := strings.Join(doc.Paths(), " ")
 	for _, p := range want {
 		if !strings.Contains(have+" ", p+" ") {
@@ -116,6 +116,7 @@ func TestEndpointsWithoutRunningTopology(t *testing.T) {
 		{"/topologies/logicalplan", q + "&environ=default&role=alice", 200, `"from":"words"`},
 		{"/topologies/packingplan", q, 200, `"component":"count"`},
 		{"/topologies/executionstate", q, 200, `"role":"alice"`},
+		{"/topologies/healthmanager", q, 200, `"decisions":[],"enabled":false`},
 		{"/topologies/physicalplan", q, 404, "no physical plan yet"},
 		{"/topologies/metrics", q, 503, "no topology manager running"},
 		{"/topologies/exceptions", q, 503, "no topology manager running"},

@@ -30,11 +30,13 @@ const (
 	ShellsDir = "/shells"
 	// SecretsDir holds each topology's secret, written at submit.
 	SecretsDir = "/secrets"
+	// HealthDir holds the decisions of each topology's health manager.
+	HealthDir = "/healthmgr"
 )
 
 // allDirs are the directories Kill deletes a topology's node from (the
 // ephemeral shell nodes, named per container, go with their sessions).
-var allDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, TManagersDir, SchedulersDir, LocksDir, CheckpointsDir, SecretsDir}
+var allDirs = []string{TopologiesDir, PackingPlansDir, ExecutionStateDir, PhysicalPlansDir, TManagersDir, SchedulersDir, LocksDir, CheckpointsDir, SecretsDir, HealthDir}
 
 // Path returns the node of a topology in dir.
 func Path(dir, topologyName string) string { return dir + "/" + topologyName }
@@ -431,4 +433,16 @@ func (s *Store) CheckpointState(ctx context.Context, name string) (*egretpb.Chec
 // SetCheckpointState creates or overwrites the checkpoint state.
 func (s *Store) SetCheckpointState(ctx context.Context, name string, cs *egretpb.CheckpointState) error {
 	return s.put(ctx, CheckpointsDir, name, cs, false)
+}
+
+// HealthDecisions reads the decisions of a topology's health manager
+// (spi.ErrNotFound before its first decision).
+func (s *Store) HealthDecisions(ctx context.Context, name string) (*egretpb.HealthDecisions, error) {
+	var hd egretpb.HealthDecisions
+	return &hd, s.getProto(ctx, HealthDir, name, &hd, hd.GetTopologyName)
+}
+
+// SetHealthDecisions creates or overwrites the health manager's decisions.
+func (s *Store) SetHealthDecisions(ctx context.Context, name string, hd *egretpb.HealthDecisions) error {
+	return s.put(ctx, HealthDir, name, hd, false)
 }

@@ -136,3 +136,27 @@ func TestNamesAndPresent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestHealthDecisions: the health manager's record is written, read back,
+// and deleted by Kill with the rest of the topology.
+func TestHealthDecisions(t *testing.T) {
+	ctx := context.Background()
+	s := state.New(memory.NewStore().NewSession())
+	if _, err := s.HealthDecisions(ctx, "t"); !errors.Is(err, spi.ErrNotFound) {
+		t.Fatalf("before any decision: %v, want ErrNotFound", err)
+	}
+	hd := &egretpb.HealthDecisions{TopologyName: "t", TopologyId: "t-1", Decisions: []*egretpb.HealthDecision{{Component: "b", Action: "scale-up", OldParallelism: 1, NewParallelism: 2}}}
+	if err := s.SetHealthDecisions(ctx, "t", hd); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.HealthDecisions(ctx, "t")
+	if err != nil || !proto.Equal(got, hd) {
+		t.Fatalf("read back %v, %v; want %v", got, err, hd)
+	}
+	if err := s.Kill(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.HealthDecisions(ctx, "t"); !errors.Is(err, spi.ErrNotFound) {
+		t.Fatalf("after Kill: %v, want ErrNotFound", err)
+	}
+}

@@ -94,6 +94,31 @@ const (
 	// KeyCheckpointsKept is how many complete checkpoints are kept in
 	// checkpoint storage (integer ≥ 1; default 2).
 	KeyCheckpointsKept = "topology.stateful.checkpoints.keep"
+
+	// Health manager settings (docs/operations.md, "Health manager").
+
+	// KeyHealthMgrEnabled starts the health manager in container 0: it
+	// raises the parallelism of a component that causes sustained back
+	// pressure. Boolean, default false.
+	KeyHealthMgrEnabled = "topology.healthmgr.enabled"
+	// KeyHealthMgrThreshold is how long one component must cause back
+	// pressure without a break before the health manager acts (Go
+	// duration; default 60s).
+	KeyHealthMgrThreshold = "topology.healthmgr.backpressure.threshold"
+	// KeyHealthMgrCooldown is the least time between two decisions (Go
+	// duration; default 120s).
+	KeyHealthMgrCooldown = "topology.healthmgr.cooldown"
+	// KeyHealthMgrInterval is how often the health manager reads the
+	// topology manager's metrics (Go duration; default 10s).
+	KeyHealthMgrInterval = "topology.healthmgr.interval"
+	// KeyHealthMgrMaxParallelism bounds the parallelism the health
+	// manager gives a component (integer ≥ 1; default 8). Component.
+	KeyHealthMgrMaxParallelism = "topology.healthmgr.max.parallelism"
+	// KeyHealthMgrScaleFactor multiplies the parallelism of a component
+	// the health manager scales up (number ≥ 1; default 2): the new
+	// parallelism is max(current+1, ceil(current × factor)), capped by
+	// the bound. Component.
+	KeyHealthMgrScaleFactor = "topology.healthmgr.scale.factor"
 )
 
 // Defaults of the typed settings.
@@ -104,6 +129,12 @@ const (
 	DefaultCheckpointInterval = 5 * time.Second
 	DefaultAlignmentTimeout   = 30 * time.Second
 	DefaultCheckpointsKept    = 2
+
+	DefaultHealthMgrThreshold      = 60 * time.Second
+	DefaultHealthMgrCooldown       = 120 * time.Second
+	DefaultHealthMgrInterval       = 10 * time.Second
+	DefaultHealthMgrMaxParallelism = 8
+	DefaultHealthMgrScaleFactor    = 2.0
 )
 
 type keyType int
@@ -152,6 +183,13 @@ var keySpecs = map[string]keySpec{
 	KeyCheckpointInterval: {typ: typeDuration, min: 1},
 	KeyAlignmentTimeout:   {typ: typeDuration, min: 1},
 	KeyCheckpointsKept:    {typ: typeInt, min: 1},
+
+	KeyHealthMgrEnabled:        {typ: typeBool},
+	KeyHealthMgrThreshold:      {typ: typeDuration, min: 1},
+	KeyHealthMgrCooldown:       {typ: typeDuration, min: 1},
+	KeyHealthMgrInterval:       {typ: typeDuration, min: 1},
+	KeyHealthMgrMaxParallelism: {typ: typeInt, component: true, min: 1},
+	KeyHealthMgrScaleFactor:    {typ: typeFloat, component: true, min: 1},
 }
 
 // checkValue validates one config value; the returned message names the
@@ -356,4 +394,44 @@ func (t *Topology) durationSetting(key string, def time.Duration) time.Duration 
 func (t *Topology) TickFrequency(component string) time.Duration {
 	d, _ := time.ParseDuration(t.Setting(component, KeyTickFrequency))
 	return d
+}
+
+// HealthMgr are a topology's health manager settings.
+type HealthMgr struct {
+	Enabled bool
+	// Threshold, Cooldown and Interval: see KeyHealthMgrThreshold,
+	// KeyHealthMgrCooldown and KeyHealthMgrInterval.
+	Threshold, Cooldown, Interval time.Duration
+}
+
+// HealthMgr returns the topology's health manager settings, with the
+// defaults for what is not set.
+func (t *Topology) HealthMgr() HealthMgr {
+	on, _ := strconv.ParseBool(t.Config[KeyHealthMgrEnabled])
+	return HealthMgr{
+		Enabled:   on,
+		Threshold: t.durationSetting(KeyHealthMgrThreshold, DefaultHealthMgrThreshold),
+		Cooldown:  t.durationSetting(KeyHealthMgrCooldown, DefaultHealthMgrCooldown),
+		Interval:  t.durationSetting(KeyHealthMgrInterval, DefaultHealthMgrInterval),
+	}
+}
+
+// HealthMgrMaxParallelism returns the most tasks the health manager gives
+// component.
+func (t *Topology) HealthMgrMaxParallelism(component string) int {
+	n, err := strconv.Atoi(t.Setting(component, KeyHealthMgrMaxParallelism))
+	if err != nil || n < 1 {
+		return DefaultHealthMgrMaxParallelism
+	}
+	return n
+}
+
+// HealthMgrScaleFactor returns the factor the health manager multiplies
+// component's parallelism by.
+func (t *Topology) HealthMgrScaleFactor(component string) float64 {
+	f, err := strconv.ParseFloat(t.Setting(component, KeyHealthMgrScaleFactor), 64)
+	if err != nil || f < 1 || math.IsInf(f, 0) {
+		return DefaultHealthMgrScaleFactor
+	}
+	return f
 }

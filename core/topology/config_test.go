@@ -201,3 +201,36 @@ func TestCheckpointSettings(t *testing.T) {
 		}
 	}
 }
+
+func TestHealthMgrSettings(t *testing.T) {
+	topo := &Topology{Name: "t", Config: map[string]string{}, Components: []Component{{Name: "b", Config: map[string]string{}}}}
+	h := topo.HealthMgr()
+	if h.Enabled || h.Threshold != DefaultHealthMgrThreshold || h.Cooldown != DefaultHealthMgrCooldown || h.Interval != DefaultHealthMgrInterval {
+		t.Fatalf("defaults: %+v", h)
+	}
+	if topo.HealthMgrMaxParallelism("b") != DefaultHealthMgrMaxParallelism || topo.HealthMgrScaleFactor("b") != DefaultHealthMgrScaleFactor {
+		t.Fatalf("default bound/factor: %d %v", topo.HealthMgrMaxParallelism("b"), topo.HealthMgrScaleFactor("b"))
+	}
+	topo.Config = map[string]string{KeyHealthMgrEnabled: "true", KeyHealthMgrThreshold: "5s", KeyHealthMgrCooldown: "7s", KeyHealthMgrInterval: "1s",
+		KeyHealthMgrMaxParallelism: "4", KeyHealthMgrScaleFactor: "1.5"}
+	topo.Components[0].Config = map[string]string{KeyHealthMgrMaxParallelism: "3"}
+	h = topo.HealthMgr()
+	if !h.Enabled || h.Threshold != 5*time.Second || h.Cooldown != 7*time.Second || h.Interval != time.Second {
+		t.Fatalf("set: %+v", h)
+	}
+	if topo.HealthMgrMaxParallelism("b") != 3 || topo.HealthMgrMaxParallelism("other") != 4 || topo.HealthMgrScaleFactor("b") != 1.5 {
+		t.Fatalf("bound/factor: %d %d %v", topo.HealthMgrMaxParallelism("b"), topo.HealthMgrMaxParallelism("other"), topo.HealthMgrScaleFactor("b"))
+	}
+	for k, v := range map[string]string{KeyHealthMgrEnabled: "yes please", KeyHealthMgrThreshold: "0s", KeyHealthMgrCooldown: "-1s",
+		KeyHealthMgrInterval: "often", KeyHealthMgrMaxParallelism: "0", KeyHealthMgrScaleFactor: "0.5"} {
+		if msg, ok := checkValue(k, v, false); ok {
+			t.Errorf("%s=%s accepted (%s)", k, v, msg)
+		}
+	}
+	if _, ok := checkValue(KeyHealthMgrThreshold, "5s", true); ok {
+		t.Errorf("a topology-level health manager key accepted per component")
+	}
+	if _, ok := checkValue(KeyHealthMgrMaxParallelism, "5", true); !ok {
+		t.Errorf("the per-component bound refused")
+	}
+}

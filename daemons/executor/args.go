@@ -32,6 +32,19 @@ func TManagerArgs(p Params) []string {
 	}
 }
 
+// HealthMgrArgs is the health manager's command line (container 0 of a
+// topology that sets topology.healthmgr.enabled):
+//
+//	egret healthmgr --topology N --topology-id ID --metrics-socket M --config F
+func HealthMgrArgs(p Params) []string {
+	return []string{p.Egret, "healthmgr",
+		"--topology", p.TopologyName,
+		"--topology-id", p.TopologyID,
+		"--metrics-socket", p.Paths.MetricsSocket,
+		"--config", p.Paths.ConfigFile,
+	}
+}
+
 // MetricsMgrArgs is the metrics manager's command line (every container):
 //
 //	egret metricsmgr --topology N --container C --socket M --metrics-file W/metrics.jsonl --config F

@@ -240,6 +240,9 @@ func (e *Executor) run(ctx context.Context) error {
 	}
 	if cfg.Container == 0 {
 		e.startProcess("tmanager", KindTManager, 0, TManagerArgs(e.params))
+		if e.healthMgrEnabled(ctx, store) {
+			e.startProcess("healthmgr", KindHealthMgr, 0, HealthMgrArgs(e.params))
+		}
 	}
 	e.startProcess("metricsmgr", KindMetricsMgr, 0, MetricsMgrArgs(e.params))
 	e.startProcess("shell", KindShell, 0, ShellArgs(e.params))
@@ -307,6 +310,18 @@ func (e *Executor) effectivelyOnce(ctx context.Context, store *state.Store) (boo
 		return false, fmt.Errorf("read the topology definition: %w", err)
 	}
 	return t.DeliveryMode() == topology.EffectivelyOnce, nil
+}
+
+// healthMgrEnabled reports whether the topology runs a health manager
+// (topology.healthmgr.enabled). An unreadable definition runs none: the
+// topology manager reports the same problem.
+func (e *Executor) healthMgrEnabled(ctx context.Context, store *state.Store) bool {
+	t, err := store.Topology(ctx, e.cfg.TopologyName)
+	if err != nil {
+		e.log.Warn("cannot read the topology definition; starting no health manager", zap.Error(err))
+		return false
+	}
+	return t.HealthMgr().Enabled
 }
 
 // reconcile reads the packing plan and makes the container's processes

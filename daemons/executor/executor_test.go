@@ -40,6 +40,7 @@ func TestArgs(t *testing.T) {
 		want []string
 	}{
 		{"tmanager", TManagerArgs(p), []string{"/bin/egret", "tmanager", "--topology", "wc", "--topology-id", "wc-1", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
+		{"healthmgr", HealthMgrArgs(p), []string{"/bin/egret", "healthmgr", "--topology", "wc", "--topology-id", "wc-1", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 		{"metricsmgr", MetricsMgrArgs(p), []string{"/bin/egret", "metricsmgr", "--topology", "wc", "--container", "2",
 			"--socket", "/w/metricsmgr.sock", "--metrics-file", "/w/metrics.jsonl", "--config", "/w/package/cluster.json"}},
 		{"stmgr", StmgrArgs(p, false), []string{"/bin/egret", "stmgr", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",

@@ -53,7 +53,7 @@ func TestMain(m *testing.M) {
 // fakeName names a fake process by its command line: the daemon
 // sub-command, or task-<T> for an instance.
 func fakeName(args []string) string {
-	if len(args) > 0 && (args[0] == "tmanager" || args[0] == "metricsmgr" || args[0] == "stmgr" || args[0] == "shell") {
+	if len(args) > 0 && (args[0] == "tmanager" || args[0] == "metricsmgr" || args[0] == "stmgr" || args[0] == "shell" || args[0] == "healthmgr") {
 		return args[0]
 	}
 	if i := slices.Index(args, "--task"); i >= 0 && i+1 < len(args) {

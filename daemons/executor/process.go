@@ -30,6 +30,7 @@ const (
 	KindInstance   Kind = "instance"
 	KindShell      Kind = "shell"
 	KindCkptMgr    Kind = "ckptmgr"
+	KindHealthMgr  Kind = "healthmgr"
 )
 
 // State is where a child is in its life cycle.

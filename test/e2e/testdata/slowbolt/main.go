@@ -24,6 +24,8 @@
 //	--acking          at-least-once: ids are message ids, failed ids are re-emitted
 //	--ids N           emit ids 0..N-1 then stop (0: unbounded)
 //	--pending N       max spout pending in at-least-once mode (default 1000)
+//	--emit-rate N     most tuples per second the spout emits (default 0: unlimited)
+//	--topology-config K=V  a topology setting, e.g. topology.healthmgr.enabled=true (repeatable)
 //
 // With --ids, the spout counts distinct acked ids and the bolt distinct
 // received ids: a run without loss ends with both equal to N.
@@ -52,6 +54,7 @@ const (
 	keyRate    = "slowbolt.rate"
 	keyPayload = "slowbolt.payload.bytes"
 	keyIDs     = "slowbolt.ids"
+	keyEmit    = "slowbolt.emit.rate"
 )
 
 // RateFile is the name of the rate file in the state directory.
@@ -68,10 +71,26 @@ type options struct {
 	acking     bool
 	ids        int
 	pending    int
+	emitRate   int
+	settings   settingsFlag
+}
+
+// settingsFlag collects --topology-config K=V.
+type settingsFlag map[string]string
+
+func (f settingsFlag) String() string { return fmt.Sprint(map[string]string(f)) }
+
+func (f settingsFlag) Set(v string) error {
+	k, val, ok := strings.Cut(v, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not KEY=VALUE", v)
+	}
+	f[k] = val
+	return nil
 }
 
 func main() {
-	var o options
+	o := options{settings: settingsFlag{}}
 	fs := flag.NewFlagSet("slowbolt", flag.ContinueOnError)
 	fs.StringVar(&o.state, "state", "", "directory of the rate file and the reports (required)")
 	fs.IntVar(&o.rate, "rate", 0, "initial tuples per second per slow bolt task (0: unlimited)")
@@ -80,6 +99,8 @@ func main() {
 	fs.BoolVar(&o.acking, "acking", false, "at-least-once delivery with replay of failed ids")
 	fs.IntVar(&o.ids, "ids", 0, "emit ids 0..N-1, then stop (0: unbounded)")
 	fs.IntVar(&o.pending, "pending", 1000, "max spout pending (at-least-once)")
+	fs.IntVar(&o.emitRate, "emit-rate", 0, "most tuples per second the spout emits (0: unlimited)")
+	fs.Var(o.settings, "topology-config", "a topology setting KEY=VALUE (repeatable)")
 	own, rest := egret.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -94,8 +115,8 @@ func main() {
 }
 
 func builder(o options) (*api.TopologyBuilder, error) {
-	if o.rate < 0 || o.payload < 0 || o.ids < 0 || o.pending < 1 || o.containers < 1 {
-		return nil, errors.New("--rate, --payload and --ids cannot be negative; --pending and --containers must be positive")
+	if o.rate < 0 || o.payload < 0 || o.ids < 0 || o.emitRate < 0 || o.pending < 1 || o.containers < 1 {
+		return nil, errors.New("--rate, --payload, --ids and --emit-rate cannot be negative; --pending and --containers must be positive")
 	}
 	b := api.NewTopologyBuilder("slowbolt")
 	b.SetContainers(o.containers)
@@ -112,6 +133,10 @@ func builder(o options) (*api.TopologyBuilder, error) {
 	b.SetConfig(keyRate, strconv.Itoa(o.rate))
 	b.SetConfig(keyPayload, strconv.Itoa(o.payload))
 	b.SetConfig(keyIDs, strconv.Itoa(o.ids))
+	b.SetConfig(keyEmit, strconv.Itoa(o.emitRate))
+	for k, v := range o.settings {
+		b.SetConfig(k, v)
+	}
 	if o.acking {
 		b.SetDeliveryMode(topology.AtLeastOnce)
 		b.SetMaxSpoutPending(o.pending)
@@ -173,6 +198,11 @@ type source struct {
 	replay   []int64
 	acked    []bool
 	reliable bool
+	// emitRate paces the spout (0: unlimited): the n-th tuple is emitted
+	// no earlier than epoch + n/emitRate.
+	emitRate int64
+	epoch    time.Time
+	n        int64
 
 	emitted, ackedN, ackedDistinct, failed atomic.Int64
 	stop                                   chan struct{}
@@ -197,7 +227,11 @@ func (s *source) Open(ctx api.Context, out api.SpoutCollector) error {
 	if err != nil {
 		return err
 	}
-	s.pad, s.ids = make([]byte, pad), int64(ids)
+	emit, err := configInt(ctx, keyEmit)
+	if err != nil {
+		return err
+	}
+	s.pad, s.ids, s.emitRate = make([]byte, pad), int64(ids), int64(emit)
 	if ids > 0 {
 		s.acked = make([]bool, ids)
 	}
@@ -215,6 +249,21 @@ func (s *source) Open(ctx api.Context, out api.SpoutCollector) error {
 }
 
 func (s *source) NextTuple() {
+	if s.emitRate > 0 {
+		now := time.Now()
+		due := s.epoch.Add(time.Duration(float64(s.n) / float64(s.emitRate) * float64(time.Second)))
+		if now.Sub(due) > time.Second {
+			// Idle or throttled for long: start over, never burst.
+			s.epoch, s.n, due = now, 0, now
+		}
+		if d := due.Sub(now); d > 0 {
+			time.Sleep(min(d, 10*time.Millisecond))
+			if time.Now().Before(due) {
+				return
+			}
+		}
+		s.n++
+	}
 	var id int64
 	switch {
 	case len(s.replay) > 0:
