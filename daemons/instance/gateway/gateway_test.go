@@ -25,7 +25,11 @@ import (
 
 func allInOne(int) int { return 1 }
 
-func TestLayoutChangeEndsTheInstance(t *testing.T) {
+// TestRescaleFollowedLive: a plan that adds a sink task while tuples
+// flow is followed by the running instances without a restart (same
+// instance, instance.relayouts = 1); the new task gets its share and
+// nothing is lost or duplicated.
+func TestRescaleFollowedLive(t *testing.T) {
 	c := stmgrtest.NewCluster(t, 2, allInOne)
 	c.StartStMgr(1)
 	var in []*stmgrtest.Instance
@@ -33,25 +37,36 @@ func TestLayoutChangeEndsTheInstance(t *testing.T) {
 		in = append(in, c.StartInstance(task, 1))
 	}
 	c.WaitConnected(map[int]int{1: 3})
-	// Every instance must run with the first plan: one that first sees the
-	// second plan starts with its layout and has no reason to exit.
-	stmgrtest.WaitFor(t, 20*time.Second, "the instances to run with the first plan", func() bool {
-		for _, r := range in {
-			if r.Stats.PlanVersion.Load() != c.TM.Plan().GetVersion() {
-				return false
-			}
-		}
-		return true
-	})
+	c.Count.Limit.Set(2000)
+	stmgrtest.WaitFor(t, 20*time.Second, "tuples before the rescale", func() bool { return c.Count.Sink.Total() >= 2000 })
 	bigger, err := stmgrtest.NewCounting(stmgrtest.TopologyID, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pp := bigger.PhysicalPlan(allInOne)
+	newTask := c.StartInstance(4, 1)
 	c.TM.SetPacking(pp.GetTopology(), pp.GetPacking())
+	stmgrtest.WaitFor(t, 20*time.Second, "the instances to follow the new layout", func() bool {
+		for _, r := range in {
+			if r.Metrics.Relayouts.Load() != 1 {
+				return false
+			}
+		}
+		return newTask.Stats.PlanVersion.Load() == c.TM.Plan().GetVersion()
+	})
+	c.Count.Limit.Set(6000)
+	stmgrtest.WaitFor(t, 20*time.Second, "tuples after the rescale", func() bool { return c.Count.Sink.Total() >= 6000 })
+	if err := c.Count.Sink.CheckExactlyOnce(0, 6000); err != nil {
+		t.Fatal(err)
+	}
+	if by := c.Count.Sink.ByTask(); by[4] == 0 {
+		t.Errorf("the new sink task got no tuple: %v", by)
+	}
 	for i, r := range in {
-		if err := r.Wait(t, 20*time.Second); !errors.Is(err, gateway.ErrLayoutChanged) {
-			t.Errorf("task %d returned %v, want ErrLayoutChanged", i+1, err)
+		select {
+		case <-r.Done():
+			t.Errorf("task %d stopped on a rescale that keeps it", i+1)
+		default:
 		}
 	}
 }
@@ -104,8 +119,8 @@ func TestRefusedRegistration(t *testing.T) {
 // TestInstanceWaitsForAPlanThatPlacesIt starts an instance for a task
 // the current plan does not have (as the executor does after a packing
 // plan change, before the new physical plan exists): it registers and
-// waits; the plan that adds the task starts it, while the instances whose
-// layout changed exit for a restart.
+// waits; the plan that adds the task starts it, and the running instances
+// follow the new layout without a restart.
 func TestInstanceWaitsForAPlanThatPlacesIt(t *testing.T) {
 	c := stmgrtest.NewCluster(t, 1, allInOne)
 	c.StartStMgr(1)
@@ -122,16 +137,10 @@ func TestInstanceWaitsForAPlanThatPlacesIt(t *testing.T) {
 	}
 	pp := bigger.PhysicalPlan(allInOne)
 	c.TM.SetPacking(pp.GetTopology(), pp.GetPacking())
-	for i, r := range old {
-		if err := r.Wait(t, 20*time.Second); !errors.Is(err, gateway.ErrLayoutChanged) {
-			t.Errorf("task %d returned %v, want ErrLayoutChanged", i+1, err)
-		}
-	}
 	stmgrtest.WaitFor(t, 20*time.Second, "the new task to run", func() bool { return c.Count.Sink.Prepared() == 2 })
-	// The executor restarts the other two; tuples reach both sink tasks.
-	c.StartInstance(1, 1)
-	c.StartInstance(2, 1)
-	c.WaitConnected(map[int]int{1: 3})
+	stmgrtest.WaitFor(t, 20*time.Second, "the old tasks to follow the new layout", func() bool {
+		return old[0].Metrics.Relayouts.Load() == 1 && old[1].Metrics.Relayouts.Load() == 1
+	})
 	c.Count.Limit.Set(1000)
 	stmgrtest.WaitFor(t, 20*time.Second, "tuples", func() bool { return c.Count.Sink.Total() >= 1000 })
 	if err := c.Count.Sink.CheckExactlyOnce(0, 1000); err != nil {

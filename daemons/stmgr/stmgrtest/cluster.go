@@ -87,6 +87,9 @@ func (i *Instance) Wait(t testing.TB, timeout time.Duration) error {
 	}
 }
 
+// Done is closed when the instance's gateway.Run returned.
+func (i *Instance) Done() <-chan struct{} { return i.done }
+
 // Stop cancels the instance and waits for it.
 func (i *Instance) Stop(t testing.TB) error {
 	t.Helper()
