@@ -137,8 +137,14 @@ func (g *gateway) run(ctx context.Context) error {
 	}
 	instCtx, stopInstance := context.WithCancel(context.Background())
 	defer stopInstance()
-	instDone := make(chan error, 1)
-	go func() { instDone <- in.Run(instCtx) }()
+	// instDone is closed once the instance returned, with its error in
+	// instErr.
+	var instErr error
+	instDone := make(chan struct{})
+	go func() {
+		instErr = in.Run(instCtx)
+		close(instDone)
+	}()
 	go g.forwardActivation(instCtx, g.active)
 	go g.forwardConfig(instCtx)
 	metricsCtx, stopMetrics := context.WithCancel(ctx)
@@ -150,7 +156,7 @@ func (g *gateway) run(ctx context.Context) error {
 	var s *session
 	for {
 		s = g.startSession(conn, br)
-		err := g.serve(ctx, s, instDone)
+		err := g.serve(ctx, s, instDone, &instErr)
 		if err == nil || errors.Is(err, ErrLayoutChanged) || ctx.Err() != nil || !errors.Is(err, errConnLost) {
 			result = err
 			break
@@ -174,9 +180,10 @@ func (g *gateway) run(ctx context.Context) error {
 	}
 	// Shut down: stop the component, let it flush, write what is queued.
 	stopInstance()
-	var instErr error
+	var stopErr error
 	select {
-	case instErr = <-instDone:
+	case <-instDone:
+		stopErr = instErr
 	case <-time.After(g.cfg.DrainTimeout):
 		g.log.Warn("the component did not stop in time")
 	}
@@ -186,8 +193,8 @@ func (g *gateway) run(ctx context.Context) error {
 		}
 		s.stop()
 	}
-	if result == nil && instErr != nil {
-		result = instErr
+	if result == nil && stopErr != nil {
+		result = stopErr
 	}
 	return result
 }
@@ -195,7 +202,7 @@ func (g *gateway) run(ctx context.Context) error {
 var errConnLost = errors.New("stream manager connection lost")
 
 // serve handles one session's events until it ends.
-func (g *gateway) serve(ctx context.Context, s *session, instDone <-chan error) error {
+func (g *gateway) serve(ctx context.Context, s *session, instDone <-chan struct{}, instErr *error) error {
 	for {
 		select {
 		case pp := <-s.plans:
@@ -204,7 +211,8 @@ func (g *gateway) serve(ctx context.Context, s *session, instDone <-chan error) 
 			}
 		case err := <-s.errc:
 			return fmt.Errorf("%w: %w", errConnLost, err)
-		case err := <-instDone:
+		case <-instDone:
+			err := *instErr
 			if err == nil {
 				err = errors.New("the instance stopped by itself")
 			}
