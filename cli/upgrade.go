@@ -12,14 +12,17 @@ func upgradeCmd(g *globals) *cobra.Command {
 	var o launcher.UpgradeOptions
 	var containers, output string
 	cmd := &cobra.Command{
-		Use:   "upgrade cluster[/role[/env]] <topology> [<new-binary-or-package> [-- args]] [--containers 1,3 | --canary N] [--wait-healthy 60s] | --rollback",
+		Use:   "upgrade cluster[/role[/env]] <topology> [<new-binary-or-package> [-- args]] [--containers 1,3 | --canary N] [--wait-healthy 60s] [--drain-timeout D] | --rollback",
 		Short: "Roll a running topology's containers onto new code one at a time (gray release), or back",
 		Long: `Upgrade defines the new topology binary (a Go package is built first, as submit does), refuses
 it unless its logical plan is compatible with the running one (same components and kinds,
 streams and fields, subscriptions and groupings; the diff is printed, exit 2), uploads its
 package and restarts the containers one at a time on it, waiting after each until it is
 healthy (its stream manager registered, its instances report from new processes that do not
-restart, move tuples again and report no exception storm) within --wait-healthy. A container
+restart, move tuples again and report no exception storm) within --wait-healthy. Before each
+restart a running topology is deactivated and drained (the tuples in flight are processed and
+acked first, at most --drain-timeout, default egret.upgrade.drain.timeout, 30s; 0s: no drain)
+and activated again once the container is back; a deactivated topology stays deactivated. A container
 that is not healthy stops the upgrade. --containers restarts only the containers listed,
 --canary N only the first N (a later plain upgrade with the same binary does the rest), and
 --rollback returns every container to the package the latest upgrade replaced. Container 0
@@ -55,6 +58,9 @@ to the topology binary in define mode (give those of the submission).`,
 			if o.WaitHealthy <= 0 {
 				return usagef("--wait-healthy %s must be positive", o.WaitHealthy)
 			}
+			if o.DrainTimeout < 0 {
+				return usagef("--drain-timeout %s is negative", o.DrainTimeout)
+			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -65,6 +71,11 @@ to the topology binary in define mode (give those of the submission).`,
 			l, err := g.launcherWith(args[0], g.properties, g.logger(), progress)
 			if err != nil {
 				return err
+			}
+			if !cmd.Flags().Changed("drain-timeout") {
+				if o.DrainTimeout, err = l.Cluster.Duration("egret.upgrade.drain.timeout"); err != nil {
+					return usageError{err}
+				}
 			}
 			res, err := l.Upgrade(cmd.Context(), args[1], o)
 			if err != nil {
@@ -87,6 +98,7 @@ to the topology binary in define mode (give those of the submission).`,
 	f.IntVar(&o.Canary, "canary", 0, "upgrade only the first N containers and stop (a plain upgrade with the same binary does the rest)")
 	f.BoolVar(&o.Rollback, "rollback", false, "return every container to the package the latest upgrade replaced")
 	f.DurationVar(&o.WaitHealthy, "wait-healthy", launcher.DefaultWaitHealthy, "how long each restarted container may take to be healthy before the upgrade stops")
+	f.DurationVar(&o.DrainTimeout, "drain-timeout", 0, "how long to drain the topology before each container restarts (default egret.upgrade.drain.timeout, 30s; 0: no drain)")
 	f.IntVar(&o.MaxExceptions, "max-exceptions", launcher.DefaultMaxExceptions, "exceptions a restarted container may report before the upgrade stops (an exception storm)")
 	f.DurationVar(&o.DefineTimeout, "define-timeout", launcher.DefaultDefineTimeout, "stop the new topology binary when it has not defined its topology after this long")
 	f.StringVar(&o.Resources, "resources", "", "ship this directory in the new package as resources/ (give the submission's, for shell components)")

@@ -26,6 +26,7 @@ func TestUpgradeArgumentsCheckedFirst(t *testing.T) {
 		{[]string{"local", "wc", "./v2", "--canary", "-1"}, "--canary -1"},
 		{[]string{"local", "wc", "./v2", "--wait-healthy", "0s"}, "--wait-healthy 0s must be positive"},
 		{[]string{"local", "wc", "./v2", "--max-exceptions", "-1"}, "--max-exceptions -1 is negative"},
+		{[]string{"local", "wc", "./v2", "--drain-timeout", "-1s"}, "--drain-timeout -1s is negative"},
 		{[]string{"local", "wc", "./v2", "-o", "yaml"}, `--output "yaml"`},
 		{[]string{"local", "../wc", "./v2"}, `topology name "../wc" is invalid`},
 		{[]string{"local", "wc", "./no/such/binary"}, "topology binary ./no/such/binary does not exist"},

@@ -148,6 +148,8 @@ var schema = []Key{
 		Description: "How long egret kill drains a running topology before it stops it: the spouts are deactivated and kill waits until no tuple is in flight (no pending roots, empty queues, counts no longer moving; seen through the metrics, so it takes at least two egret.metrics.export.interval). 0s: stop at once, like --now."},
 	{Name: "egret.update.drain.timeout", Type: TypeDuration, Default: "30s", File: "client",
 		Description: "How long egret update (and apply) drains a running topology it rescales, between the deactivation of its spouts and the restart of its instances, as egret kill does (egret.kill.drain.timeout). 0s: no drain."},
+	{Name: "egret.upgrade.drain.timeout", Type: TypeDuration, Default: "30s", File: "client",
+		Description: "How long egret upgrade (and its rollback, and egret update --restart) drains a running topology before each container restarts, between the deactivation of its spouts and the restart, as egret kill does (egret.kill.drain.timeout); the spouts are activated again once the container is healthy. 0s: no drain, the containers restart while tuples flow."},
 	{Name: "egret.plugin.directory", Type: TypeString, Default: "${EGRET_HOME}/plugins", File: "client",
 		Description: "Directory searched for external plugin binaries (egret-scheduler-<name>, ...)."},
 	{Name: "egret.package.goos", Type: TypeString, Default: "", File: "client", check: checkGOOS,

@@ -61,7 +61,7 @@ func (l *Launcher) drain(ctx context.Context, store *state.Store, name string, t
 
 // settle waits, at most timeout, until the deactivated topology is
 // drained, saying how it went.
-func (l *Launcher) settle(ctx context.Context, loc *egretpb.TManagerLocation, name string, timeout time.Duration, since time.Time) {
+func (l *Launcher) settle(ctx context.Context, loc *egretpb.TManagerLocation, name string, timeout time.Duration, since time.Time) drained {
 	l.progress("draining %q: spouts deactivated, waiting up to %s for the tuples in flight", name, timeout)
 	d := l.waitDrained(ctx, loc, since, timeout)
 	switch {
@@ -71,6 +71,7 @@ func (l *Launcher) settle(ctx context.Context, loc *egretpb.TManagerLocation, na
 	default:
 		l.progress("the drain of %q timed out after %s (%.0f roots pending, %.0f bytes queued at the last report): going on", name, timeout, d.pending, d.bytes)
 	}
+	return d
 }
 
 // waitDrained polls the topology manager's stats until the topology is

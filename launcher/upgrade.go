@@ -54,6 +54,12 @@ type UpgradeOptions struct {
 	// MaxExceptions is the exception count of a restarted container that
 	// fails the upgrade (0: DefaultMaxExceptions).
 	MaxExceptions int
+	// DrainTimeout bounds the drain before each container restarts: the
+	// spouts of a running topology are deactivated and the restart waits,
+	// at most this long, until nothing is in flight (see drain); the
+	// spouts are activated again once the container is back. 0: no drain,
+	// the container restarts while tuples flow.
+	DrainTimeout time.Duration
 }
 
 // Validate checks the options alone, before anything is read or run.
@@ -73,6 +79,8 @@ func (o UpgradeOptions) Validate() error {
 		return badInput(fmt.Errorf("--wait-healthy %s is negative", o.WaitHealthy))
 	case o.MaxExceptions < 0:
 		return badInput(fmt.Errorf("--max-exceptions %d is negative", o.MaxExceptions))
+	case o.DrainTimeout < 0:
+		return badInput(fmt.Errorf("--drain-timeout %s is negative", o.DrainTimeout))
 	}
 	seen := map[int]bool{}
 	for _, c := range o.Containers {
@@ -113,6 +121,12 @@ type UpgradeStep struct {
 	// how long it took from then to be healthy.
 	Restarted time.Time     `json:"restarted"`
 	Healthy   time.Duration `json:"healthy_after_ns"`
+	// Drained says that the topology was deactivated and drained before
+	// the restart (and activated again after it), Drain how long that
+	// drain took (the timeout when it timed out: DrainTimedOut).
+	Drained       bool          `json:"drained"`
+	Drain         time.Duration `json:"drain_ns,omitempty"`
+	DrainTimedOut bool          `json:"drain_timed_out,omitempty"`
 }
 
 // UpgradeResult says what an upgrade did.
@@ -235,7 +249,8 @@ type upgrading struct {
 // so that a container that restarts on its own keeps its code), and for
 // each container: records the new package for it, asks the scheduler to
 // restart it (its executor reads the record and fetches that package)
-// and waits until it is healthy: its stream manager registered again,
+// and waits until it is healthy (a running topology is drained around the
+// restart, o.DrainTimeout: see restartHealthy): its stream manager registered again,
 // every instance of it reports from a new process that did not restart
 // since, moves tuples again when it did before (a running topology), and
 // reported at most o.MaxExceptions exceptions. A container that is not
@@ -502,7 +517,7 @@ func (l *Launcher) roll(ctx context.Context, u *upgrading, o UpgradeOptions) err
 		}
 		step.From, step.To = from.GetSha256(), u.target.GetSha256()
 		u.res.Steps = append(u.res.Steps, *step)
-		l.progress("container %d is healthy on package %s after %s", c, ShortSHA(u.target.GetSha256()), step.Healthy.Round(time.Millisecond))
+		l.progress("container %d is healthy on package %s %s after its restart%s", c, ShortSHA(u.target.GetSha256()), step.Healthy.Round(time.Millisecond), step.drainNote())
 	}
 	// Entries equal to the topology's package say nothing more.
 	for c, ref := range es.ContainerPackages {
@@ -553,8 +568,17 @@ func (l *Launcher) cleanPackages(ctx context.Context, u *upgrading, es *egretpb.
 }
 
 // restartHealthy restarts container c and waits until it is healthy. It
-// returns no step when the restart itself failed.
-func (l *Launcher) restartHealthy(ctx context.Context, u *upgrading, c int, o UpgradeOptions) (*UpgradeStep, error) {
+// returns no step when the container was not restarted.
+//
+// With o.DrainTimeout, a running topology is deactivated and drained
+// first (the tuples in flight are processed and acked before their
+// processes stop: no replay), the container restarts, and once it is
+// healthy but for its throughput (it cannot move tuples while the spouts
+// are deactivated) the topology is activated again and the restarted
+// instances must move tuples as before. On any failure the topology is
+// activated again. A topology the operator deactivated is not drained
+// and stays deactivated.
+func (l *Launcher) restartHealthy(ctx context.Context, u *upgrading, c int, o UpgradeOptions) (step *UpgradeStep, err error) {
 	pc, _ := u.pp.Container(c)
 	tasks := map[int]string{}
 	for _, in := range pc.Instances {
@@ -574,13 +598,36 @@ func (l *Launcher) restartHealthy(ctx context.Context, u *upgrading, c int, o Up
 		before = &health{tasks: map[int]taskHealth{}}
 	}
 	if !active {
-		l.progress("%q is deactivated: the throughput of container %d is not checked", u.name, c)
+		l.progress("%q is deactivated: it is not drained, and the throughput of container %d is not checked", u.name, c)
 	}
-	step := &UpgradeStep{Container: c, Restarted: time.Now()}
+	step = &UpgradeStep{Container: c}
+	deactivated := false
+	if active && o.DrainTimeout > 0 {
+		since := time.Now()
+		if err := l.postTManager(ctx, loc, u.name, "/deactivate", nil); err != nil {
+			return nil, fmt.Errorf("deactivate %q to drain it before container %d restarts: %w (--drain-timeout 0s restarts without a drain)", u.name, c, err)
+		}
+		deactivated = true
+		defer func() {
+			if err == nil || !deactivated {
+				return
+			}
+			l.progress("activating %q again", u.name)
+			if aerr := l.activateAgain(context.WithoutCancel(ctx), u.name); aerr != nil {
+				err = fmt.Errorf("%w (and its spouts stay deactivated: %v; egret activate starts them)", err, aerr)
+			}
+		}()
+		d := l.settle(ctx, loc, u.name, o.DrainTimeout, since)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		step.Drained, step.Drain, step.DrainTimedOut = true, time.Since(since), !d.ok
+	}
+	step.Restarted = time.Now()
 	if err := u.sched.Restart(ctx, u.name, c); err != nil {
 		return nil, fmt.Errorf("restart container %d: %w", c, err)
 	}
-	w := healthWait{c: c, tasks: tasks, before: before, since: step.Restarted, active: active, maxExc: o.MaxExceptions,
+	w := healthWait{c: c, tasks: tasks, before: before, since: step.Restarted, active: active && !deactivated, maxExc: o.MaxExceptions,
 		seen: map[int]float64{}}
 	deadline := time.Now().Add(o.WaitHealthy)
 	why := "no report yet"
@@ -595,6 +642,16 @@ func (l *Launcher) restartHealthy(ctx context.Context, u *upgrading, c int, o Up
 			ok, reason, fatal := w.check(now)
 			if fatal {
 				return step, fmt.Errorf("container %d is unhealthy on the new package: %s", c, reason)
+			}
+			if ok && deactivated {
+				// Back but for its throughput: the spouts go on, and the
+				// restarted instances must move tuples again.
+				l.progress("container %d is back: activating %q", c, u.name)
+				if err := l.activateAgain(ctx, u.name); err != nil {
+					return step, fmt.Errorf("activate %q after the restart of container %d: %w", u.name, c, err)
+				}
+				deactivated, w.active = false, true
+				continue
 			}
 			if ok {
 				step.Healthy = time.Since(step.Restarted)
@@ -611,4 +668,21 @@ func (l *Launcher) restartHealthy(ctx context.Context, u *upgrading, c int, o Up
 		case <-time.After(drainPoll):
 		}
 	}
+}
+
+// drainNote says how the drain before a step went.
+func (s *UpgradeStep) drainNote() string {
+	switch {
+	case !s.Drained:
+		return " (not drained)"
+	case s.DrainTimedOut:
+		return fmt.Sprintf(" (its drain timed out after %s)", s.Drain.Round(time.Millisecond))
+	}
+	return fmt.Sprintf(" (drained in %s before it)", s.Drain.Round(time.Millisecond))
+}
+
+// activateAgain activates the spouts an upgrade step deactivated, once the
+// topology manager accepts it (a complete physical plan).
+func (l *Launcher) activateAgain(ctx context.Context, name string) error {
+	return retryConflict(ctx, func() error { return l.SetActive(ctx, name, true) })
 }
