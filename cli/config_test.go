@@ -150,12 +150,42 @@ func TestUpdateRuntimeConfigTypeChecked(t *testing.T) {
 	for _, tc := range []struct{ setting, want string }{
 		{"topology.max.spout.pending=abc", `egret: runtime setting topology.max.spout.pending: "abc" is not an integer` + "\n"},
 		{"topology.message.timeout=30", `egret: runtime setting topology.message.timeout: "30" is not a duration (for example 500ms, 30s)` + "\n"},
-		{"topology.containers=2", "egret: runtime setting topology.containers: fixed when the topology is submitted; the runtime config may change " +
-			`topology.max.spout.pending, topology.message.timeout, topology.tick.tuple.freq and user settings (keys not starting with "topology.")` + "\n"},
+		{"topology.containers=2", "egret: runtime setting topology.containers cannot change in a running topology: it shapes the packing plan (the containers and their resources), fixed at submission; " +
+			"egret update --container-number changes the number of containers, anything else needs a kill and a new submission\n"},
+		{"topology.debug=true", "egret: runtime setting topology.debug: fixed when the topology is submitted, it does not change live; add --restart to apply it by a rolling restart of containers 1..N " +
+			"(the runtime config changes topology.max.spout.pending, topology.message.timeout, topology.tick.tuple.freq and user settings live)\n"},
 	} {
 		code, _, stderr := egret(t, "update", "local", "wc", "--runtime-config", tc.setting, "--runtime-config", "count.rate=5", "--config-path", cp)
 		if code != ExitUsage || stderr != tc.want {
 			t.Errorf("%s: exit %d, stderr %q; want exit 2 and %q", tc.setting, code, stderr, tc.want)
+		}
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Errorf("EGRET_HOME holds %v after refused updates", entries)
+	}
+}
+
+// TestUpdateRestartCheckedFirst: egret update --restart refuses, before
+// the state manager or the topology manager is reached, a setting that
+// cannot change in a running topology even with a restart (with the
+// reason), an invalid value, and a rescale in the same command.
+func TestUpdateRestartCheckedFirst(t *testing.T) {
+	home, cp := isolate(t, nil)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runtime-config", "topology.delivery.mode=at-most-once"}, "setting topology.delivery.mode cannot change in a running topology, not even with --restart: the delivery mode is the topology's contract"},
+		{[]string{"--runtime-config", "topology.component.ram=2GiB"}, "setting topology.component.ram cannot change in a running topology, not even with --restart: it shapes the packing plan"},
+		{[]string{"--runtime-config", "topology.stateful.checkpoint.interval=1s"}, "it changes the checkpoint semantics"},
+		{[]string{"--runtime-config", "topology.multilang.heartbeat.timeout=soon"}, `setting topology.multilang.heartbeat.timeout: "soon" is not a duration`},
+		{[]string{"--runtime-config", "topology.debugg=true"}, "setting topology.debugg: unknown topology setting"},
+		{[]string{"--runtime-config", "topology.debug=true", "--component-parallelism", "count:2"}, "--restart applies runtime settings: rescale in another egret update"},
+		{[]string{"--container-number", "2"}, "--restart needs the settings to apply"},
+	} {
+		code, _, stderr := egret(t, append(append([]string{"update", "local", "wc", "--restart"}, tc.args...), "--config-path", cp)...)
+		if code != ExitUsage || !strings.Contains(stderr, tc.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("update --restart %s: exit %d, stderr %q; want exit 2 and one line with %q", strings.Join(tc.args, " "), code, stderr, tc.want)
 		}
 	}
 	if entries, _ := os.ReadDir(home); len(entries) != 0 {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/launcher"
 )
 
@@ -185,8 +186,9 @@ func updateCmd(g *globals) *cobra.Command {
 	var parallelism, runtimeConfig []string
 	var containers int
 	var drain time.Duration
+	var restart bool
 	cmd := &cobra.Command{
-		Use:   "update cluster[/role[/env]] <topology> [--component-parallelism c:n]... [--container-number n] [--runtime-config k=v]...",
+		Use:   "update cluster[/role[/env]] <topology> [--component-parallelism c:n]... [--container-number n] [--runtime-config k=v]... [--restart]",
 		Short: "Rescale a running topology or change its runtime config",
 		Args:  exactArgs(2, "egret update local wordcount --component-parallelism count:4"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -211,7 +213,18 @@ func updateCmd(g *globals) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			o := launcher.UpdateOptions{Parallelism: par, Containers: containers, RuntimeConfig: rc, DrainTimeout: drain}
+			if restart && len(rc) == 0 {
+				return usagef("--restart needs the settings to apply: --runtime-config key=value")
+			}
+			if restart && (len(par) > 0 || containers > 0) {
+				return usagef("--restart applies runtime settings: rescale in another egret update (without --restart)")
+			}
+			if restart {
+				if _, _, err := topology.SplitRestartConfig(rc); err != nil {
+					return usageError{err}
+				}
+			}
+			o := launcher.UpdateOptions{Parallelism: par, Containers: containers, RuntimeConfig: rc, DrainTimeout: drain, Restart: restart}
 			if !cmd.Flags().Changed("drain-timeout") {
 				if o.DrainTimeout, err = l.Cluster.Duration("egret.update.drain.timeout"); err != nil {
 					return usageError{err}
@@ -228,7 +241,8 @@ func updateCmd(g *globals) *cobra.Command {
 	f.StringArrayVar(&parallelism, "component-parallelism", nil, "new task count of a component: component:count (repeatable)")
 	f.IntVar(&containers, "container-number", 0, "new number of containers")
 	f.StringArrayVar(&runtimeConfig, "runtime-config", nil, "runtime config value: key=value (repeatable)")
-	f.DurationVar(&drain, "drain-timeout", 0, "how long a rescale drains before the instances restart (default egret.update.drain.timeout, 30s; 0: no drain)")
+	f.DurationVar(&drain, "drain-timeout", 0, "how long a rescale (or each container restart of --restart) drains before the instances restart (default egret.update.drain.timeout, 30s; 0: no drain)")
+	f.BoolVar(&restart, "restart", false, "apply the --runtime-config settings that do not change live by a rolling restart of containers 1..N (drained and health-checked, as egret upgrade)")
 	return cmd
 }
 

@@ -358,6 +358,11 @@ type UpdateOptions struct {
 	// DrainTimeout bounds the drain of a running topology between its
 	// deactivation and the restart of its instances (see Kill); 0: none.
 	DrainTimeout time.Duration
+	// Restart applies the fixed settings of RuntimeConfig (those the
+	// instances and stream managers read when they start) by a rolling
+	// restart of containers 1..N, drained and health-checked as an
+	// upgrade's (see RestartConfig).
+	Restart bool
 }
 
 // Update rescales a topology (repacking it and handing the new plan to the
@@ -387,6 +392,9 @@ type UpdateOptions struct {
 func (l *Launcher) Update(ctx context.Context, name string, o UpdateOptions) error {
 	if err := checkTopology(name); err != nil {
 		return err
+	}
+	if o.Restart {
+		return l.restartConfig(ctx, name, o)
 	}
 	if err := topology.CheckRuntimeConfig(o.RuntimeConfig); err != nil {
 		return badInput(err) // before anything is changed or sent

@@ -155,21 +155,34 @@ type keySpec struct {
 	// runtime: may be changed in a running topology's runtime config
 	// (egret update --runtime-config); running instances apply it live.
 	runtime bool
-	min     float64
+	// fixed, when set, says why the setting cannot change in a running
+	// topology at all, not even by a rolling restart (egret update
+	// --restart); the other settings that are not runtime are read by
+	// the instances and stream managers when they start.
+	fixed string
+	min   float64
 }
 
+// Why the settings in keySpecs cannot change in a running topology.
+const (
+	fixedPacking    = "it shapes the packing plan (the containers and their resources), fixed at submission; egret update --container-number changes the number of containers, anything else needs a kill and a new submission"
+	fixedDelivery   = "the delivery mode is the topology's contract (acking, checkpointed state) for its whole life; kill the topology and submit it again"
+	fixedCheckpoint = "it changes the checkpoint semantics of an effectively-once topology, which the topology manager reads at its start; kill the topology and submit it again"
+	fixedHealthMgr  = "the health manager reads it in container 0, which a rolling restart does not restart (it holds no topology code); kill the topology and submit it again"
+)
+
 var keySpecs = map[string]keySpec{
-	KeyContainers:      {typ: typeInt, min: 1},
-	KeyDeliveryMode:    {typ: typeDelivery},
+	KeyContainers:      {typ: typeInt, min: 1, fixed: fixedPacking},
+	KeyDeliveryMode:    {typ: typeDelivery, fixed: fixedDelivery},
 	KeyMaxSpoutPending: {typ: typeInt, component: true, runtime: true},
 	KeyMessageTimeout:  {typ: typeDuration, component: true, runtime: true, min: 1},
 	KeyTickFrequency:   {typ: typeDuration, component: true, runtime: true},
-	KeyCPU:             {typ: typeFloat, component: true},
-	KeyRAM:             {typ: typeBytes, component: true},
-	KeyDisk:            {typ: typeBytes, component: true},
-	KeyContainerCPU:    {typ: typeFloat},
-	KeyContainerRAM:    {typ: typeBytes},
-	KeyContainerDisk:   {typ: typeBytes},
+	KeyCPU:             {typ: typeFloat, component: true, fixed: fixedPacking},
+	KeyRAM:             {typ: typeBytes, component: true, fixed: fixedPacking},
+	KeyDisk:            {typ: typeBytes, component: true, fixed: fixedPacking},
+	KeyContainerCPU:    {typ: typeFloat, fixed: fixedPacking},
+	KeyContainerRAM:    {typ: typeBytes, fixed: fixedPacking},
+	KeyContainerDisk:   {typ: typeBytes, fixed: fixedPacking},
 	KeyDebug:           {typ: typeBool},
 
 	KeyDropTuplesUponBackPressure: {typ: typeBool},
@@ -180,16 +193,16 @@ var keySpecs = map[string]keySpec{
 	KeyMultilangQueueSize:        {typ: typeInt, component: true, min: 1},
 	KeyMultilangMaxMessageBytes:  {typ: typeBytes, component: true, min: 1},
 
-	KeyCheckpointInterval: {typ: typeDuration, min: 1},
-	KeyAlignmentTimeout:   {typ: typeDuration, min: 1},
-	KeyCheckpointsKept:    {typ: typeInt, min: 1},
+	KeyCheckpointInterval: {typ: typeDuration, min: 1, fixed: fixedCheckpoint},
+	KeyAlignmentTimeout:   {typ: typeDuration, min: 1, fixed: fixedCheckpoint},
+	KeyCheckpointsKept:    {typ: typeInt, min: 1, fixed: fixedCheckpoint},
 
-	KeyHealthMgrEnabled:        {typ: typeBool},
-	KeyHealthMgrThreshold:      {typ: typeDuration, min: 1},
-	KeyHealthMgrCooldown:       {typ: typeDuration, min: 1},
-	KeyHealthMgrInterval:       {typ: typeDuration, min: 1},
-	KeyHealthMgrMaxParallelism: {typ: typeInt, component: true, min: 1},
-	KeyHealthMgrScaleFactor:    {typ: typeFloat, component: true, min: 1},
+	KeyHealthMgrEnabled:        {typ: typeBool, fixed: fixedHealthMgr},
+	KeyHealthMgrThreshold:      {typ: typeDuration, min: 1, fixed: fixedHealthMgr},
+	KeyHealthMgrCooldown:       {typ: typeDuration, min: 1, fixed: fixedHealthMgr},
+	KeyHealthMgrInterval:       {typ: typeDuration, min: 1, fixed: fixedHealthMgr},
+	KeyHealthMgrMaxParallelism: {typ: typeInt, component: true, min: 1, fixed: fixedHealthMgr},
+	KeyHealthMgrScaleFactor:    {typ: typeFloat, component: true, min: 1, fixed: fixedHealthMgr},
 }
 
 // checkValue validates one config value; the returned message names the
@@ -275,7 +288,10 @@ func CheckRuntimeConfig(kv map[string]string) error {
 		}
 		spec, known := keySpecs[k]
 		if known && !spec.runtime {
-			return fmt.Errorf("runtime setting %s: fixed when the topology is submitted; the runtime config may change %s and user settings (keys not starting with \"topology.\")",
+			if spec.fixed != "" {
+				return fmt.Errorf("runtime setting %s cannot change in a running topology: %s", k, spec.fixed)
+			}
+			return fmt.Errorf("runtime setting %s: fixed when the topology is submitted, it does not change live; add --restart to apply it by a rolling restart of containers 1..N (the runtime config changes %s and user settings live)",
 				k, strings.Join(RuntimeKeys(), ", "))
 		}
 		if msg, ok := checkValue(k, v, false); !ok {
@@ -283,6 +299,39 @@ func CheckRuntimeConfig(kv map[string]string) error {
 		}
 	}
 	return nil
+}
+
+// SplitRestartConfig validates the settings of egret update
+// --runtime-config --restart before anything is applied: the runtime ones
+// (RuntimeKeys and user settings) as CheckRuntimeConfig, which apply
+// live, and the fixed topology settings that the instances and stream
+// managers read when they start, which a rolling restart applies (written
+// into the topology definition). It returns the latter (an empty value
+// deletes the setting); the error names the first setting (in key order)
+// that is invalid or cannot change in a running topology at all, and why.
+func SplitRestartConfig(kv map[string]string) (live, restart map[string]string, err error) {
+	live, restart = map[string]string{}, map[string]string{}
+	for _, k := range slices.Sorted(maps.Keys(kv)) {
+		v := kv[k]
+		spec, known := keySpecs[k]
+		switch {
+		case known && spec.fixed != "":
+			return nil, nil, fmt.Errorf("setting %s cannot change in a running topology, not even with --restart: %s", k, spec.fixed)
+		case !known && strings.HasPrefix(k, "topology."):
+			return nil, nil, fmt.Errorf("setting %s: unknown topology setting (user settings must not start with \"topology.\")", k)
+		}
+		if v != "" {
+			if msg, ok := checkValue(k, v, false); !ok {
+				return nil, nil, fmt.Errorf("setting %s: %s", k, msg)
+			}
+		}
+		if known && !spec.runtime {
+			restart[k] = v
+		} else {
+			live[k] = v
+		}
+	}
+	return live, restart, nil
 }
 
 // ParseBytes parses a byte size: a plain integer, or a number with one of

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -158,7 +159,6 @@ func TestTopologyAccessors(t *testing.T) {
 }
 
 func TestCheckRuntimeConfig(t *testing.T) {
-	allowed := "the runtime config may change topology.max.spout.pending, topology.message.timeout, topology.tick.tuple.freq and user settings"
 	cases := []struct {
 		kv   map[string]string
 		want string // "" = valid
@@ -169,9 +169,10 @@ func TestCheckRuntimeConfig(t *testing.T) {
 		{kv: map[string]string{KeyMaxSpoutPending: "-1"}, want: `runtime setting topology.max.spout.pending: "-1" is below the minimum 0`},
 		{kv: map[string]string{KeyMessageTimeout: "30"}, want: `runtime setting topology.message.timeout: "30" is not a duration (for example 500ms, 30s)`},
 		{kv: map[string]string{KeyMessageTimeout: "0s"}, want: `runtime setting topology.message.timeout: "0s" is below the minimum 1`},
-		{kv: map[string]string{KeyContainers: "3"}, want: "runtime setting topology.containers: fixed when the topology is submitted; " + allowed},
-		{kv: map[string]string{KeyDeliveryMode: "at-least-once"}, want: "runtime setting topology.delivery.mode: fixed when the topology is submitted"},
-		{kv: map[string]string{KeyDebug: "true"}, want: "runtime setting topology.debug: fixed when the topology is submitted"},
+		{kv: map[string]string{KeyContainers: "3"}, want: "runtime setting topology.containers cannot change in a running topology: it shapes the packing plan"},
+		{kv: map[string]string{KeyDeliveryMode: "at-least-once"}, want: "runtime setting topology.delivery.mode cannot change in a running topology: the delivery mode is the topology's contract"},
+		{kv: map[string]string{KeyDebug: "true"}, want: "runtime setting topology.debug: fixed when the topology is submitted, it does not change live; add --restart to apply it by a rolling restart of containers 1..N " +
+			"(the runtime config changes topology.max.spout.pending, topology.message.timeout, topology.tick.tuple.freq and user settings live)"},
 		{kv: map[string]string{"topology.max.spout.pendng": "5"}, want: `runtime setting topology.max.spout.pendng: unknown topology setting`},
 		{kv: map[string]string{"a": "1", KeyTickFrequency: "often", "z": "2"}, want: `runtime setting topology.tick.tuple.freq: "often" is not a duration`},
 	}
@@ -181,6 +182,38 @@ func TestCheckRuntimeConfig(t *testing.T) {
 		case tc.want == "" && err != nil:
 			t.Errorf("%v: %v", tc.kv, err)
 		case tc.want != "" && (err == nil || !strings.HasPrefix(err.Error(), tc.want)):
+			t.Errorf("%v: %v, want %q", tc.kv, err, tc.want)
+		}
+	}
+}
+
+// TestSplitRestartConfig: egret update --restart takes the live settings
+// and the fixed ones that restarted processes read, and refuses the ones
+// that cannot change in a running topology with the reason.
+func TestSplitRestartConfig(t *testing.T) {
+	live, restart, err := SplitRestartConfig(map[string]string{KeyMultilangHeartbeatTimeout: "45s", KeyDebug: "", KeyMaxSpoutPending: "10", "count.rate": "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{KeyMultilangHeartbeatTimeout: "45s", KeyDebug: ""}; !maps.Equal(restart, want) {
+		t.Errorf("restart settings %v, want %v", restart, want)
+	}
+	if want := map[string]string{KeyMaxSpoutPending: "10", "count.rate": "5"}; !maps.Equal(live, want) {
+		t.Errorf("live settings %v, want %v", live, want)
+	}
+	for _, tc := range []struct {
+		kv   map[string]string
+		want string
+	}{
+		{map[string]string{KeyDeliveryMode: "at-most-once"}, "setting topology.delivery.mode cannot change in a running topology, not even with --restart: the delivery mode"},
+		{map[string]string{KeyDeliveryMode: ""}, "setting topology.delivery.mode cannot change in a running topology, not even with --restart"},
+		{map[string]string{KeyRAM: "1GiB"}, "setting topology.component.ram cannot change in a running topology, not even with --restart: it shapes the packing plan"},
+		{map[string]string{KeyCheckpointInterval: "1s"}, "setting topology.stateful.checkpoint.interval cannot change in a running topology, not even with --restart: it changes the checkpoint semantics"},
+		{map[string]string{KeyHealthMgrEnabled: "true"}, "setting topology.healthmgr.enabled cannot change in a running topology, not even with --restart: the health manager reads it in container 0"},
+		{map[string]string{KeyMultilangHeartbeatTimeout: "0s"}, `setting topology.multilang.heartbeat.timeout: "0s" is below the minimum 1`},
+		{map[string]string{"topology.debugg": "true"}, "setting topology.debugg: unknown topology setting"},
+	} {
+		if _, _, err := SplitRestartConfig(tc.kv); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want %q", tc.kv, err, tc.want)
 		}
 	}

@@ -22,7 +22,19 @@ import (
 // binary's name for binary().
 func taggedAckcheck(t *testing.T, tag string) string {
 	t.Helper()
+	return taggedAckcheckSetting(t, tag, "")
+}
+
+// taggedAckcheckSetting is taggedAckcheck whose sink also records the
+// value of setting it started with (ackcheck.TagSetting), when not empty.
+func taggedAckcheckSetting(t *testing.T, tag, setting string) string {
+	t.Helper()
 	name := "ackcheck-" + tag
+	ldflags := "-X github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.Tag=" + tag
+	if setting != "" {
+		name += "-" + setting
+		ldflags += " -X github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.TagSetting=" + setting
+	}
 	binary(t, "egret") // creates the build directory
 	buildMu.Lock()
 	defer buildMu.Unlock()
@@ -30,8 +42,7 @@ func taggedAckcheck(t *testing.T, tag string) string {
 		return name
 	}
 	out := filepath.Join(buildDir, name)
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags",
-		"-X github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.Tag="+tag, "./test/e2e/testdata/ackcheck")
+	cmd := exec.Command("go", "build", "-o", out, "-ldflags", ldflags, "./test/e2e/testdata/ackcheck")
 	cmd.Dir = repoRoot()
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build ackcheck with tag %s: %v\n%s", tag, err, b)

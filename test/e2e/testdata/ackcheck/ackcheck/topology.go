@@ -221,8 +221,15 @@ func (b *RelayBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", 
 // "broken" makes every sink task fail to start.
 var Tag string
 
+// TagSetting, when set at build time like Tag, makes a tagged sink record
+// "<Tag>@<value>" as its tag, the value being the one this sink process
+// read for the setting TagSetting when it started ("-" when unset): which
+// settings each process ran with (egret update --restart tests).
+var TagSetting string
+
 type SinkBolt struct {
 	api.BaseBolt
+	tag      string
 	out      api.BoltCollector
 	f        *os.File
 	line     []byte
@@ -238,6 +245,14 @@ func (b *SinkBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.log = out.ReportError
 	if Tag == "broken" {
 		return fmt.Errorf("this build of the sink is broken on purpose (ackcheck.Tag=%s)", Tag)
+	}
+	b.tag = Tag
+	if Tag != "" && TagSetting != "" {
+		v := ctx.Config(TagSetting)
+		if v == "" {
+			v = "-"
+		}
+		b.tag = Tag + "@" + v
 	}
 	if ctx.Config(KeySinkLog) == "false" {
 		return nil
@@ -260,9 +275,9 @@ func (b *SinkBolt) Execute(t api.Tuple) {
 		b.line = strconv.AppendInt(b.line[:0], t.Int64(0), 10)
 		b.line = append(b.line, ' ')
 		b.line = strconv.AppendInt(b.line, t.Int64(1), 10)
-		if Tag != "" {
+		if b.tag != "" {
 			b.line = append(b.line, ' ')
-			b.line = append(b.line, Tag...)
+			b.line = append(b.line, b.tag...)
 			b.line = append(b.line, ' ')
 			b.line = strconv.AppendInt(b.line, time.Now().UnixMilli(), 10)
 		}
