@@ -21,7 +21,8 @@ import (
 type applyStep struct {
 	Cluster  string `json:"cluster"`
 	Topology string `json:"topology"`
-	// Action is create, update, unchanged or kill (--prune).
+	// Action is create, upgrade (a changed binary, then the scale when it
+	// changes too), update, unchanged or kill (--prune).
 	Action string `json:"action"`
 	// Detail says what changes (scale) or why nothing does.
 	Detail string `json:"detail,omitempty"`
@@ -34,6 +35,8 @@ type applyStep struct {
 	entry *manifest.Topology
 	l     *launcher.Launcher
 	scale launcher.UpdateOptions
+	// rescale: the upgrade step also updates the scale.
+	rescale bool
 }
 
 func applyCmd(g *globals) *cobra.Command {
@@ -43,10 +46,11 @@ func applyCmd(g *globals) *cobra.Command {
 	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "apply -f FILE|DIR [--dry-run] [--prune] [--parallel N] [--continue-on-error] [-o json]",
-		Short: "Make the running topologies what a manifest lists (create, scale, prune)",
+		Short: "Make the running topologies what a manifest lists (create, upgrade, scale, prune)",
 		Long: `Reads a manifest (a YAML file, or every .yaml/.yml file of a directory; docs/operations.md)
-and makes it so: a listed topology that does not run is submitted, one that runs with another
-scale is updated, and with --prune a topology of a listed cluster that the manifest does not list
+and makes it so: a listed topology that does not run is submitted, one that runs another binary
+(another sha256 than the running package's topology binary) is upgraded (egret upgrade, drained
+per container), one that runs with another scale is updated, and with --prune a topology of a listed cluster that the manifest does not list
 is killed (drained first). Applying the same manifest twice changes nothing. --dry-run prints
 the plan and changes nothing. The exit code is 1 when any step failed, 2 for a bad manifest.`,
 		Args: cobra.NoArgs,
@@ -136,6 +140,10 @@ func (g *globals) applyPlan(ctx context.Context, entries []manifest.Topology, pr
 		default:
 			if err := s.diffScale(ctx); err != nil {
 				s.Action, s.Status, s.Error = "unchanged", "failed", err.Error()
+				continue
+			}
+			if err := s.diffBinary(ctx, in); err != nil {
+				s.Action, s.Status, s.Error = "unchanged", "failed", err.Error()
 			}
 		}
 	}
@@ -186,6 +194,43 @@ func (s *applyStep) diffScale(ctx context.Context) error {
 		s.scale.Parallelism = want
 	}
 	s.Action, s.Detail = "update", strings.Join(changes, ", ")
+	return nil
+}
+
+// diffBinary compares the entry's binary (built as submit would build it)
+// with the topology binary of the packages the topology runs: another
+// digest plans an upgrade (followed by the scale update, if any).
+func (s *applyStep) diffBinary(ctx context.Context, in launcher.TopologyInfo) error {
+	var running []string
+	for _, p := range in.Packages {
+		if p.BinarySHA256 == "" {
+			s.Detail += "; binary not compared (the running package does not record its binary's digest: submitted by an older egret; egret upgrade ships the manifest's)"
+			return nil
+		}
+		if !slices.Contains(running, p.BinarySHA256) {
+			running = append(running, p.BinarySHA256)
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	want, err := s.l.BinaryDigest(ctx, s.entry.Binary)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Where, err)
+	}
+	if len(running) == 1 && running[0] == want {
+		return nil
+	}
+	short := make([]string, len(running))
+	for i, r := range running {
+		short[i] = launcher.ShortSHA(r)
+	}
+	detail := fmt.Sprintf("binary %s→%s (a rolling upgrade)", strings.Join(short, "+"), launcher.ShortSHA(want))
+	if s.Action == "update" {
+		detail += "; then " + s.Detail
+		s.rescale = true
+	}
+	s.Action, s.Detail = "upgrade", detail
 	return nil
 }
 
@@ -259,13 +304,20 @@ func (s *applyStep) run(ctx context.Context, wait time.Duration) error {
 		}
 		s.Action = "create"
 		return s.l.Update(ctx, s.Topology, s.scale)
-	case "update":
-		d, err := s.l.Cluster.Duration("egret.update.drain.timeout")
+	case "upgrade":
+		d, err := s.l.Cluster.Duration("egret.upgrade.drain.timeout")
 		if err != nil {
 			return err
 		}
-		s.scale.DrainTimeout = d
-		return s.l.Update(ctx, s.Topology, s.scale)
+		if _, err := s.l.Upgrade(ctx, s.Topology, launcher.UpgradeOptions{Binary: s.entry.Binary, Args: s.entry.Args, DrainTimeout: d}); err != nil {
+			return err
+		}
+		if !s.rescale {
+			return nil
+		}
+		return s.update(ctx)
+	case "update":
+		return s.update(ctx)
 	case "kill":
 		d, err := s.l.Cluster.Duration("egret.kill.drain.timeout")
 		if err != nil {
@@ -274,6 +326,16 @@ func (s *applyStep) run(ctx context.Context, wait time.Duration) error {
 		return s.l.Kill(ctx, s.Topology, launcher.KillOptions{DrainTimeout: d})
 	}
 	return nil
+}
+
+// update applies the step's scale, drained (egret.update.drain.timeout).
+func (s *applyStep) update(ctx context.Context) error {
+	d, err := s.l.Cluster.Duration("egret.update.drain.timeout")
+	if err != nil {
+		return err
+	}
+	s.scale.DrainTimeout = d
+	return s.l.Update(ctx, s.Topology, s.scale)
 }
 
 func reportSteps(w io.Writer, steps []*applyStep, output string) error {

@@ -210,6 +210,10 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	if pkg.SHA256, err = buildPackage(pkg.Path, cfg, binary, defn, extra); err != nil {
 		return nil, err
 	}
+	binarySHA, err := FileSHA256(binary)
+	if err != nil {
+		return nil, err
+	}
 	up, err := l.Backends.Uploader(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("uploader: %w", err)
@@ -245,7 +249,7 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	l.progress("writing topology state (%s)", cfg.String("egret.statemgr", ""))
 	es := &egretpb.ExecutionState{
 		TopologyName: t.Name, TopologyId: t.ID, Cluster: cluster.Name, Role: cluster.Role, Environ: cluster.Environ,
-		SubmitTimeUnix: time.Now().Unix(), SubmitUser: currentUser(), PackageUri: uri, PackageSha256: pkg.SHA256,
+		SubmitTimeUnix: time.Now().Unix(), SubmitUser: currentUser(), PackageUri: uri, PackageSha256: pkg.SHA256, PackageBinarySha256: binarySHA,
 		EgretVersion: Version, Scheduler: cfg.String("egret.scheduler", ""), DeployDeactivated: o.DeployDeactivated,
 	}
 	secret := make([]byte, 32)

@@ -2,8 +2,11 @@ package launcher
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -143,9 +146,26 @@ type UpgradeResult struct {
 
 // PackageUse is a package and the containers that run it.
 type PackageUse struct {
-	SHA256     string `json:"sha256"`
-	URI        string `json:"uri"`
-	Containers []int  `json:"containers"`
+	SHA256 string `json:"sha256"`
+	URI    string `json:"uri"`
+	// BinarySHA256 is the digest of the topology binary in the package
+	// (empty: not recorded, a package of an older egret).
+	BinarySHA256 string `json:"binary_sha256,omitempty"`
+	Containers   []int  `json:"containers"`
+}
+
+// FileSHA256 is the hex sha256 digest of a file's content.
+func FileSHA256(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // ShortSHA is how a package digest is shown: its first 12 hex digits.
@@ -184,7 +204,7 @@ func packageUses(es *egretpb.ExecutionState, ids []int) []PackageUse {
 		ref := state.ContainerPackage(es, c)
 		i := slices.IndexFunc(out, func(u PackageUse) bool { return u.SHA256 == ref.GetSha256() && u.URI == ref.GetUri() })
 		if i < 0 {
-			out = append(out, PackageUse{SHA256: ref.GetSha256(), URI: ref.GetUri()})
+			out = append(out, PackageUse{SHA256: ref.GetSha256(), URI: ref.GetUri(), BinarySHA256: ref.GetBinarySha256()})
 			i = len(out) - 1
 		}
 		out[i].Containers = append(out[i].Containers, c)
@@ -428,6 +448,10 @@ func (l *Launcher) uploadUpgrade(ctx context.Context, u *upgrading, binary, defn
 	if pkg.SHA256, err = buildPackage(pkg.Path, u.cfg, binary, defn, extra); err != nil {
 		return err
 	}
+	binarySHA, err := FileSHA256(binary)
+	if err != nil {
+		return err
+	}
 	current := state.TopologyPackage(u.es)
 	if len(u.res.Packages) > 1 && !strings.EqualFold(pkg.SHA256, current.GetSha256()) {
 		return badInput(fmt.Errorf("topology %q runs %s: an upgrade to %s is under way or stopped (a canary?); finish it with the same binary or roll it back with egret upgrade --rollback before upgrading to another package (%s)",
@@ -443,7 +467,7 @@ func (l *Launcher) uploadUpgrade(ctx context.Context, u *upgrading, binary, defn
 	}
 	u.restart = restart
 	if len(restart) == 0 {
-		u.target = &egretpb.PackageRef{Uri: current.GetUri(), Sha256: pkg.SHA256}
+		u.target = &egretpb.PackageRef{Uri: current.GetUri(), Sha256: pkg.SHA256, BinarySha256: binarySHA}
 		if strings.EqualFold(current.GetSha256(), pkg.SHA256) {
 			return nil // nothing to upload
 		}
@@ -458,7 +482,7 @@ func (l *Launcher) uploadUpgrade(ctx context.Context, u *upgrading, binary, defn
 	if err != nil {
 		return fmt.Errorf("upload the topology package: %w", err)
 	}
-	u.target = &egretpb.PackageRef{Uri: uri, Sha256: pkg.SHA256}
+	u.target = &egretpb.PackageRef{Uri: uri, Sha256: pkg.SHA256, BinarySha256: binarySHA}
 	return nil
 }
 
@@ -685,4 +709,21 @@ func (s *UpgradeStep) drainNote() string {
 // topology manager accepts it (a complete physical plan).
 func (l *Launcher) activateAgain(ctx context.Context, name string) error {
 	return retryConflict(ctx, func() error { return l.SetActive(ctx, name, true) })
+}
+
+// BinaryDigest returns the sha256 of the topology binary that submit or
+// upgrade would ship for binary: the file itself, or what a Go package
+// builds to for the cluster's OS and architecture (egret apply compares
+// it with the running package's, PackageUse.BinarySHA256).
+func (l *Launcher) BinaryDigest(ctx context.Context, binary string) (string, error) {
+	tmp, err := os.MkdirTemp("", "egret-digest-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	path, err := l.binary(ctx, binary, tmp)
+	if err != nil {
+		return "", err
+	}
+	return FileSHA256(path)
 }

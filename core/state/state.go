@@ -280,7 +280,7 @@ func TopologyPackage(es *egretpb.ExecutionState) *egretpb.PackageRef {
 	if ref := es.GetCurrentPackage(); ref.GetUri() != "" {
 		return ref
 	}
-	return &egretpb.PackageRef{Uri: es.GetPackageUri(), Sha256: es.GetPackageSha256()}
+	return &egretpb.PackageRef{Uri: es.GetPackageUri(), Sha256: es.GetPackageSha256(), BinarySha256: es.GetPackageBinarySha256()}
 }
 
 // PhysicalPlan reads a topology's physical plan.

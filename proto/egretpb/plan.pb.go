@@ -499,8 +499,12 @@ type ExecutionState struct {
 	PreviousPackage *PackageRef `protobuf:"bytes,15,opt,name=previous_package,json=previousPackage,proto3" json:"previous_package,omitempty"`
 	// upgrade_time_unix is when the latest upgrade or rollback started.
 	UpgradeTimeUnix int64 `protobuf:"varint,16,opt,name=upgrade_time_unix,json=upgradeTimeUnix,proto3" json:"upgrade_time_unix,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// package_binary_sha256 is the sha256 of the topology binary in the
+	// submitted package (egret apply compares it with a manifest's binary;
+	// unset: submitted by an egret that did not record it).
+	PackageBinarySha256 string `protobuf:"bytes,17,opt,name=package_binary_sha256,json=packageBinarySha256,proto3" json:"package_binary_sha256,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *ExecutionState) Reset() {
@@ -645,11 +649,21 @@ func (x *ExecutionState) GetUpgradeTimeUnix() int64 {
 	return 0
 }
 
+func (x *ExecutionState) GetPackageBinarySha256() string {
+	if x != nil {
+		return x.PackageBinarySha256
+	}
+	return ""
+}
+
 // PackageRef names an uploaded topology package.
 type PackageRef struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Uri           string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
-	Sha256        string                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Uri    string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
+	Sha256 string                 `protobuf:"bytes,2,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	// binary_sha256 is the sha256 of the topology binary it holds (unset:
+	// not recorded).
+	BinarySha256  string `protobuf:"bytes,3,opt,name=binary_sha256,json=binarySha256,proto3" json:"binary_sha256,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -694,6 +708,13 @@ func (x *PackageRef) GetUri() string {
 func (x *PackageRef) GetSha256() string {
 	if x != nil {
 		return x.Sha256
+	}
+	return ""
+}
+
+func (x *PackageRef) GetBinarySha256() string {
+	if x != nil {
+		return x.BinarySha256
 	}
 	return ""
 }
@@ -1120,7 +1141,7 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\x0eruntime_config\x18\x06 \x03(\v2).egret.v1.PhysicalPlan.RuntimeConfigEntryR\rruntimeConfig\x1a@\n" +
 	"\x12RuntimeConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8b\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbf\x06\n" +
 	"\x0eExecutionState\x12#\n" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12\x1f\n" +
 	"\vtopology_id\x18\x02 \x01(\tR\n" +
@@ -1141,14 +1162,16 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\x0fcurrent_package\x18\r \x01(\v2\x14.egret.v1.PackageRefR\x0ecurrentPackage\x12^\n" +
 	"\x12container_packages\x18\x0e \x03(\v2/.egret.v1.ExecutionState.ContainerPackagesEntryR\x11containerPackages\x12?\n" +
 	"\x10previous_package\x18\x0f \x01(\v2\x14.egret.v1.PackageRefR\x0fpreviousPackage\x12*\n" +
-	"\x11upgrade_time_unix\x18\x10 \x01(\x03R\x0fupgradeTimeUnix\x1aZ\n" +
+	"\x11upgrade_time_unix\x18\x10 \x01(\x03R\x0fupgradeTimeUnix\x122\n" +
+	"\x15package_binary_sha256\x18\x11 \x01(\tR\x13packageBinarySha256\x1aZ\n" +
 	"\x16ContainerPackagesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12*\n" +
-	"\x05value\x18\x02 \x01(\v2\x14.egret.v1.PackageRefR\x05value:\x028\x01\"6\n" +
+	"\x05value\x18\x02 \x01(\v2\x14.egret.v1.PackageRefR\x05value:\x028\x01\"[\n" +
 	"\n" +
 	"PackageRef\x12\x10\n" +
 	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x16\n" +
-	"\x06sha256\x18\x02 \x01(\tR\x06sha256\"\xbc\x01\n" +
+	"\x06sha256\x18\x02 \x01(\tR\x06sha256\x12#\n" +
+	"\rbinary_sha256\x18\x03 \x01(\tR\fbinarySha256\"\xbc\x01\n" +
 	"\x10TManagerLocation\x12#\n" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12\x1f\n" +
 	"\vtopology_id\x18\x02 \x01(\tR\n" +

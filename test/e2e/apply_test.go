@@ -14,6 +14,13 @@ import (
 // YAML lines of the entry.
 func applyManifest(t *testing.T, c *cluster, file string, entries map[string]string) {
 	t.Helper()
+	applyManifestBinaries(t, c, file, entries, nil)
+}
+
+// applyManifestBinaries is applyManifest with other binaries (names for
+// binary()) than ackcheck for some entries.
+func applyManifestBinaries(t *testing.T, c *cluster, file string, entries, binaries map[string]string) {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("topologies:\n")
 	for _, name := range []string{"app-a", "app-b", "app-c"} {
@@ -21,8 +28,12 @@ func applyManifest(t *testing.T, c *cluster, file string, entries map[string]str
 		if !ok {
 			continue
 		}
+		bin := "ackcheck"
+		if b, ok := binaries[name]; ok {
+			bin = b
+		}
 		fmt.Fprintf(&b, "  - name: %s\n    cluster: %s\n    binary: %s\n    args: [--name, %s, --messages, \"0\", --rate, \"50\", --state, %s, --containers, \"1\"]\n%s",
-			name, c.name, binary(t, "ackcheck"), name, filepath.Join(c.home, "state-"+name), extra)
+			name, c.name, binary(t, bin), name, filepath.Join(c.home, "state-"+name), extra)
 	}
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -68,7 +79,8 @@ func sameActions(t *testing.T, what string, got applyResult, want map[string]str
 }
 
 // TestApplyManifest: egret apply creates what a manifest lists, changes
-// nothing the second time, scales and prunes for a changed manifest, and
+// nothing the second time, scales and prunes for a changed manifest,
+// upgrades a topology whose binary changed (another digest), and
 // refuses a bad manifest with its position before doing anything.
 func TestApplyManifest(t *testing.T) {
 	c := newCluster(t, "local")
@@ -118,6 +130,36 @@ func TestApplyManifest(t *testing.T) {
 	if out := c.mustEgret("list", c.name); strings.Contains(out, "app-c") || !strings.Contains(out, "app-a") {
 		t.Fatalf("after the prune:\n%s", out)
 	}
+
+	// app-a's binary changes (another build), and app-b's scale with
+	// app-b's binary: an upgrade each, app-b's followed by the update.
+	v2 := taggedAckcheck(t, "v2")
+	applyManifestBinaries(t, c, file, map[string]string{"app-a": "", "app-b": "    parallelism: {relay: 2}\n"}, map[string]string{"app-a": v2, "app-b": v2})
+	dry := c.apply(t, "-f", file, "--dry-run")
+	sameActions(t, "changed binaries, dry run", dry, map[string]string{"app-a": "upgrade/planned", "app-b": "upgrade/planned"})
+	for _, s := range dry.Steps {
+		if !strings.Contains(s.Detail, "binary ") || !strings.Contains(s.Detail, "(a rolling upgrade)") || (s.Topology == "app-b" && !strings.Contains(s.Detail, "then relay 3→2")) {
+			t.Errorf("the planned upgrade of %s says %q; want the binary digests (and app-b's scale)", s.Topology, s.Detail)
+		}
+	}
+	es, err := c.store().ExecutionState(context.Background(), "app-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if es.GetCurrentPackage() != nil || es.GetPackageBinarySha256() == "" {
+		t.Fatalf("the dry run changed app-a's execution state, or the submit did not record the binary's digest: %v", es)
+	}
+	sameActions(t, "changed binaries", c.apply(t, "-f", file), map[string]string{"app-a": "upgrade/ok", "app-b": "upgrade/ok"})
+	if n := relays("app-b"); n != 2 {
+		t.Fatalf("app-b has %d relay tasks after the upgrade and update, want 2", n)
+	}
+	if es, err = c.store().ExecutionState(context.Background(), "app-a"); err != nil {
+		t.Fatal(err)
+	}
+	if got, was := es.GetCurrentPackage().GetBinarySha256(), es.GetPackageBinarySha256(); got == "" || got == was {
+		t.Fatalf("after the upgrade app-a's package records binary %q (submitted: %q)", got, was)
+	}
+	sameActions(t, "the upgraded manifest again", c.apply(t, "-f", file), map[string]string{"app-a": "unchanged/ok", "app-b": "unchanged/ok"})
 
 	// A bad manifest: exit 2 naming file and line, nothing done.
 	bad := filepath.Join(dir, "bad.yaml")
