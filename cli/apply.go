@@ -22,7 +22,8 @@ type applyStep struct {
 	Cluster  string `json:"cluster"`
 	Topology string `json:"topology"`
 	// Action is create, upgrade (a changed binary, then the scale when it
-	// changes too), update, unchanged or kill (--prune).
+	// changes too), update, resubmit (a changed logical plan: planned and
+	// reported, never done), unchanged or kill (--prune).
 	Action string `json:"action"`
 	// Detail says what changes (scale) or why nothing does.
 	Detail string `json:"detail,omitempty"`
@@ -197,40 +198,50 @@ func (s *applyStep) diffScale(ctx context.Context) error {
 	return nil
 }
 
-// diffBinary compares the entry's binary (built as submit would build it)
-// with the topology binary of the packages the topology runs: another
-// digest plans an upgrade (followed by the scale update, if any).
+// diffBinary compares the entry's binary (built as submit would build it,
+// defined with the entry's arguments) with the running topology: another
+// digest than the running packages' topology binary plans an upgrade
+// (followed by the scale update, if any); a logical plan an upgrade
+// cannot roll out plans a resubmit, which apply does not do; settings
+// that differ are noted.
 func (s *applyStep) diffBinary(ctx context.Context, in launcher.TopologyInfo) error {
-	var running []string
-	for _, p := range in.Packages {
-		if p.BinarySHA256 == "" {
-			s.Detail += "; binary not compared (the running package does not record its binary's digest: submitted by an older egret; egret upgrade ships the manifest's)"
-			return nil
-		}
-		if !slices.Contains(running, p.BinarySHA256) {
-			running = append(running, p.BinarySHA256)
-		}
-	}
-	if len(running) == 0 {
-		return nil
-	}
-	want, err := s.l.BinaryDigest(ctx, s.entry.Binary)
+	cmp, err := s.l.Compare(ctx, s.Topology, s.entry.Binary, s.entry.Args)
 	if err != nil {
 		return fmt.Errorf("%s: %w", s.Where, err)
 	}
-	if len(running) == 1 && running[0] == want {
+	if len(cmp.Incompatible) > 0 {
+		s.Action = "resubmit"
+		s.Detail = fmt.Sprintf("the binary with these arguments defines another logical plan (%s), which a rolling upgrade cannot roll out: egret kill %s %s, then apply again submits it",
+			strings.Join(cmp.Incompatible, "; "), s.Cluster, s.Topology)
 		return nil
 	}
-	short := make([]string, len(running))
-	for i, r := range running {
-		short[i] = launcher.ShortSHA(r)
+	var running []string
+	recorded := len(in.Packages) > 0
+	for _, p := range in.Packages {
+		if p.BinarySHA256 == "" {
+			recorded = false
+		} else if !slices.Contains(running, p.BinarySHA256) {
+			running = append(running, p.BinarySHA256)
+		}
 	}
-	detail := fmt.Sprintf("binary %s→%s (a rolling upgrade)", strings.Join(short, "+"), launcher.ShortSHA(want))
-	if s.Action == "update" {
-		detail += "; then " + s.Detail
-		s.rescale = true
+	switch {
+	case !recorded:
+		s.Detail += "; binary not compared (the running package does not record its binary's digest: submitted by an older egret; egret upgrade ships the manifest's)"
+	case len(running) != 1 || running[0] != cmp.BinarySHA256:
+		short := make([]string, len(running))
+		for i, r := range running {
+			short[i] = launcher.ShortSHA(r)
+		}
+		detail := fmt.Sprintf("binary %s→%s (a rolling upgrade)", strings.Join(short, "+"), launcher.ShortSHA(cmp.BinarySHA256))
+		if s.Action == "update" {
+			detail += "; then " + s.Detail
+			s.rescale = true
+		}
+		s.Action, s.Detail = "upgrade", detail
 	}
-	s.Action, s.Detail = "upgrade", detail
+	if len(cmp.Settings) > 0 {
+		s.Detail += fmt.Sprintf("; settings %s differ from the running definition and are not applied (egret update --runtime-config changes topology-level ones, --restart the fixed ones; a component's own need a resubmit)", strings.Join(cmp.Settings, ", "))
+	}
 	return nil
 }
 
@@ -318,6 +329,8 @@ func (s *applyStep) run(ctx context.Context, wait time.Duration) error {
 		return s.update(ctx)
 	case "update":
 		return s.update(ctx)
+	case "resubmit":
+		return fmt.Errorf("%s: apply does not resubmit a running topology (what it holds in flight and in state would be lost): egret kill %s %s, then apply again", s.Where, s.Cluster, s.Topology)
 	case "kill":
 		d, err := s.l.Cluster.Duration("egret.kill.drain.timeout")
 		if err != nil {

@@ -711,19 +711,55 @@ func (l *Launcher) activateAgain(ctx context.Context, name string) error {
 	return retryConflict(ctx, func() error { return l.SetActive(ctx, name, true) })
 }
 
-// BinaryDigest returns the sha256 of the topology binary that submit or
-// upgrade would ship for binary: the file itself, or what a Go package
-// builds to for the cluster's OS and architecture (egret apply compares
-// it with the running package's, PackageUse.BinarySHA256).
-func (l *Launcher) BinaryDigest(ctx context.Context, binary string) (string, error) {
-	tmp, err := os.MkdirTemp("", "egret-digest-")
+// Comparison is how a binary (with its arguments) compares with a
+// running topology (egret apply).
+type Comparison struct {
+	// BinarySHA256 is the digest of the topology binary that submit or
+	// upgrade would ship: the file itself, or what a Go package builds to
+	// for the cluster's OS and architecture (compared with the running
+	// packages' PackageUse.BinarySHA256).
+	BinarySHA256 string
+	// Incompatible is CompatibilityDiff of the running definition and the
+	// binary's: what a rolling upgrade cannot change.
+	Incompatible []string
+	// Settings names the topology and component settings that differ
+	// (component:key), which an upgrade does not change.
+	Settings []string
+}
+
+// Compare builds binary as submit would, defines it with args and compares
+// it with the running definition of topology name; nothing changes.
+func (l *Launcher) Compare(ctx context.Context, name, binary string, args []string) (*Comparison, error) {
+	tmp, err := os.MkdirTemp("", "egret-compare-")
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	defer os.RemoveAll(tmp)
 	path, err := l.binary(ctx, binary, tmp)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return FileSHA256(path)
+	c := &Comparison{}
+	if c.BinarySHA256, err = FileSHA256(path); err != nil {
+		return nil, err
+	}
+	next, _, err := define(ctx, path, args, tmp, 0)
+	if err != nil {
+		return nil, err
+	}
+	if next.Name != name {
+		return nil, badInput(fmt.Errorf("%s defines topology %q, not %q", binary, next.Name, name))
+	}
+	_, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer closeSM()
+	running, err := store.Topology(ctx, name)
+	if err != nil {
+		return nil, killHint(name, err)
+	}
+	c.Incompatible = CompatibilityDiff(running, next)
+	c.Settings = configDiff(running, next)
+	return c, nil
 }

@@ -14,12 +14,13 @@ import (
 // YAML lines of the entry.
 func applyManifest(t *testing.T, c *cluster, file string, entries map[string]string) {
 	t.Helper()
-	applyManifestBinaries(t, c, file, entries, nil)
+	applyManifestBinaries(t, c, file, entries, nil, nil)
 }
 
 // applyManifestBinaries is applyManifest with other binaries (names for
-// binary()) than ackcheck for some entries.
-func applyManifestBinaries(t *testing.T, c *cluster, file string, entries, binaries map[string]string) {
+// binary()) than ackcheck for some entries, and more arguments (YAML list
+// items) for some.
+func applyManifestBinaries(t *testing.T, c *cluster, file string, entries, binaries, args map[string]string) {
 	t.Helper()
 	var b strings.Builder
 	b.WriteString("topologies:\n")
@@ -32,8 +33,12 @@ func applyManifestBinaries(t *testing.T, c *cluster, file string, entries, binar
 		if b, ok := binaries[name]; ok {
 			bin = b
 		}
-		fmt.Fprintf(&b, "  - name: %s\n    cluster: %s\n    binary: %s\n    args: [--name, %s, --messages, \"0\", --rate, \"50\", --state, %s, --containers, \"1\"]\n%s",
-			name, c.name, binary(t, bin), name, filepath.Join(c.home, "state-"+name), extra)
+		more := ""
+		if a, ok := args[name]; ok {
+			more = ", " + a
+		}
+		fmt.Fprintf(&b, "  - name: %s\n    cluster: %s\n    binary: %s\n    args: [--name, %s, --messages, \"0\", --rate, \"50\", --state, %s, --containers, \"1\"%s]\n%s",
+			name, c.name, binary(t, bin), name, filepath.Join(c.home, "state-"+name), more, extra)
 	}
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		t.Fatal(err)
@@ -134,7 +139,7 @@ func TestApplyManifest(t *testing.T) {
 	// app-a's binary changes (another build), and app-b's scale with
 	// app-b's binary: an upgrade each, app-b's followed by the update.
 	v2 := taggedAckcheck(t, "v2")
-	applyManifestBinaries(t, c, file, map[string]string{"app-a": "", "app-b": "    parallelism: {relay: 2}\n"}, map[string]string{"app-a": v2, "app-b": v2})
+	applyManifestBinaries(t, c, file, map[string]string{"app-a": "", "app-b": "    parallelism: {relay: 2}\n"}, map[string]string{"app-a": v2, "app-b": v2}, nil)
 	dry := c.apply(t, "-f", file, "--dry-run")
 	sameActions(t, "changed binaries, dry run", dry, map[string]string{"app-a": "upgrade/planned", "app-b": "upgrade/planned"})
 	for _, s := range dry.Steps {
@@ -160,6 +165,14 @@ func TestApplyManifest(t *testing.T) {
 		t.Fatalf("after the upgrade app-a's package records binary %q (submitted: %q)", got, was)
 	}
 	sameActions(t, "the upgraded manifest again", c.apply(t, "-f", file), map[string]string{"app-a": "unchanged/ok", "app-b": "unchanged/ok"})
+	// Other arguments that change a setting: reported, not applied.
+	applyManifestBinaries(t, c, file, map[string]string{"app-a": "", "app-b": "    parallelism: {relay: 2}\n"}, map[string]string{"app-a": v2, "app-b": v2},
+		map[string]string{"app-a": "--set, topology.debug=true"})
+	r = c.apply(t, "-f", file, "--dry-run")
+	sameActions(t, "changed arguments", r, map[string]string{"app-a": "unchanged/planned", "app-b": "unchanged/planned"})
+	if d := r.Steps[0].Detail; r.Steps[0].Topology != "app-a" || !strings.Contains(d, "settings topology.debug differ from the running definition") {
+		t.Errorf("the changed setting of app-a is not reported: %+v", r.Steps)
+	}
 
 	// A bad manifest: exit 2 naming file and line, nothing done.
 	bad := filepath.Join(dir, "bad.yaml")
