@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
 )
 
@@ -307,11 +308,18 @@ func TestUpgradeCanaryRollback(t *testing.T) {
 	run.waitTagged("container 2 to record v1 after the canary", tasks[2], "v1", canaried)
 	pauses(t, run.tagged(), tasks, res, "v2")
 
+	// A topology the operator deactivated is rolled back without a drain
+	// and stays deactivated.
+	c.mustEgret("deactivate", c.name, "wordcount")
 	back := run.upgrade("--rollback", "--wait-healthy", "90s")
-	rolledBack := time.Now()
-	if len(back.Steps) != 1 || back.Steps[0].Container != 1 || len(back.Packages) != 1 || back.Steps[0].To != res.Steps[0].From {
-		t.Fatalf("the rollback restarted %+v and left %+v, want container 1 back on %s", back.Steps, back.Packages, res.Steps[0].From)
+	if len(back.Steps) != 1 || back.Steps[0].Container != 1 || len(back.Packages) != 1 || back.Steps[0].To != res.Steps[0].From || back.Steps[0].Drained {
+		t.Fatalf("the rollback restarted %+v and left %+v, want container 1 back on %s, not drained (deactivated)", back.Steps, back.Packages, res.Steps[0].From)
 	}
+	if ph, err := c.store().PhysicalPlan(context.Background(), "wordcount"); err != nil || ph.GetState() != egretpb.TopologyState_TOPOLOGY_STATE_PAUSED {
+		t.Fatalf("after the rollback of a deactivated topology its state is %v (%v), want it still deactivated", ph.GetState(), err)
+	}
+	c.mustEgret("activate", c.name, "wordcount")
+	rolledBack := time.Now()
 	run.waitTagged("every sink to record v1 after the rollback", append(tasks[1], tasks[2]...), "v1", rolledBack)
 	pauses(t, run.tagged(), tasks, back, "v1")
 	if _, stderr, code := c.egret("upgrade", c.name, "wordcount", "--rollback"); code != 2 || !strings.Contains(stderr, "no previous package") {
@@ -363,6 +371,11 @@ func TestUpgradeStopsAtUnhealthy(t *testing.T) {
 		t.Fatalf("an upgrade to a broken build: exit %d, %s; want exit 1 naming container 1, the packages and --rollback; stdout:\n%s", code, stderr, stdout)
 	}
 	t.Logf("stopped: %s", strings.TrimSpace(stderr))
+	// The step drained (deactivated) the topology: the failed step
+	// activated it again.
+	if ph, err := c.store().PhysicalPlan(context.Background(), "broken"); err != nil || ph.GetState() != egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
+		t.Fatalf("after the stopped upgrade the topology's state is %v (%v), want it activated again", ph.GetState(), err)
+	}
 	// Container 2 stays on the old package (its tuples cannot flow while
 	// the broken sink of container 1 blocks the topology: back pressure).
 	es, err := c.store().ExecutionState(context.Background(), "broken")
