@@ -51,7 +51,8 @@ func applyCmd(g *globals) *cobra.Command {
 		Long: `Reads a manifest (a YAML file, or every .yaml/.yml file of a directory; docs/operations.md)
 and makes it so: a listed topology that does not run is submitted, one that runs another binary
 (another sha256 than the running package's topology binary) is upgraded (egret upgrade, drained
-per container), one that runs with another scale is updated, and with --prune a topology of a listed cluster that the manifest does not list
+per container), one whose binary and arguments define another logical plan is reported as a
+resubmit (not done: kill it first), one that runs with another scale is updated, and with --prune a topology of a listed cluster that the manifest does not list
 is killed (drained first). Applying the same manifest twice changes nothing. --dry-run prints
 the plan and changes nothing. The exit code is 1 when any step failed, 2 for a bad manifest.`,
 		Args: cobra.NoArgs,

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -113,7 +114,7 @@ func (l *Launcher) restartConfig(ctx context.Context, name string, o UpdateOptio
 	if err := store.UpdatePackingPlan(ctx, next, pp, version); err != nil {
 		return fmt.Errorf("write the new settings of %q: %w", name, err)
 	}
-	if err := waitSettings(ctx, l, name, fixed, time.Minute); err != nil {
+	if err := waitSettings(ctx, store, name, fixed, time.Minute); err != nil {
 		return err
 	}
 	u := &upgrading{name: name, cfg: cfg, store: store, sched: sched, pp: pp}
@@ -137,12 +138,7 @@ func (l *Launcher) restartConfig(ctx context.Context, name string, o UpdateOptio
 // waitSettings waits until the topology manager broadcasts a physical plan
 // whose topology holds the settings kv (an empty value: unset), so that
 // the processes restarted next read them.
-func waitSettings(ctx context.Context, l *Launcher, name string, kv map[string]string, timeout time.Duration) error {
-	_, store, closeSM, err := l.session(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer closeSM()
+func waitSettings(ctx context.Context, store *state.Store, name string, kv map[string]string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if ph, err := store.PhysicalPlan(ctx, name); err == nil && holds(ph, kv) {
