@@ -920,7 +920,7 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 			Metrics map[string]float64 `json:"metrics"`
 		} `json:"containers"`
 	}
-	if err := getStats(ctx, loc, &raw); err != nil {
+	if err := getTManager(ctx, loc, "/stats", &raw); err != nil {
 		return nil, fmt.Errorf("topology manager of %q: %w", name, err)
 	}
 	out := &Stats{Topology: name, Components: map[string]map[string]float64{}}
