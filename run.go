@@ -333,7 +333,7 @@ func drainLine(s *inproc.Summary) string {
 	case inproc.DrainCompleted:
 		fmt.Fprintf(&b, "drained in %s: nothing in flight, no pending root", d.Elapsed.Round(time.Millisecond))
 		if d.FinalTicks > 0 {
-			fmt.Fprintf(&b, ", %d final ticks executed", d.FinalTicks)
+			fmt.Fprintf(&b, ", %d final ticks executed (%s)", d.FinalTicks, strings.Join(d.Ticked, ", "))
 		}
 		return b.String()
 	case inproc.DrainSkipped:

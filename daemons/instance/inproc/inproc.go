@@ -287,7 +287,7 @@ func (r *Runner) drain() DrainReport {
 		for _, l := range r.ticks[level:] {
 			rep.Unticked = append(rep.Unticked, l.components...)
 		}
-		r.log.Warn("the drain did not complete", zap.String("outcome", rep.Outcome.String()), zap.String("waiting_for", waiting),
+		r.log.Info("the drain did not complete", zap.String("outcome", rep.Outcome.String()), zap.String("waiting_for", waiting),
 			zap.Int64("batches", r.inflight.Load()), zap.Int64("pending_roots", r.pendingRoots()), zap.Strings("unticked", rep.Unticked))
 		return rep
 	}
@@ -302,6 +302,7 @@ func (r *Runner) drain() DrainReport {
 			return end("the final ticks of "+strings.Join(l.components, ", "), i)
 		}
 		rep.FinalTicks += len(l.tasks)
+		rep.Ticked = append(rep.Ticked, l.components...)
 		if !r.waitUntil(ctx, r.idle) {
 			return end("what the final ticks of "+strings.Join(l.components, ", ")+" emitted", i+1)
 		}
@@ -488,8 +489,10 @@ type DrainReport struct {
 	Elapsed time.Duration
 	// Waiting says what a drain that did not complete was waiting for.
 	Waiting string
-	// FinalTicks counts the bolt tasks that executed their final tick.
+	// FinalTicks counts the bolt tasks that executed their final tick;
+	// Ticked names their components, upstream first.
 	FinalTicks int
+	Ticked     []string
 	// Unticked names the bolts with a tick frequency whose final tick was
 	// not executed when the drain ended.
 	Unticked []string
