@@ -73,6 +73,7 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 	duration := fs.Duration("duration", 0, "with --local: stop after this long (0: run until interrupted)")
 	define := fs.String("define", "", "write the topology definition to this file and exit")
 	deactivated := fs.Bool("deactivated", false, "with --local: start with the spouts deactivated")
+	drainTimeout := fs.Duration("drain-timeout", defaultLocalDrainTimeout, "with --local: at the end of the run, wait at most this long for the in-flight tuples, the final ticks and the pending roots (0: stop at once; a second Ctrl-C stops at once)")
 	logLevel := fs.String("log-level", "warn", "log level: debug, info, warn, error (instance mode: info unless set)")
 	resources := fs.String("resources", "", "with --local: the directory of the files shell components run in (default ./resources if it exists, else the current directory)")
 	var inst instanceFlags
@@ -134,7 +135,11 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 			fmt.Fprintf(stderr, "--resources: %v\n", err)
 			return ExitUsage
 		}
-		return runLocal(t, *duration, *deactivated, dir, log, stdout, stderr)
+		if *drainTimeout < 0 {
+			fmt.Fprintf(stderr, "--drain-timeout %s: must not be negative\n", *drainTimeout)
+			return ExitUsage
+		}
+		return runLocal(t, localRun{duration: *duration, drainTimeout: *drainTimeout, deactivated: *deactivated, resources: dir}, log, stdout, stderr)
 	default:
 		fs.Usage()
 		return ExitUsage
@@ -215,25 +220,74 @@ func packageResources() string {
 	return pkg
 }
 
-func runLocal(t *api.Topology, duration time.Duration, deactivated bool, resources string, log *zap.Logger, stdout, stderr io.Writer) int {
-	r, err := inproc.New(t, inproc.Options{Logger: log, Deactivated: deactivated, ResourcesDir: resources})
+// defaultLocalDrainTimeout is the default of --drain-timeout in local mode.
+const defaultLocalDrainTimeout = 30 * time.Second
+
+// localRun are the settings of a local run.
+type localRun struct {
+	duration     time.Duration
+	drainTimeout time.Duration // 0: no drain
+	deactivated  bool
+	resources    string
+}
+
+// runLocal runs t in this process until the duration passes or a first
+// SIGINT/SIGTERM, then drains (a second signal ends the drain at once).
+func runLocal(t *api.Topology, lr localRun, log *zap.Logger, stdout, stderr io.Writer) int {
+	abort := make(chan struct{})
+	r, err := inproc.New(t, inproc.Options{
+		Logger:       log,
+		Deactivated:  lr.deactivated,
+		ResourcesDir: lr.resources,
+		DrainTimeout: lr.drainTimeout,
+		NoDrain:      lr.drainTimeout == 0,
+		Abort:        abort,
+	})
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitFailure
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	if duration > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, duration)
-		defer cancel()
+	var end <-chan time.Time
+	if lr.duration > 0 {
+		timer := time.NewTimer(lr.duration)
+		defer timer.Stop()
+		end = timer.C
 	}
 	fmt.Fprintf(stdout, "running topology %q in this process (%d tasks)", t.Logical.Name, len(r.Layout().ComponentOf))
-	if duration > 0 {
-		fmt.Fprintf(stdout, " for %s", duration)
+	if lr.duration > 0 {
+		fmt.Fprintf(stdout, " for %s", lr.duration)
 	}
 	fmt.Fprintln(stdout, "; Ctrl-C stops it")
+	// The watcher ends the run at the first signal or at the end of the
+	// duration, and the drain at a second signal.
+	finished := make(chan struct{}) // Run returned
+	watched := make(chan struct{})  // the watcher returned
+	go func() {
+		defer close(watched)
+		select {
+		case <-sigs:
+		case <-end:
+		case <-finished:
+			return // the run ended by itself (a task failed)
+		}
+		if lr.drainTimeout > 0 {
+			fmt.Fprintf(stdout, "stopping: draining for at most %s (Ctrl-C again stops at once)\n", lr.drainTimeout)
+		}
+		stop()
+		select {
+		case <-sigs:
+			close(abort)
+		case <-finished:
+		}
+	}()
 	s, err := r.Run(ctx)
+	close(finished)
+	<-watched // so that it does not write to stdout with the summary
 	PrintSummary(stdout, s)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
@@ -267,9 +321,33 @@ func PrintSummary(w io.Writer, s *inproc.Summary) {
 		sort.Strings(lines)
 		fmt.Fprintf(w, "user counters:\n%s\n", strings.Join(lines, "\n"))
 	}
-	if s.Undrained > 0 {
-		fmt.Fprintf(w, "warning: %d batches were still in flight when the run stopped\n", s.Undrained)
+	fmt.Fprintln(w, drainLine(s))
+}
+
+// drainLine says in one line what the drain at the end of a run did, and
+// what was still pending when it did not complete.
+func drainLine(s *inproc.Summary) string {
+	d := s.Drain
+	var b strings.Builder
+	switch d.Outcome {
+	case inproc.DrainCompleted:
+		fmt.Fprintf(&b, "drained in %s: nothing in flight, no pending root", d.Elapsed.Round(time.Millisecond))
+		if d.FinalTicks > 0 {
+			fmt.Fprintf(&b, ", %d final ticks executed (%s)", d.FinalTicks, strings.Join(d.Ticked, ", "))
+		}
+		return b.String()
+	case inproc.DrainSkipped:
+		b.WriteString("not drained (--drain-timeout 0s)")
+	case inproc.DrainAborted:
+		fmt.Fprintf(&b, "drain stopped by a second signal after %s, waiting for %s", d.Elapsed.Round(time.Millisecond), d.Waiting)
+	default:
+		fmt.Fprintf(&b, "drain timed out after %s, waiting for %s", d.Elapsed.Round(time.Millisecond), d.Waiting)
 	}
+	fmt.Fprintf(&b, ": %d batches in flight, %d roots pending", s.Undrained, s.PendingRoots)
+	if len(d.Unticked) > 0 {
+		fmt.Fprintf(&b, ", no final tick for %s", strings.Join(d.Unticked, ", "))
+	}
+	return b.String()
 }
 
 // SplitArgs separates a topology's own flags (those defined in fs) from

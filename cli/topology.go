@@ -128,22 +128,46 @@ func activateCmd(g *globals, active bool) *cobra.Command {
 	if active {
 		name, short = "activate", "Start the spouts of a deactivated topology"
 	}
-	return &cobra.Command{
+	var now bool
+	var drain time.Duration
+	cmd := &cobra.Command{
 		Use:   name + " cluster[/role[/env]] <topology>",
 		Short: short,
 		Args:  exactArgs(2, "egret "+name+" local wordcount"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if drain < 0 {
+				return usagef("--drain-timeout %s must not be negative", drain)
+			}
 			l, err := g.launcher(args[0], g.logger())
 			if err != nil {
 				return err
 			}
-			if err := l.SetActive(cmd.Context(), args[1], active); err != nil {
+			if active {
+				err = l.SetActive(cmd.Context(), args[1], true)
+			} else {
+				if !now && !cmd.Flags().Changed("drain-timeout") {
+					if drain, err = l.Cluster.Duration("egret.deactivate.drain.timeout"); err != nil {
+						return usageError{err}
+					}
+				}
+				if now {
+					drain = 0
+				}
+				err = l.Deactivate(cmd.Context(), args[1], drain)
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%sd topology %q\n", name, args[1])
 			return nil
 		},
 	}
+	if !active {
+		f := cmd.Flags()
+		f.BoolVar(&now, "now", false, "return once the spouts are deactivated, without waiting for the drain")
+		f.DurationVar(&drain, "drain-timeout", 0, "how long to wait until no tuple is in flight (default egret.deactivate.drain.timeout, 30s; 0: do not wait)")
+	}
+	return cmd
 }
 
 func restartCmd(g *globals) *cobra.Command {

@@ -146,6 +146,8 @@ var schema = []Key{
 		Description: "The environment must be given (cluster/role/env); otherwise it defaults to \"default\"."},
 	{Name: "egret.kill.drain.timeout", Type: TypeDuration, Default: "30s", File: "client",
 		Description: "How long egret kill drains a running topology before it stops it: the spouts are deactivated and kill waits until no tuple is in flight (no pending roots, empty queues, counts no longer moving; seen through the metrics, so it takes at least two egret.metrics.export.interval). 0s: stop at once, like --now."},
+	{Name: "egret.deactivate.drain.timeout", Type: TypeDuration, Default: "30s", File: "client",
+		Description: "How long egret deactivate waits, after deactivating the spouts, until no tuple is in flight, as egret kill's drain does (egret.kill.drain.timeout): when it returns, every root was acked or failed. 0s: return at once, like --now."},
 	{Name: "egret.update.drain.timeout", Type: TypeDuration, Default: "30s", File: "client",
 		Description: "How long egret update (and apply) drains a running topology it rescales, between the deactivation of its spouts and the restart of its instances (with --restart: before each container restarts), as egret kill does (egret.kill.drain.timeout). 0s: no drain."},
 	{Name: "egret.upgrade.drain.timeout", Type: TypeDuration, Default: "30s", File: "client",

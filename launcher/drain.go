@@ -2,10 +2,6 @@ package launcher
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"net/http"
 	"time"
 
 	"go.uber.org/zap"
@@ -123,27 +119,6 @@ type drainRound struct {
 
 func (r *drainRound) quiet() bool { return r.fresh && r.pending == 0 && r.bytes == 0 }
 
-// getStats decodes the topology manager's GET /stats into v.
-func getStats(ctx context.Context, loc *egretpb.TManagerLocation, v any) error {
-	u := fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-	if err != nil {
-		return fmt.Errorf("GET %s: %w", u, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", u, resp.Status)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(v); err != nil {
-		return fmt.Errorf("bad /stats answer: %w", err)
-	}
-	return nil
-}
-
 func drainStats(ctx context.Context, loc *egretpb.TManagerLocation, since int64) (*drainRound, error) {
 	type report struct {
 		UnixNanos int64              `json:"unix_nanos"`
@@ -155,7 +130,7 @@ func drainStats(ctx context.Context, loc *egretpb.TManagerLocation, since int64)
 		} `json:"components"`
 		Containers map[string]map[string]report `json:"containers"`
 	}
-	if err := getStats(ctx, loc, &raw); err != nil {
+	if err := getTManager(ctx, loc, "/stats", &raw); err != nil {
 		return nil, err
 	}
 	r := &drainRound{fresh: true, oldest: 1<<63 - 1}

@@ -196,6 +196,32 @@ func (l *Launcher) SetActive(ctx context.Context, name string, active bool) erro
 	return l.tmanagerPost(ctx, name, "/"+op, nil)
 }
 
+// Deactivate deactivates a topology and then waits, at most drain, until
+// nothing is in flight (as the drained kill does): when it returns after
+// a drain that completed, every root the spouts emitted was acked or
+// failed and every queue is empty. drain 0: return once the spouts are
+// deactivated.
+func (l *Launcher) Deactivate(ctx context.Context, name string, drain time.Duration) error {
+	since := time.Now()
+	if err := l.SetActive(ctx, name, false); err != nil {
+		return err
+	}
+	if drain <= 0 {
+		return nil
+	}
+	_, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer closeSM()
+	loc, err := store.TManagerLocation(ctx, name)
+	if err != nil {
+		return fmt.Errorf("topology %q is deactivated, but its topology manager cannot be found to wait for the drain: %w", name, err)
+	}
+	l.settle(ctx, loc, name, drain, since)
+	return nil
+}
+
 // SetRuntimeConfig sends runtime config values to the topology manager.
 func (l *Launcher) SetRuntimeConfig(ctx context.Context, name string, kv map[string]string) error {
 	if err := checkTopology(name); err != nil {
@@ -902,7 +928,7 @@ func (l *Launcher) Metrics(ctx context.Context, name string) (*Stats, error) {
 			Metrics map[string]float64 `json:"metrics"`
 		} `json:"containers"`
 	}
-	if err := getStats(ctx, loc, &raw); err != nil {
+	if err := getTManager(ctx, loc, "/stats", &raw); err != nil {
 		return nil, fmt.Errorf("topology manager of %q: %w", name, err)
 	}
 	out := &Stats{Topology: name, Components: map[string]map[string]float64{}}

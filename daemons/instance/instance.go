@@ -404,6 +404,11 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 				in.reconfigure(b, m.Config, nil, setTick)
 			case MsgLayout:
 				in.relayout(m.Relayout)
+			case MsgTick:
+				if in.processing() {
+					exec.execute(api.NewTickTuple())
+					in.em.flushAll()
+				}
 			}
 			if m.Handled != nil {
 				m.Handled()

@@ -35,6 +35,11 @@ const (
 	MsgRestore
 	MsgStartProcessing
 	MsgCheckpointComplete
+	// MsgTick makes a bolt execute one tick tuple now (api.NewTickTuple,
+	// whatever its tick frequency); Handled is called after what the tick
+	// emitted was sent. The in-process runner's drain sends it as the
+	// final tick of the bolts that have a tick frequency. Spouts ignore it.
+	MsgTick
 )
 
 // Msg is one message delivered to an instance.

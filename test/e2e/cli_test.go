@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -140,14 +139,6 @@ func lifecycle(t *testing.T, c *cluster) {
 	if names, err := c.store().Topologies(context.Background()); err != nil || len(names) > 0 {
 		t.Errorf("state after kill: %v %v", names, err)
 	}
-}
-
-func mustGlob(t *testing.T, pattern string) []string {
-	m, err := filepath.Glob(pattern)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 func TestLifecycleLocal(t *testing.T) {

@@ -27,16 +27,30 @@ func TestKillDrainsInFlightTuples(t *testing.T) {
 	}
 	c.waitGone(t)
 
-	acked, err := ackcheck.AckedIDs(run.state)
+	emitted, unacked := run.unacked()
+	if emitted < 2000 {
+		t.Fatalf("only %d ids emitted", emitted)
+	}
+	if len(unacked) > 0 {
+		t.Fatalf("%d ids emitted, but some were never acked when the drained kill stopped the topology: %v", emitted, unacked)
+	}
+	t.Logf("%d ids emitted, every one acked before the stop", emitted)
+}
+
+// unacked counts the ids the spouts emitted (their cursors) and returns
+// the first of them not acked.
+func (r *ackRun) unacked() (emitted int, unacked []int64) {
+	r.t.Helper()
+	acked, err := ackcheck.AckedIDs(r.state)
 	if err != nil {
-		t.Fatal(err)
+		r.t.Fatal(err)
 	}
 	const spouts = 2 // ackcheck's default parallelism
-	emitted, unacked := 0, []int64{}
+	unacked = []int64{}
 	for i := range int64(spouts) {
-		cursor, err := ackcheck.ReadCursor(filepath.Join(run.state, ackcheck.Cursor(int(i))))
+		cursor, err := ackcheck.ReadCursor(filepath.Join(r.state, ackcheck.Cursor(int(i))))
 		if err != nil {
-			t.Fatal(err)
+			r.t.Fatal(err)
 		}
 		for id := i; id <= cursor; id += spouts {
 			emitted++
@@ -45,13 +59,37 @@ func TestKillDrainsInFlightTuples(t *testing.T) {
 			}
 		}
 	}
-	if emitted < 2000 {
-		t.Fatalf("only %d ids emitted", emitted)
+	return emitted, unacked
+}
+
+// TestDeactivateDrains: egret deactivate returns once nothing is in
+// flight (egret.deactivate.drain.timeout): every id the spouts emitted is
+// acked by then; activate resumes the flow.
+func TestDeactivateDrains(t *testing.T) {
+	c := newCluster(t, "local", "egret.deactivate.drain.timeout=90s")
+	run := startAckCheck(t, c, "paused", 0, "--rate", "4000", "--max-pending", "1000")
+	waitFor(t, "the first 2,000 acks", 2*time.Minute, func() bool {
+		n, err := ackcheck.CountAcked(run.state)
+		return err == nil && n >= 2000
+	})
+	out := c.mustEgret("deactivate", c.name, "paused")
+	if !strings.Contains(out, `drained "paused" in`) || !strings.Contains(out, `deactivated topology "paused"`) {
+		t.Fatalf("deactivate did not drain (egret.deactivate.drain.timeout=90s):\n%s", out)
 	}
+	emitted, unacked := run.unacked()
 	if len(unacked) > 0 {
-		t.Fatalf("%d ids emitted, but some were never acked when the drained kill stopped the topology: %v", emitted, unacked)
+		t.Fatalf("%d ids emitted, but some were not acked when the drained deactivate returned: %v", emitted, unacked)
 	}
-	t.Logf("%d ids emitted, every one acked before the stop", emitted)
+	c.mustEgret("activate", c.name, "paused")
+	waitFor(t, "acks after the activation", 2*time.Minute, func() bool {
+		n, err := ackcheck.CountAcked(run.state)
+		return err == nil && n > int64(emitted)
+	})
+	if out := c.mustEgret("deactivate", c.name, "paused", "--now"); strings.Contains(out, "drain") {
+		t.Errorf("deactivate --now drained:\n%s", out)
+	}
+	c.mustEgret("kill", c.name, "paused", "--now")
+	c.waitGone(t)
 }
 
 // TestKillNowAndNoDrain: --now, and a zero egret.kill.drain.timeout, stop

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,9 +31,17 @@ type Options struct {
 	BatchBytes int
 	// Deactivated starts the spouts deactivated.
 	Deactivated bool
-	// DrainTimeout bounds how long Stop waits for in-flight tuples and,
-	// in at-least-once mode, for pending roots to complete.
+	// DrainTimeout bounds the drain at the end of a run (default 30s):
+	// the spouts are deactivated, the in-flight tuples processed, every
+	// bolt with a tick frequency executes a final tick (upstream bolts
+	// first), and in at-least-once mode the pending roots complete.
 	DrainTimeout time.Duration
+	// NoDrain stops the tasks at once when the run ends: no drain, no
+	// final tick.
+	NoDrain bool
+	// Abort, when closed during the drain, ends the drain at once (a
+	// second interrupt of a local run); nil: never.
+	Abort <-chan struct{}
 	// Now is the clock of at-least-once message timeouts (time.Now when
 	// nil); tests inject a fake clock to time out roots without waiting.
 	Now func() time.Time
@@ -61,6 +70,9 @@ type Runner struct {
 	// nil otherwise), indexed by task id.
 	ackers  []*acking.Acker
 	timeout time.Duration // the longest message timeout of the spouts
+	// ticks are the tasks of the bolts with a tick frequency, by level
+	// (upstream first): the order of the drain's final ticks.
+	ticks []tickLevel
 }
 
 // New prepares every task of t.
@@ -125,15 +137,18 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 			r.timeout = max(r.timeout, t.Logical.MessageTimeout(r.layout.ComponentOf[id]))
 		}
 	}
+	r.ticks = tickLevels(t.Logical, r.layout)
 	return r, nil
 }
 
 // Layout returns the task layout (component → task ids).
 func (r *Runner) Layout() *plan.Layout { return r.layout }
 
-// Run runs every task until ctx ends, then drains: spouts are deactivated,
-// in-flight tuples are processed, and the components are closed. It
-// returns the run's summary.
+// Run runs every task until ctx ends, then drains (unless
+// Options.NoDrain): the spouts are deactivated, the in-flight tuples
+// processed, the bolts with a tick frequency execute a final tick
+// (upstream bolts first), the pending roots complete; then the components
+// are closed. It returns the run's summary, with what the drain did.
 func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	r.start = time.Now()
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -166,7 +181,15 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 	case runErr = <-errs:
 	}
 	elapsed := time.Since(r.start)
-	drained := r.drain()
+	var rep DrainReport
+	if r.opts.NoDrain {
+		rep = DrainReport{Outcome: DrainSkipped}
+		for _, l := range r.ticks {
+			rep.Unticked = append(rep.Unticked, l.components...)
+		}
+	} else {
+		rep = r.drain()
+	}
 	cancel()
 	wg.Wait()
 	close(errs)
@@ -174,7 +197,8 @@ func (r *Runner) Run(ctx context.Context) (*Summary, error) {
 		runErr = errors.Join(runErr, err)
 	}
 	s := r.summary(elapsed)
-	if !drained {
+	s.Drain = rep
+	if rep.Outcome != DrainCompleted {
 		s.Undrained = r.inflight.Load()
 	}
 	s.PendingRoots = r.pendingRoots()
@@ -226,25 +250,171 @@ func (r *Runner) SetActive(ctx context.Context, active bool) error {
 	}
 }
 
-// drain deactivates the spouts and waits until no batch is in flight.
-func (r *Runner) drain() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), r.opts.DrainTimeout)
-	defer cancel()
-	if err := r.SetActive(ctx, false); err != nil {
-		r.log.Warn("spouts did not stop in time", zap.Error(err))
-		return false
+// errAborted ends a drain whose Options.Abort was closed.
+var errAborted = errors.New("drain aborted")
+
+// drain deactivates the spouts, waits until no batch is in flight, gives
+// every bolt with a tick frequency a final tick, level by level (what a
+// level's ticks emitted is processed before the next level ticks), and
+// waits until no batch is in flight and no root is pending. It is
+// bounded by Options.DrainTimeout and Options.Abort.
+func (r *Runner) drain() DrainReport {
+	start := time.Now()
+	actx, abort := context.WithCancelCause(context.Background())
+	defer abort(nil)
+	if r.opts.Abort != nil {
+		go func() {
+			select {
+			case <-r.opts.Abort:
+				abort(errAborted)
+			case <-actx.Done():
+			}
+		}()
 	}
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for r.inflight.Load() > 0 || r.pendingRoots() > 0 {
+	ctx, cancel := context.WithTimeout(actx, r.opts.DrainTimeout)
+	defer cancel()
+	rep := DrainReport{Outcome: DrainCompleted}
+	end := func(waiting string, level int) DrainReport {
+		rep.Elapsed = time.Since(start)
+		if waiting == "" {
+			return rep
+		}
+		rep.Outcome = DrainTimedOut
+		if errors.Is(context.Cause(actx), errAborted) {
+			rep.Outcome = DrainAborted
+		}
+		rep.Waiting = waiting
+		for _, l := range r.ticks[level:] {
+			rep.Unticked = append(rep.Unticked, l.components...)
+		}
+		r.log.Info("the drain did not complete", zap.String("outcome", rep.Outcome.String()), zap.String("waiting_for", waiting),
+			zap.Int64("batches", r.inflight.Load()), zap.Int64("pending_roots", r.pendingRoots()), zap.Strings("unticked", rep.Unticked))
+		return rep
+	}
+	if err := r.SetActive(ctx, false); err != nil {
+		return end("the spouts to deactivate", 0)
+	}
+	if !r.waitUntil(ctx, r.idle) {
+		return end("the in-flight tuples", 0)
+	}
+	for i, l := range r.ticks {
+		if err := r.finalTick(ctx, l.tasks); err != nil {
+			return end("the final ticks of "+strings.Join(l.components, ", "), i)
+		}
+		rep.FinalTicks += len(l.tasks)
+		rep.Ticked = append(rep.Ticked, l.components...)
+		if !r.waitUntil(ctx, r.idle) {
+			return end("what the final ticks of "+strings.Join(l.components, ", ")+" emitted", i+1)
+		}
+	}
+	if !r.waitUntil(ctx, func() bool { return r.idle() && r.pendingRoots() == 0 }) {
+		return end("the pending roots", len(r.ticks))
+	}
+	return end("", len(r.ticks))
+}
+
+// idle reports whether no batch is in flight: every inbound queue is
+// empty and no task is executing one (a batch counts until its task has
+// processed it and sent what it emitted).
+func (r *Runner) idle() bool { return r.inflight.Load() == 0 }
+
+// waitUntil polls cond every millisecond until it holds (true) or ctx
+// ends (false).
+func (r *Runner) waitUntil(ctx context.Context, cond func() bool) bool {
+	if cond() {
+		return true
+	}
+	t := time.NewTicker(time.Millisecond)
+	defer t.Stop()
+	for {
 		select {
-		case <-tick.C:
+		case <-t.C:
+			if cond() {
+				return true
+			}
 		case <-ctx.Done():
-			r.log.Warn("in-flight tuples not drained in time", zap.Int64("batches", r.inflight.Load()), zap.Int64("pending_roots", r.pendingRoots()))
 			return false
 		}
 	}
-	return true
+}
+
+// finalTick makes each of tasks execute one tick tuple and waits until
+// they have (and sent what they emitted).
+func (r *Runner) finalTick(ctx context.Context, tasks []int) error {
+	var wg sync.WaitGroup
+	for _, id := range tasks {
+		wg.Add(1)
+		select {
+		case r.inboxes[id] <- instance.Msg{Kind: instance.MsgTick, Handled: wg.Done}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// tickLevel is one level of the final ticks: the bolts with a tick
+// frequency at the same depth of the topology.
+type tickLevel struct {
+	components []string
+	tasks      []int
+}
+
+// tickLevels orders the bolts with a tick frequency by depth, the length
+// of the longest path from a spout to them, so that every bolt upstream
+// of a bolt is in an earlier level. Validation refuses cycles; a bolt on
+// one would be put at the depth where the cycle was entered.
+func tickLevels(t *topology.Topology, layout *plan.Layout) []tickLevel {
+	depth := map[string]int{}
+	var visit func(name string) int
+	visit = func(name string) int {
+		if d, ok := depth[name]; ok {
+			return d
+		}
+		depth[name] = 0 // a cycle ends here
+		c, ok := t.Component(name)
+		if !ok {
+			return 0
+		}
+		d := 0
+		for _, in := range c.Inputs {
+			d = max(d, visit(in.Component)+1)
+		}
+		depth[name] = d
+		return d
+	}
+	byDepth := map[int]*tickLevel{}
+	var depths []int
+	for _, c := range t.Components {
+		if c.Kind != topology.Bolt || t.TickFrequency(c.Name) <= 0 {
+			continue
+		}
+		d := visit(c.Name)
+		l := byDepth[d]
+		if l == nil {
+			l = &tickLevel{}
+			byDepth[d] = l
+			depths = append(depths, d)
+		}
+		l.components = append(l.components, c.Name)
+		l.tasks = append(l.tasks, layout.Tasks[c.Name]...)
+	}
+	sort.Ints(depths)
+	levels := make([]tickLevel, 0, len(depths))
+	for _, d := range depths {
+		l := byDepth[d]
+		sort.Strings(l.components)
+		sort.Ints(l.tasks)
+		levels = append(levels, *l)
+	}
+	return levels
 }
 
 // pendingRoots sums the spouts' pending roots (0 in at-most-once mode).
@@ -273,11 +443,59 @@ type Summary struct {
 	Topology   string
 	Elapsed    time.Duration
 	Components []ComponentSummary
-	// Undrained counts batches still in flight when the drain timed out.
+	// Drain is what the drain at the end of the run did.
+	Drain DrainReport
+	// Undrained counts batches still in flight when the tasks stopped
+	// after a drain that did not complete (or no drain).
 	Undrained int64
 	// PendingRoots counts the spouts' roots neither acked nor failed when
 	// the run stopped (at-least-once mode).
 	PendingRoots int64
+}
+
+// DrainOutcome is how the drain at the end of a run ended.
+type DrainOutcome int
+
+// Drain outcomes.
+const (
+	// DrainSkipped: Options.NoDrain, the tasks stopped at once.
+	DrainSkipped DrainOutcome = iota
+	// DrainCompleted: nothing in flight, no pending root, every final
+	// tick executed.
+	DrainCompleted
+	// DrainTimedOut: Options.DrainTimeout passed first.
+	DrainTimedOut
+	// DrainAborted: Options.Abort was closed first.
+	DrainAborted
+)
+
+func (o DrainOutcome) String() string {
+	switch o {
+	case DrainSkipped:
+		return "skipped"
+	case DrainCompleted:
+		return "completed"
+	case DrainTimedOut:
+		return "timed out"
+	case DrainAborted:
+		return "aborted"
+	}
+	return fmt.Sprintf("DrainOutcome(%d)", int(o))
+}
+
+// DrainReport is what the drain at the end of a run did.
+type DrainReport struct {
+	Outcome DrainOutcome
+	Elapsed time.Duration
+	// Waiting says what a drain that did not complete was waiting for.
+	Waiting string
+	// FinalTicks counts the bolt tasks that executed their final tick;
+	// Ticked names their components, upstream first.
+	FinalTicks int
+	Ticked     []string
+	// Unticked names the bolts with a tick frequency whose final tick was
+	// not executed when the drain ended.
+	Unticked []string
 }
 
 // ComponentSummary sums the metrics of a component's tasks.

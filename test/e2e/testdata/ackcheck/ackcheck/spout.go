@@ -36,7 +36,10 @@ type SourceSpout struct {
 	cursorFile    *os.File
 	buf           []byte
 	lastFlush     time.Time
-	cur           []byte
+	// paused: deactivated, so NextTuple no longer flushes; every ack is
+	// written at once.
+	paused bool
+	cur    []byte
 	// Token bucket of the rate limit (rate 0: none).
 	rate, tokens, burst float64
 	last                time.Time
@@ -161,7 +164,7 @@ func (s *SourceSpout) Ack(msgID any) {
 	s.acked.set(id)
 	s.buf = strconv.AppendInt(s.buf, id, 10)
 	s.buf = append(s.buf, '\n')
-	if now := time.Now(); len(s.buf) >= ackFlushBytes || now.Sub(s.lastFlush) >= ackFlushEvery {
+	if now := time.Now(); s.paused || len(s.buf) >= ackFlushBytes || now.Sub(s.lastFlush) >= ackFlushEvery {
 		s.flush(now)
 	}
 }
@@ -176,8 +179,14 @@ func (s *SourceSpout) Fail(msgID any) {
 	s.retry = append(s.retry, id)
 }
 
+// Activate implements api.Spout.
+func (s *SourceSpout) Activate() { s.paused = false }
+
 // Deactivate implements api.Spout.
-func (s *SourceSpout) Deactivate() { s.flush(time.Now()) }
+func (s *SourceSpout) Deactivate() {
+	s.paused = true
+	s.flush(time.Now())
+}
 
 // Close implements api.Spout.
 func (s *SourceSpout) Close() {
