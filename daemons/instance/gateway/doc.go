@@ -19,8 +19,12 @@
 //
 // Each new plan is compared with the running one: a changed topology state
 // activates or deactivates a spout (MsgActivate, MsgDeactivate); a changed
-// task layout makes Run return ErrLayoutChanged, and the binary exits with
-// code 3 so the executor restarts it with the new plan. When the stream
+// task layout that keeps this task's component and container (a rescale)
+// is handed to the instance (MsgLayout, instance.PrepareRelayout), which
+// follows it without a restart; any other layout change (the task moved,
+// or an effectively-once topology) makes Run return ErrLayoutChanged, and
+// the binary exits with code 3 so the executor restarts it with the new
+// plan. When the stream
 // manager connection drops, the gateway reconnects and registers again
 // while the component keeps running: batches are held up to the queue's
 // bound and the rest dropped and counted (Stats.TuplesLost).
