@@ -77,7 +77,7 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 	defer s.c.instancesConnected.Add(-1)
 	go func() {
 		defer close(ic.writerDone)
-		if err := s.writeLoop(conn, &td.dest, ic.done, &ic.plan, false); err != nil {
+		if err := s.writeLoop(conn, &td.dest, ic.done, &ic.plan, false, pp != nil); err != nil {
 			s.log.Debug("writer to instance stopped", zap.String("peer", who), zap.Error(err))
 		}
 		ic.close()

@@ -142,7 +142,7 @@ func (s *StMgr) runPeer(ctx context.Context, p *peer) {
 			close(stop)
 			_ = conn.Close()
 		}()
-		err = s.writeLoop(conn, &p.dest, stop, nil, true)
+		err = s.writeLoop(conn, &p.dest, stop, nil, true, true)
 		_ = conn.Close()
 		<-watcherDone
 		p.q.SetBlocking(false)

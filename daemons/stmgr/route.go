@@ -154,6 +154,11 @@ func (s *StMgr) route(ctx context.Context, f *frame, task uint32, count int64, f
 			toPeer = true
 		}
 	}
+	if d == nil && fromPeer {
+		if td := s.heldTask(task); td != nil {
+			d = &td.dest
+		}
+	}
 	if d == nil {
 		s.c.lost.Add(count)
 		s.c.unroutable.Add(count)
@@ -162,6 +167,38 @@ func (s *StMgr) route(ctx context.Context, f *frame, task uint32, count int64, f
 		return nil
 	}
 	return s.push(ctx, d, f, count, toPeer)
+}
+
+// maxHeldTasks bounds the task queues a stream manager keeps, held
+// queues included.
+const maxHeldTasks = 4096
+
+// heldTask returns the queue that holds a peer's frames for a task the
+// current plan does not place here. During a rescale the peers apply the
+// new physical plan at slightly different moments: a peer that has it
+// may route to a task the new plan adds to this container before this
+// stream manager has it. The frames wait in the task's queue (up to its
+// bound, like those of an instance not yet connected) for the plan and
+// the instance; a plan that does not place the task here discards them
+// (applyPlan), counting them lost.
+func (s *StMgr) heldTask(task uint32) *taskDest {
+	if task > maxTaskID {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	td := s.tasks[int32(task)]
+	if td == nil {
+		if len(s.tasks) >= maxHeldTasks {
+			return nil
+		}
+		td = s.newTaskDest(int32(task))
+		s.tasks[int32(task)] = td
+	}
+	return td
 }
 
 // push queues f on d, blocking while a live destination is full; a full
@@ -200,7 +237,7 @@ func (s *StMgr) warnUnroutable(task uint32, fromPeer bool) {
 // flushes whenever the queue is empty (adaptive flushing: at once when
 // idle, full buffers under load). plan, when not nil, is a slot holding a
 // physical plan to forward: it is written before the data queued after it.
-func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *atomic.Pointer[egretpb.PhysicalPlan], toPeer bool) error {
+func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *atomic.Pointer[egretpb.PhysicalPlan], toPeer, planned bool) error {
 	bw := bufio.NewWriterSize(conn, s.set.batchMax)
 	tuplesOut, bytesOut := &s.c.toInstancesTuples, &s.c.toInstancesBytes
 	if toPeer {
@@ -219,6 +256,17 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 				if _, err := bw.Write(msg); err != nil {
 					return err
 				}
+				planned = true
+			}
+		}
+		if !planned {
+			// An instance gets no data before a plan that places it (its
+			// queue may hold frames a peer routed by a newer plan).
+			select {
+			case <-d.q.Ready():
+				continue
+			case <-stop:
+				return nil
 			}
 		}
 		if b := d.ctl.Swap(nil); b != nil {

@@ -61,9 +61,7 @@ type gateway struct {
 	// holds the changes not yet delivered to the instance (merged).
 	runtimeCfg map[string]string
 	configCh   chan map[string]string
-	// layoutCh holds a new layout not yet delivered to the instance.
-	layoutCh chan *instance.Relayout
-	acks     ackCounters
+	acks       ackCounters
 	// atLeastOnce is set (before metrics are published) when the
 	// topology acks.
 	atLeastOnce bool
@@ -90,7 +88,6 @@ func Run(ctx context.Context, cfg Config) error {
 		inbox:    make(chan instance.Msg, 1024),
 		activeCh: make(chan bool, 1),
 		configCh: make(chan map[string]string, 1),
-		layoutCh: make(chan *instance.Relayout, 1),
 	}
 	g.in.init(set.queueMax)
 	g.out = wire.NewQueue(set.queueMax, batchSize)
@@ -172,9 +169,20 @@ func (g *gateway) run(ctx context.Context) error {
 			}
 			break
 		}
-		if err := g.applyPlan(pp); err != nil {
+		r, err := g.applyPlan(pp)
+		if err == nil && r != nil {
+			// Before the new session reads data routed by the new plan.
+			select {
+			case g.inbox <- instance.Msg{Kind: instance.MsgLayout, Relayout: r}:
+			case <-ctx.Done():
+				err = ctx.Err()
+			}
+		}
+		if err != nil {
 			_ = conn.Close()
-			result = err
+			if ctx.Err() == nil {
+				result = err
+			}
 			break
 		}
 	}
@@ -206,7 +214,9 @@ func (g *gateway) serve(ctx context.Context, s *session, instDone <-chan struct{
 	for {
 		select {
 		case pp := <-s.plans:
-			if err := g.applyPlan(pp); err != nil {
+			r, err := g.applyPlan(pp)
+			s.applied <- r // the reader delivers it before the frames that follow the plan
+			if err != nil {
 				return err
 			}
 		case err := <-s.errc:
@@ -234,17 +244,20 @@ func (g *gateway) drain() {
 }
 
 // applyPlan reacts to a new physical plan: a changed layout that keeps
-// this task where it is is handed to the instance (followed live, see
-// relayout), any other layout change ends the instance, a changed state
-// (de)activates a spout, a changed runtime config is handed to the
-// instance (applied live).
-func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) error {
+// this task where it is is returned as a Relayout for the instance (which
+// follows it without a restart; the caller delivers it before any data
+// routed by the new plan), any other layout change ends the instance, a
+// changed state (de)activates a spout, a changed runtime config is handed
+// to the instance (applied live).
+func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) (*instance.Relayout, error) {
 	g.stats.PlanVersion.Store(pp.GetVersion())
+	var r *instance.Relayout
 	layout := plan.FromProto(pp.GetPacking()).Layout()
 	if !sameLayout(layout, g.layout) {
-		if err := g.relayout(pp); err != nil {
+		var err error
+		if r, err = g.relayout(pp); err != nil {
 			g.log.Info("the new physical plan changes the task layout; exiting so the executor restarts this instance", zap.Uint64("plan_version", pp.GetVersion()), zap.Error(err))
-			return ErrLayoutChanged
+			return nil, ErrLayoutChanged
 		}
 	}
 	active := isActive(pp)
@@ -279,49 +292,37 @@ func (g *gateway) applyPlan(pp *egretpb.PhysicalPlan) error {
 		}
 		g.configCh <- changed
 	}
-	return nil
+	return r, nil
 }
 
-// relayout prepares the instance's switch to the layout of pp and queues
-// it for the instance (the newest layout replaces one not yet delivered).
-// An effectively-once task restarts instead: its checkpointed state and
+// relayout prepares the instance's switch to the layout of pp. An
+// effectively-once task restarts instead: its checkpointed state and
 // barrier alignment belong to the task set it started with.
-func (g *gateway) relayout(pp *egretpb.PhysicalPlan) error {
+func (g *gateway) relayout(pp *egretpb.PhysicalPlan) (*instance.Relayout, error) {
 	if g.effectivelyOnce {
-		return errors.New("an effectively-once task restarts on a layout change")
+		return nil, errors.New("an effectively-once task restarts on a layout change")
 	}
 	topo, layout, err := g.build(pp)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r, err := instance.PrepareRelayout(topo, layout, g.cfg.TaskID, g.component, g.cfg.Container)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	g.layout = layout
 	g.log.Info("the new physical plan changes the task layout; the instance follows it without a restart", zap.Uint64("plan_version", pp.GetVersion()))
-	select {
-	case <-g.layoutCh:
-	default:
-	}
-	g.layoutCh <- r
-	return nil
+	return r, nil
 }
 
-// forwardConfig delivers runtime config and layout changes to the
-// instance without blocking the gateway's main loop.
+// forwardConfig delivers runtime config changes to the instance without
+// blocking the gateway's main loop.
 func (g *gateway) forwardConfig(ctx context.Context) {
 	for {
 		select {
 		case changed := <-g.configCh:
 			select {
 			case g.inbox <- instance.Msg{Kind: instance.MsgConfig, Config: changed}:
-			case <-ctx.Done():
-				return
-			}
-		case r := <-g.layoutCh:
-			select {
-			case g.inbox <- instance.Msg{Kind: instance.MsgLayout, Relayout: r}:
 			case <-ctx.Done():
 				return
 			}
@@ -501,14 +502,17 @@ func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egret
 type session struct {
 	conn  net.Conn
 	plans chan *egretpb.PhysicalPlan
-	errc  chan error
-	done  chan struct{}
-	wg    sync.WaitGroup
-	once  sync.Once
+	// applied answers each plan with the layout change the reader must
+	// deliver before the frames that follow it (nil: none).
+	applied chan *instance.Relayout
+	errc    chan error
+	done    chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
 }
 
 func (g *gateway) startSession(conn net.Conn, br *bufio.Reader) *session {
-	s := &session{conn: conn, plans: make(chan *egretpb.PhysicalPlan, 1), errc: make(chan error, 2), done: make(chan struct{})}
+	s := &session{conn: conn, plans: make(chan *egretpb.PhysicalPlan, 1), applied: make(chan *instance.Relayout, 1), errc: make(chan error, 2), done: make(chan struct{})}
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -590,6 +594,16 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 			}
 			select {
 			case s.plans <- np.GetPplan():
+			case <-s.done:
+				return nil
+			}
+			// Data after the plan may be routed by its layout: the
+			// instance switches to it first.
+			select {
+			case r := <-s.applied:
+				if r != nil && !g.deliver(s, instance.Msg{Kind: instance.MsgLayout, Relayout: r}) {
+					return nil
+				}
 			case <-s.done:
 				return nil
 			}
