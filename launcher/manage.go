@@ -45,6 +45,21 @@ var ErrNotRunning = errors.New("topology is not running")
 // changes the same topology (Launcher.LockTimeout).
 const DefaultLockTimeout = 3 * time.Minute
 
+// lockedSession is session followed by lock: the topology's cluster
+// config and state, held under the topology's lock until release.
+func (l *Launcher) lockedSession(ctx context.Context, name string) (spi.Config, *state.Store, func(), error) {
+	cfg, store, closeSM, err := l.session(ctx, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	unlock, err := l.lock(ctx, store, name)
+	if err != nil {
+		closeSM()
+		return nil, nil, nil, err
+	}
+	return cfg, store, func() { unlock(); closeSM() }, nil
+}
+
 // lock takes the topology's lock in the state manager, which serializes
 // submit, kill and update of one topology across processes and hosts.
 // The lock of a command that died goes with its state manager session.
@@ -84,16 +99,11 @@ func (l *Launcher) Kill(ctx context.Context, name string, o KillOptions) error {
 	if err := checkTopology(name); err != nil {
 		return err
 	}
-	cfg, store, closeSM, err := l.session(ctx, name)
+	cfg, store, release, err := l.lockedSession(ctx, name)
 	if err != nil {
 		return err
 	}
-	defer closeSM()
-	unlock, err := l.lock(ctx, store, name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	defer release()
 	es, esErr := store.ExecutionState(ctx, name)
 	sched, err := l.Backends.Scheduler(ctx, cfg)
 	if err != nil {
@@ -341,18 +351,13 @@ func (l *Launcher) Restart(ctx context.Context, name string, container int) erro
 	if err := checkContainer(container); err != nil {
 		return err
 	}
-	cfg, store, closeSM, err := l.session(ctx, name)
-	if err != nil {
-		return err
-	}
-	defer closeSM()
 	// A restart may start the scheduler's service again: not while a
 	// kill or an update of the topology runs.
-	unlock, err := l.lock(ctx, store, name)
+	cfg, store, release, err := l.lockedSession(ctx, name)
 	if err != nil {
 		return err
 	}
-	defer unlock()
+	defer release()
 	if err := requireRunning(ctx, store, name); err != nil {
 		return err
 	}
@@ -468,16 +473,11 @@ func (r *rescaling) job(p *plan.PackingPlan) spi.Job {
 }
 
 func (l *Launcher) rescale(ctx context.Context, name string, o UpdateOptions) error {
-	cfg, store, closeSM, err := l.session(ctx, name)
+	cfg, store, release, err := l.lockedSession(ctx, name)
 	if err != nil {
 		return err
 	}
-	defer closeSM()
-	unlock, err := l.lock(ctx, store, name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	defer release()
 	r, err := l.planRescale(ctx, cfg, store, name, o)
 	if err != nil || r == nil {
 		return err

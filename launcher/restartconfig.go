@@ -45,16 +45,11 @@ func (l *Launcher) restartConfig(ctx context.Context, name string, o UpdateOptio
 	if err != nil {
 		return badInput(err)
 	}
-	cfg, store, closeSM, err := l.session(ctx, name)
+	cfg, store, release, err := l.lockedSession(ctx, name)
 	if err != nil {
 		return err
 	}
-	defer closeSM()
-	unlock, err := l.lock(ctx, store, name)
-	if err != nil {
-		return err
-	}
-	defer unlock()
+	defer release()
 	if err := requireRunning(ctx, store, name); err != nil {
 		return err
 	}
