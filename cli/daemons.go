@@ -20,6 +20,7 @@ import (
 	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/metricsmgr"
 	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/internal/hostaddr"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/plugins"
@@ -192,13 +193,13 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 				// A port the resource manager assigned wins over the
 				// config's; the targets file goes next to the metrics
 				// file, in the container's working directory.
-				port := envPort("EGRET_PORT_METRICS")
+				port := hostaddr.EnvPort("EGRET_PORT_METRICS")
 				if port == 0 {
 					if port, err = d.cfg.Int(metricsmgr.KeyPrometheusPort, 0); err != nil {
 						return usageError{err}
 					}
 				}
-				cfg.PrometheusAddr = net.JoinHostPort(bindHost(), strconv.Itoa(port))
+				cfg.PrometheusAddr = net.JoinHostPort(hostaddr.Bind(), strconv.Itoa(port))
 			}
 			if slices.Contains(sinks, metricsmgr.SinkTManager) {
 				sm, err := d.stateManager(ctx)

@@ -2,9 +2,6 @@ package cli
 
 import (
 	"context"
-	"net"
-	"os"
-	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +9,7 @@ import (
 	"github.com/egret-stream/egret/daemons/executor"
 	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/daemons/tmanager"
+	"github.com/egret-stream/egret/internal/hostaddr"
 )
 
 // addRuntimeCmds adds the container daemons (executor, tmanager, stmgr, shell, ckptmgr, healthmgr).
@@ -20,36 +18,6 @@ func addRuntimeCmds(root *cobra.Command, g *globals) {
 		c.Hidden = true
 		root.AddCommand(c)
 	}
-}
-
-// advertisedHost is the address other containers reach this one at: the
-// EGRET_HOST environment variable, else the host name when it resolves,
-// else the loopback address.
-func advertisedHost() string {
-	if h := os.Getenv("EGRET_HOST"); h != "" {
-		return h
-	}
-	if h, err := os.Hostname(); err == nil {
-		if _, err := net.LookupHost(h); err == nil {
-			return h
-		}
-	}
-	return "127.0.0.1"
-}
-
-// bindHost is the interface the daemons listen on: the EGRET_BIND_HOST
-// environment variable (a resource manager sets it to the address it gave
-// the container's ports, e.g. ${NOMAD_IP_stmgr}), else every interface.
-func bindHost() string { return os.Getenv("EGRET_BIND_HOST") }
-
-// envPort reads a port a resource manager assigned to this container (for
-// example EGRET_PORT_TMANAGER=${NOMAD_PORT_tmanager}); 0 when unset.
-func envPort(name string) int {
-	p, err := strconv.Atoi(os.Getenv(name))
-	if err != nil || p < 0 || p > 65535 {
-		return 0
-	}
-	return p
 }
 
 func tmanagerCmd(g *globals) *cobra.Command {
@@ -61,9 +29,9 @@ func tmanagerCmd(g *globals) *cobra.Command {
 			f.StringVar(&c.TopologyName, "topology", "", "topology name")
 			f.StringVar(&c.TopologyID, "topology-id", "", "topology id")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
-			f.StringVar(&c.BindHost, "bind", bindHost(), "interface to listen on (default: $EGRET_BIND_HOST, else all)")
-			f.IntVar(&c.ServerPort, "server-port", envPort("EGRET_PORT_TMANAGER"), "port for stream and metrics managers (default: $EGRET_PORT_TMANAGER, else any)")
-			f.IntVar(&c.HTTPPort, "http-port", envPort("EGRET_PORT_TMANAGER_HTTP"), "port of the control and stats API (default: $EGRET_PORT_TMANAGER_HTTP, else any)")
+			f.StringVar(&c.BindHost, "bind", hostaddr.Bind(), "interface to listen on (default: $EGRET_BIND_HOST, else all)")
+			f.IntVar(&c.ServerPort, "server-port", hostaddr.EnvPort("EGRET_PORT_TMANAGER"), "port for stream and metrics managers (default: $EGRET_PORT_TMANAGER, else any)")
+			f.IntVar(&c.HTTPPort, "http-port", hostaddr.EnvPort("EGRET_PORT_TMANAGER_HTTP"), "port of the control and stats API (default: $EGRET_PORT_TMANAGER_HTTP, else any)")
 			f.StringVar(&metricsSocket, "metrics-socket", "", "the metrics manager's Unix socket, for the process metrics")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
@@ -71,7 +39,7 @@ func tmanagerCmd(g *globals) *cobra.Command {
 				return usagef("tmanager needs --topology and --topology-id")
 			}
 			if c.Host == "" {
-				c.Host = advertisedHost()
+				c.Host = hostaddr.Advertised()
 			}
 			sm, err := d.stateManager(ctx)
 			if err != nil {
@@ -126,7 +94,7 @@ func stmgrCmd(g *globals) *cobra.Command {
 			f.IntVar(&c.Container, "container", 0, "container index (1..N)")
 			f.StringVar(&c.Socket, "socket", "", "Unix socket for the container's instances")
 			f.IntVar(&c.Port, "port", 0, "TCP port for peer stream managers (0: any)")
-			f.StringVar(&c.BindHost, "bind", bindHost(), "interface the TCP port listens on (default: $EGRET_BIND_HOST, else all)")
+			f.StringVar(&c.BindHost, "bind", hostaddr.Bind(), "interface the TCP port listens on (default: $EGRET_BIND_HOST, else all)")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
 			f.StringVar(&c.MetricsSocket, "metrics-socket", "", "the metrics manager's Unix socket")
 			f.StringVar(&c.CkptMgrSocket, "ckptmgr-socket", "", "the checkpoint manager's Unix socket (effectively-once topologies)")
@@ -136,7 +104,7 @@ func stmgrCmd(g *globals) *cobra.Command {
 				return usagef("stmgr needs --topology, --topology-id, --container (1 or more) and --socket")
 			}
 			if c.Host == "" {
-				c.Host = advertisedHost()
+				c.Host = hostaddr.Advertised()
 			}
 			sm, err := d.stateManager(ctx)
 			if err != nil {

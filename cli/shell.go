@@ -20,6 +20,7 @@ import (
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/daemons/executor"
 	"github.com/egret-stream/egret/daemons/shell"
+	"github.com/egret-stream/egret/internal/hostaddr"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
 )
@@ -35,8 +36,8 @@ func shellCmd(g *globals) *cobra.Command {
 			f.IntVar(&c.Container, "container", 0, "container index")
 			f.StringVar(&c.WorkDir, "work-dir", "", "the container's working directory")
 			f.StringVar(&c.Host, "host", "", "address to advertise (default: $EGRET_HOST, the host name, or 127.0.0.1)")
-			f.StringVar(&c.BindHost, "bind", bindHost(), "interface to listen on (default: $EGRET_BIND_HOST, else all)")
-			f.IntVar(&c.Port, "port", envPort("EGRET_PORT_SHELL"), "port to listen on (default: $EGRET_PORT_SHELL, else any)")
+			f.StringVar(&c.BindHost, "bind", hostaddr.Bind(), "interface to listen on (default: $EGRET_BIND_HOST, else all)")
+			f.IntVar(&c.Port, "port", hostaddr.EnvPort("EGRET_PORT_SHELL"), "port to listen on (default: $EGRET_PORT_SHELL, else any)")
 			f.StringVar(&metricsSocket, "metrics-socket", "", "the metrics manager's Unix socket, for the process metrics")
 		},
 		func(ctx context.Context, d *daemonEnv) error {
@@ -44,7 +45,7 @@ func shellCmd(g *globals) *cobra.Command {
 				return usagef("shell needs --topology, --work-dir and --container (0 or more)")
 			}
 			if c.Host == "" {
-				c.Host = advertisedHost()
+				c.Host = hostaddr.Advertised()
 			}
 			sm, err := d.stateManager(ctx)
 			if err != nil {

@@ -3,6 +3,7 @@ package stmgr
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"time"
 
@@ -64,6 +65,11 @@ type Config struct {
 	Container int
 	// Socket is the Unix socket path local instances connect to.
 	Socket string
+	// Local, when set, is a second listener for local instances, served
+	// like the socket and closed with the stream manager: the in-memory
+	// listener of the instances that share this process
+	// (topology.container.mode process-per-container).
+	Local net.Listener
 	// Port is the TCP port for peer stream managers; 0 picks a free one.
 	Port int
 	// BindHost is the interface the TCP port listens on; empty: all.

@@ -209,6 +209,9 @@ func (s *StMgr) Close() error {
 	s.closeOnce.Do(func() {
 		_ = s.unixLn.Close()
 		_ = s.tcpLn.Close()
+		if s.cfg.Local != nil {
+			_ = s.cfg.Local.Close()
+		}
 	})
 	return nil
 }
@@ -223,13 +226,17 @@ func (s *StMgr) Run(ctx context.Context) error {
 	s.runCtx = ctx
 	s.mu.Unlock()
 	s.log.Info("stream manager serving", zap.String("socket", s.cfg.Socket), zap.Int("port", s.Port()), zap.String("host", s.cfg.Host))
-	errc := make(chan error, 2)
+	errc := make(chan error, 3)
 	s.wg.Add(8)
 	go func() { defer s.wg.Done(); s.eo.ckpt.run(ctx, s.set.maxFrame) }()
 	go func() { defer s.wg.Done(); s.runAlignmentTimeouts(ctx) }()
 	go func() { defer s.wg.Done(); s.runBackPressure(ctx) }()
 	go func() { defer s.wg.Done(); s.rotateAckers(ctx) }()
 	go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.unixLn, s.serveInstance) }()
+	if s.cfg.Local != nil {
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.cfg.Local, s.serveInstance) }()
+	}
 	go func() { defer s.wg.Done(); errc <- s.acceptLoop(ctx, s.tcpLn, s.servePeer) }()
 	go func() { defer s.wg.Done(); s.runTManager(ctx) }()
 	go func() {

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -58,6 +60,11 @@ type Config struct {
 	TaskID      int
 	Container   int
 	StMgrSocket string
+	// Dial, when set, connects to the stream manager instead of dialing
+	// StMgrSocket: an instance that shares its stream manager's process
+	// (topology.container.mode process-per-container) dials an in-memory
+	// listener. StMgrSocket then only names it in logs.
+	Dial func(ctx context.Context) (net.Conn, error)
 	// MetricsSocket is the metrics manager's socket; empty: no metrics.
 	MetricsSocket string
 	// Settings holds egret.instance.queue.max.bytes,
@@ -119,7 +126,7 @@ func (c *Config) check() (settings, error) {
 	if c.Container < 1 {
 		errs = append(errs, fmt.Errorf("--container %d: instances run in containers 1 and up", c.Container))
 	}
-	if c.StMgrSocket == "" {
+	if c.StMgrSocket == "" && c.Dial == nil {
 		errs = append(errs, errors.New("--stmgr-socket is required"))
 	}
 	var s settings

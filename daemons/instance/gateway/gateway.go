@@ -445,11 +445,21 @@ func (g *gateway) connect(ctx context.Context) (net.Conn, *bufio.Reader, *egretp
 	}
 }
 
+// dial connects to the stream manager: Config.Dial, else its socket.
+func (g *gateway) dial(ctx context.Context) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.HandshakeTimeout)
+	defer cancel()
+	if g.cfg.Dial != nil {
+		return g.cfg.Dial(ctx)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "unix", g.cfg.StMgrSocket)
+}
+
 // register performs one registration: request, response, and (when the
 // stream manager has no plan yet) the wait for its first plan.
 func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egretpb.PhysicalPlan, error) {
-	d := net.Dialer{Timeout: g.cfg.HandshakeTimeout}
-	conn, err := d.DialContext(ctx, "unix", g.cfg.StMgrSocket)
+	conn, err := g.dial(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
