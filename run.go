@@ -78,6 +78,8 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 	resources := fs.String("resources", "", "with --local: the directory of the files shell components run in (default ./resources if it exists, else the current directory)")
 	var inst instanceFlags
 	inst.register(fs)
+	var cont containerFlags
+	cont.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "%s is an Egret topology binary.\n\nUsage:\n  %s --local [--duration 30s]   run in this process\n  egret submit <cluster> %s     run on a cluster\n  (the executor of a container runs it with --instance)\n\nFlags:\n", b.Name(), os.Args[0], os.Args[0])
 		fs.PrintDefaults()
@@ -93,12 +95,24 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 		return ExitUsage
 	}
 	var level zapcore.Level
-	if inst.enabled && !flagSet(fs, "log-level") {
+	if (inst.enabled || cont.enabled) && !flagSet(fs, "log-level") {
 		*logLevel = "info"
 	}
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
 		fmt.Fprintf(stderr, "--log-level: %v\n", err)
 		return ExitUsage
+	}
+	var tasks []int
+	if cont.enabled {
+		if inst.enabled || *local || *define != "" {
+			fmt.Fprintln(stderr, "--container-process cannot be combined with --instance, --local or --define")
+			return ExitUsage
+		}
+		var err error
+		if tasks, err = cont.check(&inst); err != nil {
+			fmt.Fprintf(stderr, "--container-process: %v\n", err)
+			return ExitUsage
+		}
 	}
 	if inst.enabled {
 		if *local || *define != "" {
@@ -116,7 +130,7 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 		return ExitFailure
 	}
 	switch {
-	case inst.enabled:
+	case inst.enabled || cont.enabled:
 		atom := zap.NewAtomicLevelAt(level)
 		log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(stderr), atom))
 		defer func() { _ = log.Sync() }()
@@ -124,6 +138,9 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 		wctx, stopWatch := context.WithCancel(context.Background())
 		defer stopWatch()
 		go loglevel.FromEnv(atom, log).Run(wctx)
+		if cont.enabled {
+			return runContainer(t, &inst, &cont, tasks, log, stderr)
+		}
 		return runInstance(t, &inst, log, stderr)
 	case *define != "":
 		return writeDefinition(t, *define, stderr)

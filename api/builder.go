@@ -284,6 +284,13 @@ func (b *TopologyBuilder) SetDeliveryMode(m topology.DeliveryMode) *TopologyBuil
 	return b.SetConfig(topology.KeyDeliveryMode, string(m))
 }
 
+// SetContainerMode chooses how containers run their instances: a process
+// each (topology.ProcessPerInstance, the default) or all in the stream
+// manager's process (topology.ProcessPerContainer).
+func (b *TopologyBuilder) SetContainerMode(m topology.ContainerMode) *TopologyBuilder {
+	return b.SetConfig(topology.KeyContainerMode, string(m))
+}
+
 // SetMaxSpoutPending bounds every spout task's pending tuples.
 func (b *TopologyBuilder) SetMaxSpoutPending(n int) *TopologyBuilder {
 	return b.SetConfig(topology.KeyMaxSpoutPending, strconv.Itoa(n))

@@ -557,7 +557,8 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 	if pp, err := store.PhysicalPlan(ctx, name); err == nil && pp.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
 		r.wasRunning, r.physicalVersion = true, pp.GetVersion()
 	}
-	r.pause = r.wasRunning && (r.t.DeliveryMode() == topology.EffectivelyOnce || stopsInstances(r.current, r.next))
+	r.pause = r.wasRunning && (r.t.DeliveryMode() == topology.EffectivelyOnce || stopsInstances(r.current, r.next) ||
+		r.t.ContainerMode() == topology.ProcessPerContainer && addsToContainers(r.current, r.next))
 	return r, nil
 }
 
@@ -568,6 +569,23 @@ func stopsInstances(current, next *plan.PackingPlan) bool {
 	was, is := current.Layout(), next.Layout()
 	for task, c := range was.ContainerOf {
 		if nc, ok := is.ContainerOf[task]; !ok || nc != c {
+			return true
+		}
+	}
+	return false
+}
+
+// addsToContainers reports whether next places a task in a container
+// that current runs already: in process-per-container mode that
+// container's process restarts with its new tasks.
+func addsToContainers(current, next *plan.PackingPlan) bool {
+	was, is := current.Layout(), next.Layout()
+	running := map[int]bool{}
+	for _, c := range was.ContainerOf {
+		running[c] = true
+	}
+	for task, c := range is.ContainerOf {
+		if _, ok := was.ContainerOf[task]; !ok && running[c] {
 			return true
 		}
 	}

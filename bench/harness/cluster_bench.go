@@ -119,6 +119,24 @@ func SentenceWordCount(binary string, containers int, rate float64) Workload {
 	return w.WithRate(rate)
 }
 
+// SentenceWordCountAtMostOnce is T3 with acking off.
+func SentenceWordCountAtMostOnce(binary string, containers int, rate float64) Workload {
+	w := SentenceWordCount(binary, containers, 0)
+	w.Args = []string{"--containers", strconv.Itoa(containers)}
+	w.Acking = false
+	w.Latency = []string{"count"}
+	w.Description = fmt.Sprintf("sentence → split (local-or-shuffle) → count (fields on the word), TVL's 5 sentences, acking off, %d container(s)", containers)
+	return w.WithRate(rate)
+}
+
+// PerContainer is w with topology.container.mode process-per-container:
+// each container's stream manager and instances in one process.
+func (w Workload) PerContainer() Workload {
+	w.Args = append(append([]string(nil), w.Args...), "--container-mode", "process-per-container")
+	w.Description += ", process-per-container"
+	return w
+}
+
 // SentenceWordCountEO is T3 under effectively-once: checkpoints every
 // interval, acking off, the count bolt's counts and the spout's sequence
 // in checkpointed state.

@@ -20,6 +20,23 @@ const (
 	EffectivelyOnce DeliveryMode = "effectively-once"
 )
 
+// ContainerMode says how a container runs its instances.
+type ContainerMode string
+
+// Container modes.
+const (
+	// ProcessPerInstance, the default (Heron's model), runs every
+	// instance in its own process, connected to the container's stream
+	// manager process through a Unix socket: a failing instance restarts
+	// alone, and each has its own resource limits.
+	ProcessPerInstance ContainerMode = "process-per-instance"
+	// ProcessPerContainer runs the stream manager and all the container's
+	// instances in one process, connected in memory: cheaper hops, but an
+	// instance failure restarts the whole container and the container's
+	// resources are one limit.
+	ProcessPerContainer ContainerMode = "process-per-container"
+)
+
 // Topology and component configuration keys. Component-level values
 // override topology-level ones for the keys marked "component".
 const (
@@ -28,6 +45,9 @@ const (
 	KeyContainers = "topology.containers"
 	// KeyDeliveryMode is one of the DeliveryMode values.
 	KeyDeliveryMode = "topology.delivery.mode"
+	// KeyContainerMode is one of the ContainerMode values (default
+	// process-per-instance).
+	KeyContainerMode = "topology.container.mode"
 	// KeyMaxSpoutPending bounds the pending (emitted, not yet acked)
 	// tuples per spout task in at-least-once mode; 0 means unbounded.
 	// Component.
@@ -146,6 +166,7 @@ const (
 	typeBytes
 	typeBool
 	typeDelivery
+	typeContainerMode
 	typeString
 )
 
@@ -165,15 +186,17 @@ type keySpec struct {
 
 // Why the settings in keySpecs cannot change in a running topology.
 const (
-	fixedPacking    = "it shapes the packing plan (the containers and their resources), fixed at submission; egret update --container-number changes the number of containers, anything else needs a kill and a new submission"
-	fixedDelivery   = "the delivery mode is the topology's contract (acking, checkpointed state) for its whole life; kill the topology and submit it again"
-	fixedCheckpoint = "it changes the checkpoint semantics of an effectively-once topology, which the topology manager reads at its start; kill the topology and submit it again"
-	fixedHealthMgr  = "the health manager reads it in container 0, which a rolling restart does not restart (it holds no topology code); kill the topology and submit it again"
+	fixedPacking       = "it shapes the packing plan (the containers and their resources), fixed at submission; egret update --container-number changes the number of containers, anything else needs a kill and a new submission"
+	fixedDelivery      = "the delivery mode is the topology's contract (acking, checkpointed state) for its whole life; kill the topology and submit it again"
+	fixedCheckpoint    = "it changes the checkpoint semantics of an effectively-once topology, which the topology manager reads at its start; kill the topology and submit it again"
+	fixedContainerMode = "the executors read it when a container starts; kill the topology and submit it again"
+	fixedHealthMgr     = "the health manager reads it in container 0, which a rolling restart does not restart (it holds no topology code); kill the topology and submit it again"
 )
 
 var keySpecs = map[string]keySpec{
 	KeyContainers:      {typ: typeInt, min: 1, fixed: fixedPacking},
 	KeyDeliveryMode:    {typ: typeDelivery, fixed: fixedDelivery},
+	KeyContainerMode:   {typ: typeContainerMode, fixed: fixedContainerMode},
 	KeyMaxSpoutPending: {typ: typeInt, component: true, runtime: true},
 	KeyMessageTimeout:  {typ: typeDuration, component: true, runtime: true, min: 1},
 	KeyTickFrequency:   {typ: typeDuration, component: true, runtime: true},
@@ -253,6 +276,12 @@ func checkValue(key, value string, component bool) (string, bool) {
 		case AtMostOnce, AtLeastOnce, EffectivelyOnce:
 		default:
 			return fmt.Sprintf("%q is not a delivery mode (use %s, %s or %s)", value, AtMostOnce, AtLeastOnce, EffectivelyOnce), false
+		}
+	case typeContainerMode:
+		switch ContainerMode(value) {
+		case ProcessPerInstance, ProcessPerContainer:
+		default:
+			return fmt.Sprintf("%q is not a container mode (use %s or %s)", value, ProcessPerInstance, ProcessPerContainer), false
 		}
 	}
 	if n < spec.min || n < 0 {
@@ -379,6 +408,14 @@ func (t *Topology) DeliveryMode() DeliveryMode {
 		return DeliveryMode(m)
 	}
 	return AtMostOnce
+}
+
+// ContainerMode returns how the containers run their instances.
+func (t *Topology) ContainerMode() ContainerMode {
+	if m := t.Config[KeyContainerMode]; m != "" {
+		return ContainerMode(m)
+	}
+	return ProcessPerInstance
 }
 
 // DropTuplesUponBackPressure reports whether stream managers drop the

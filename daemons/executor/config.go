@@ -198,6 +198,10 @@ type Paths struct {
 	// CkptMgrSocket is W/ckptmgr.sock (or under SocketDir): the checkpoint
 	// manager's, in effectively-once topologies.
 	CkptMgrSocket string
+	// TManagerStateDir is W/tmanager-state, where the executor of a
+	// process-per-container topology mirrors the topology manager's
+	// location for the container process (a localfs store).
+	TManagerStateDir string
 	// SocketDir is the private directory under os.TempDir() holding the
 	// sockets when W is too long ("" otherwise).
 	SocketDir string
@@ -223,6 +227,8 @@ func ComputePaths(workDir, configFile string) (Paths, error) {
 		StmgrSocket:   filepath.Join(w, "stmgr.sock"),
 		MetricsSocket: filepath.Join(w, "metricsmgr.sock"),
 		CkptMgrSocket: filepath.Join(w, "ckptmgr.sock"),
+
+		TManagerStateDir: filepath.Join(w, "tmanager-state"),
 	}
 	p.TopologyBinary = filepath.Join(p.PackageDir, "topology")
 	switch {

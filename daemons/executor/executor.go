@@ -55,6 +55,9 @@ type Executor struct {
 	// eo: the topology checkpoints (a plan change restarts the stream
 	// manager).
 	eo bool
+	// perContainer: topology.container.mode is process-per-container
+	// (read once, at the start of a container 1..N).
+	perContainer bool
 }
 
 // Run is New followed by Executor.Run.
@@ -244,6 +247,18 @@ func (e *Executor) run(ctx context.Context) error {
 			e.startProcess("healthmgr", KindHealthMgr, 0, HealthMgrArgs(e.params))
 		}
 	}
+	if cfg.Container > 0 && e.containerMode(ctx, store) == topology.ProcessPerContainer {
+		e.perContainer = true
+		mirrorDone := make(chan struct{})
+		go func() {
+			defer close(mirrorDone)
+			e.mirrorTManager(wctx, sm, paths.TManagerStateDir)
+		}()
+		defer func() {
+			cancel()
+			<-mirrorDone
+		}()
+	}
 	e.startProcess("metricsmgr", KindMetricsMgr, 0, MetricsMgrArgs(e.params))
 	e.startProcess("shell", KindShell, 0, ShellArgs(e.params))
 	done, err := e.reconcile(ctx, store, true)
@@ -380,6 +395,21 @@ func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool
 		}
 		want[InstanceName(in.Component, in.TaskID)] = in
 	}
+	if !wasIn {
+		eo, err := e.effectivelyOnce(ctx, store)
+		if err != nil {
+			e.inPlan = false
+			return false, err
+		}
+		e.eo = eo
+		if eo {
+			e.startProcess("ckptmgr", KindCkptMgr, 0, CkptMgrArgs(e.params))
+		}
+	}
+	if e.perContainer {
+		e.reconcileContainer(mine, changed)
+		return false, nil
+	}
 	var gone []*process
 	e.mu.Lock()
 	for n, pr := range e.procs {
@@ -394,16 +424,7 @@ func (e *Executor) reconcile(ctx context.Context, store *state.Store, first bool
 	}
 	switch {
 	case !wasIn:
-		eo, err := e.effectivelyOnce(ctx, store)
-		if err != nil {
-			e.inPlan = false
-			return false, err
-		}
-		e.eo = eo
-		if eo {
-			e.startProcess("ckptmgr", KindCkptMgr, 0, CkptMgrArgs(e.params))
-		}
-		e.startProcess("stmgr", KindStmgr, 0, StmgrArgs(e.params, eo))
+		e.startProcess("stmgr", KindStmgr, 0, StmgrArgs(e.params, e.eo))
 	case changed && e.eo:
 		// Effectively-once: the restarted stream manager makes the
 		// topology manager roll back to the last checkpoint with the new

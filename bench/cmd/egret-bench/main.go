@@ -79,6 +79,10 @@ func suite(warmup, window time.Duration, runs int, python, resources string) []h
 			add(fmt.Sprintf("t1-constnull-%dc-ack%d", c, p), "T1", harness.ConstNull("", c, 1, 1, p), false)
 		}
 	}
+	// Issue 18: the same across 2 containers with each container's
+	// stream manager and instances in one process.
+	add("t1-constnull-2c-ppc", "T1", harness.ConstNull("", 2, 1, 1, -1).PerContainer(), true)
+	add("t1-constnull-2c-ppc-ack10000", "T1", harness.ConstNull("", 2, 1, 1, 10000).PerContainer(), false)
 	for _, p := range []int{1, 2} {
 		add(fmt.Sprintf("t2-heronwc-p%d", p), "T2", harness.HeronWordCount("", p), false)
 	}
@@ -88,6 +92,14 @@ func suite(warmup, window time.Duration, runs int, python, resources string) []h
 			Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewc-max", RateFraction: float64(pct) / 100}
 		out = append(out, b)
 	}
+	// Issue 18: T3 at-most-once, and T3 with each container in one
+	// process (at-least-once: the maximum and the latency at half of it;
+	// at-most-once: the maximum).
+	add("t3-sentencewc-amo-max", "T3", harness.SentenceWordCountAtMostOnce("", 1, 0), false)
+	add("t3-sentencewc-ppc-max", "T3", harness.SentenceWordCount("", 1, 0).PerContainer(), true)
+	out = append(out, harness.Bench{Name: "t3-sentencewc-ppc-50pct", Group: "T3", Workload: harness.SentenceWordCount("", 1, 0).PerContainer(),
+		Warmup: warmup, Window: window, Runs: runs, RateOf: "t3-sentencewc-ppc-max", RateFraction: 0.5})
+	add("t3-sentencewc-ppc-amo-max", "T3", harness.SentenceWordCountAtMostOnce("", 1, 0).PerContainer(), false)
 	// T3 under effectively-once (issue 22) at two checkpoint intervals:
 	// the maximum, and the latency at the offered rate of the
 	// at-least-once 50% benchmark, so both compare within one run.

@@ -16,6 +16,7 @@
 //	--bolts N        bolt parallelism (default 1)
 //	--acking         at-least-once: tracked tuples, acked by the bolt
 //	--max-pending N  topology.max.spout.pending with --acking (default: the runtime's)
+//	--container-mode M  topology.container.mode (default: process-per-instance)
 //
 // The runtime's own counters measure it: instance.emitted of the spout and
 // instance.executed of the bolt (see bench/harness).
@@ -38,6 +39,7 @@ func main() {
 	fs.IntVar(&o.Bolts, "bolts", 1, "bolt parallelism")
 	fs.BoolVar(&o.Acking, "acking", false, "at-least-once: the spout tracks every tuple and the bolt acks it")
 	fs.IntVar(&o.MaxPending, "max-pending", 0, "topology.max.spout.pending with --acking (0: the runtime's default)")
+	fs.StringVar(&o.ContainerMode, "container-mode", "", "topology.container.mode (default: the runtime's, process-per-instance)")
 	own, rest := egret.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)

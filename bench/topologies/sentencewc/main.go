@@ -16,6 +16,7 @@
 //	--max-pending N                      topology.max.spout.pending with --acking
 //	--rate R                             offered sentences per second in total (default: unthrottled)
 //	--latency-dir DIR                    where the latency recorders write (with --rate)
+//	--container-mode M                   topology.container.mode (default: process-per-instance)
 package main
 
 import (

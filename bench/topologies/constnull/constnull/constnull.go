@@ -36,6 +36,8 @@ type Options struct {
 	// topology.max.spout.pending (0: the runtime's default).
 	Acking     bool
 	MaxPending int
+	// ContainerMode, when set, is topology.container.mode.
+	ContainerMode string
 }
 
 // Builder returns the topology; zero options take their defaults, negative
@@ -58,6 +60,9 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 	}
 	b := api.NewTopologyBuilder(Name)
 	b.SetContainers(o.Containers)
+	if o.ContainerMode != "" {
+		b.SetContainerMode(topology.ContainerMode(o.ContainerMode))
+	}
 	if o.Acking {
 		b.SetDeliveryMode(topology.AtLeastOnce)
 		if o.MaxPending > 0 {

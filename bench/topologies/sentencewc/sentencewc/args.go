@@ -20,6 +20,7 @@ func ParseArgs(args []string) (Options, []string, error) {
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 0, "effectively-once with this checkpoint interval (0: not)")
 	fs.Float64Var(&o.Rate, "rate", 0, "offered sentences per second of all spout tasks (0: unthrottled)")
 	fs.StringVar(&o.LatencyDir, "latency-dir", "", "directory of the latency recorders' files (with --rate)")
+	fs.StringVar(&o.ContainerMode, "container-mode", "", "topology.container.mode (default: the runtime's, process-per-instance)")
 	fs.StringVar(&o.PythonPath, "python-path", "", "topology.multilang.path of a Python split bolt (a virtualenv's bin)")
 	own, rest := egret.SplitArgs(args, fs)
 	return o, rest, fs.Parse(own)

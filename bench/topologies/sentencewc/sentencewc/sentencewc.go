@@ -65,6 +65,8 @@ type Options struct {
 	// Spouts, Splits and Counts are the parallelism of each component
 	// (default 1 each); Containers the number of containers (default 1).
 	Spouts, Splits, Counts, Containers int
+	// ContainerMode, when set, is topology.container.mode.
+	ContainerMode string
 	// Acking makes the topology at-least-once (the default of the T3
 	// benchmark is on) with MaxPending as topology.max.spout.pending (0:
 	// the runtime's default).
@@ -118,6 +120,9 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 		b.SetConfig(topology.KeyMultilangPath, o.PythonPath)
 	}
 	b.SetContainers(o.Containers)
+	if o.ContainerMode != "" {
+		b.SetContainerMode(topology.ContainerMode(o.ContainerMode))
+	}
 	if o.CheckpointInterval > 0 {
 		b.SetDeliveryMode(topology.EffectivelyOnce)
 		b.SetConfig(topology.KeyCheckpointInterval, o.CheckpointInterval.String())

@@ -1,0 +1,171 @@
+package executor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/statemgr/localfs"
+)
+
+// KindContainer is the process of a process-per-container topology
+// (topology.container.mode): the topology binary running the container's
+// stream manager and all its instances.
+const KindContainer Kind = "container"
+
+// containerProcess is the name of that process (and its log file).
+const containerProcess = "container"
+
+// ContainerProcessArgs is the command line of a process-per-container
+// container: the topology binary running the stream manager and the
+// instances of tasks.
+//
+//	W/package/topology --container-process --tasks T1,T2 --container C --topology-id ID --stmgr-socket S --port P --metrics-socket M --config F --tmanager-state D [--ckptmgr-socket K]
+func ContainerProcessArgs(p Params, tasks []int, ckpt bool) []string {
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = strconv.Itoa(t)
+	}
+	args := []string{p.Paths.TopologyBinary, "--container-process",
+		"--tasks", strings.Join(ids, ","),
+		"--container", strconv.Itoa(p.Container),
+		"--topology-id", p.TopologyID,
+		"--stmgr-socket", p.Paths.StmgrSocket,
+		"--port", strconv.Itoa(p.StmgrPort),
+		"--metrics-socket", p.Paths.MetricsSocket,
+		"--config", p.Paths.ConfigFile,
+		"--tmanager-state", p.Paths.TManagerStateDir,
+	}
+	if ckpt {
+		args = append(args, "--ckptmgr-socket", p.Paths.CkptMgrSocket)
+	}
+	return args
+}
+
+// containerMode reads the topology's container mode; an unreadable
+// definition runs Heron's process per instance (the topology manager
+// reports the same problem).
+func (e *Executor) containerMode(ctx context.Context, store *state.Store) topology.ContainerMode {
+	t, err := store.Topology(ctx, e.cfg.TopologyName)
+	if err != nil {
+		e.log.Warn("cannot read the topology definition; running a process per instance", zap.Error(err))
+		return topology.ProcessPerInstance
+	}
+	return t.ContainerMode()
+}
+
+// reconcileContainer makes the container process run the stream manager
+// and the instances of mine. The process keeps running while its task set
+// is the same (its stream manager and instances follow a new physical plan
+// live, as in process-per-instance mode); it is restarted with the new set
+// when the plan changed the container's tasks, and on any plan change of
+// an effectively-once topology (the restarted stream manager makes the
+// topology manager roll back with the new task set).
+func (e *Executor) reconcileContainer(mine *plan.Container, changed bool) {
+	tasks := make([]int, 0, len(mine.Instances))
+	var res plan.Resources
+	for _, in := range mine.Instances {
+		tasks = append(tasks, in.TaskID)
+		res.CPU += in.Resources.CPU
+		res.RAM += in.Resources.RAM
+		res.Disk += in.Resources.Disk
+	}
+	slices.Sort(tasks)
+	args := ContainerProcessArgs(e.params, tasks, e.eo)
+	e.mu.Lock()
+	cur := e.procs[containerProcess]
+	e.mu.Unlock()
+	if cur != nil && slices.Equal(cur.args, args) {
+		if changed && e.eo {
+			e.log.Info("packing plan changed; restarting the container process so its stream manager re-registers")
+			cur.requestRestart("packing plan changed")
+		}
+		return
+	}
+	if cur != nil {
+		e.log.Info("packing plan changed this container's tasks; restarting the container process with them", zap.Ints("tasks", tasks))
+		e.stopProcesses([]*process{cur})
+	}
+	p := newProcess(e, containerProcess, KindContainer, 0, args)
+	p.limits = instanceLimits(res, e.set.maxProcs)
+	p.dir = filepath.Join(e.paths.InstancesDir, containerProcess)
+	if err := os.MkdirAll(p.dir, 0o755); err != nil {
+		e.log.Warn("cannot create the container process's working directory; it runs in the container's", zap.Error(err))
+		p.dir = e.paths.WorkDir
+	}
+	e.launch(p, p.limits.cgroupLimits())
+}
+
+// mirrorTManager copies the topology manager's location from the state
+// manager into the localfs store at dir, which the container process's
+// stream manager reads: the topology binary links no state manager
+// backend but localfs. It runs until ctx ends.
+func (e *Executor) mirrorTManager(ctx context.Context, src spi.StateManager, dir string) {
+	dst, err := localfs.Open(localfs.Options{Root: dir, Logger: e.log.Named("tmanager-state")})
+	if err != nil {
+		e.log.Error("cannot open the topology manager state the container process reads; its stream manager will not find the topology manager", zap.Error(err))
+		return
+	}
+	defer dst.Close()
+	path := state.Path(state.TManagersDir, e.cfg.TopologyName)
+	var events <-chan spi.Event
+	var last []byte
+	have := false
+	for ctx.Err() == nil {
+		if events == nil {
+			if events, err = src.Watch(ctx, path); err != nil {
+				events = nil
+			}
+		}
+		n, err := src.Get(ctx, path)
+		switch {
+		case err == nil && (!have || !bytes.Equal(n.Data, last)):
+			if err := putNode(ctx, dst, path, n.Data); err != nil {
+				e.log.Warn("cannot mirror the topology manager's location", zap.Error(err))
+				break
+			}
+			last, have = n.Data, true
+		case errors.Is(err, spi.ErrNotFound) && have:
+			if err := dst.Delete(ctx, path, spi.AnyVersion); err != nil && !errors.Is(err, spi.ErrNotFound) {
+				e.log.Warn("cannot mirror the topology manager's location", zap.Error(err))
+				break
+			}
+			last, have = nil, false
+		case err != nil && !errors.Is(err, spi.ErrNotFound) && ctx.Err() == nil:
+			e.log.Warn("cannot read the topology manager's location", zap.Error(err))
+		}
+		t := time.NewTimer(mirrorPoll)
+		select {
+		case _, ok := <-events:
+			if !ok {
+				events = nil
+			}
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+}
+
+// mirrorPoll bounds how long a missed watch event delays the mirror.
+const mirrorPoll = time.Second
+
+// putNode creates or overwrites path in sm.
+func putNode(ctx context.Context, sm spi.StateManager, path string, data []byte) error {
+	if _, err := sm.Set(ctx, path, data, spi.AnyVersion); err == nil || !errors.Is(err, spi.ErrNotFound) {
+		return err
+	}
+	return sm.Create(ctx, path, data, false)
+}
