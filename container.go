@@ -30,6 +30,7 @@ import (
 // container, topology id, sockets and config are instanceFlags'.
 type containerFlags struct {
 	enabled       bool
+	topology      string
 	tasks         string
 	port          int
 	ckptmgrSocket string
@@ -38,6 +39,7 @@ type containerFlags struct {
 
 func (f *containerFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.enabled, "container-process", false, "run a container's stream manager and instances in this process (topology.container.mode process-per-container; used by the executor)")
+	fs.StringVar(&f.topology, "topology", "", "with --container-process: the submitted topology name")
 	fs.StringVar(&f.tasks, "tasks", "", "with --container-process: the comma-separated task ids of the container")
 	fs.IntVar(&f.port, "port", 0, "with --container-process: the stream manager's TCP port for peers (0: any)")
 	fs.StringVar(&f.ckptmgrSocket, "ckptmgr-socket", "", "with --container-process: the checkpoint manager's Unix socket (effectively-once)")
@@ -64,6 +66,9 @@ func parseTasks(s string) ([]int, error) {
 
 func (f *containerFlags) check(inst *instanceFlags) ([]int, error) {
 	var errs []error
+	if f.topology == "" {
+		errs = append(errs, errors.New("--topology is required"))
+	}
 	if inst.container < 1 {
 		errs = append(errs, errors.New("--container is required (1 or more)"))
 	}
@@ -106,7 +111,7 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 	defer sm.Close()
 	ln := memconn.NewListener(inst.stmgrSocket+" (in memory)", 0)
 	s, err := stmgr.New(stmgr.Config{
-		TopologyName:  t.Logical.Name,
+		TopologyName:  f.topology,
 		TopologyID:    inst.topologyID,
 		Container:     inst.container,
 		Socket:        inst.stmgrSocket,
@@ -150,7 +155,7 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 				Dial:          ln.Dial,
 				MetricsSocket: inst.metricsSocket,
 				Settings:      settings,
-				Logger:        log.With(zap.String("topology", t.Logical.Name), zap.Int("task", task)),
+				Logger:        log.With(zap.String("topology", f.topology), zap.Int("task", task)),
 				ResourcesDir:  packageResources(),
 			})
 			switch {

@@ -163,6 +163,24 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 	}
 }
 
+// InContainer reports whether args (what the topology's main passes to
+// RunArgs) run the binary in a container, as an instance (--instance) or
+// as a process-per-container container (--container-process): the
+// topology then comes from the submitted definition, so a main may skip
+// the checks of its own options that only submission needs.
+func InContainer(args []string) bool {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		switch strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-") {
+		case "instance", "container-process":
+			return true
+		}
+	}
+	return false
+}
+
 // checkDefineArgs refuses the arguments left over in define mode: flags
 // the topology does not define, and positional arguments.
 func checkDefineArgs(topology string, args []string) error {

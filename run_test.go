@@ -316,3 +316,23 @@ func TestSplitArgs(t *testing.T) {
 		t.Errorf("rest = %q, want %q", got, want)
 	}
 }
+
+func TestInContainer(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{[]string{"--instance", "--task", "3"}, true},
+		{[]string{"-instance"}, true},
+		{[]string{"--instance=true"}, true},
+		{[]string{"--container-process", "--tasks", "1,2"}, true},
+		{[]string{"--local", "--duration", "5s"}, false},
+		{[]string{"--name", "instance"}, false},
+		{[]string{"--name", "instance", "--instance"}, true},
+		{nil, false},
+	} {
+		if got := InContainer(tc.args); got != tc.want {
+			t.Errorf("InContainer(%q) = %v, want %v", tc.args, got, tc.want)
+		}
+	}
+}

@@ -32,13 +32,14 @@ const containerProcess = "container"
 // container: the topology binary running the stream manager and the
 // instances of tasks.
 //
-//	W/package/topology --container-process --tasks T1,T2 --container C --topology-id ID --stmgr-socket S --port P --metrics-socket M --config F --tmanager-state D [--ckptmgr-socket K]
+//	W/package/topology --container-process --topology N --tasks T1,T2 --container C --topology-id ID --stmgr-socket S --port P --metrics-socket M --config F --tmanager-state D [--ckptmgr-socket K]
 func ContainerProcessArgs(p Params, tasks []int, ckpt bool) []string {
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
 		ids[i] = strconv.Itoa(t)
 	}
 	args := []string{p.Paths.TopologyBinary, "--container-process",
+		"--topology", p.TopologyName,
 		"--tasks", strings.Join(ids, ","),
 		"--container", strconv.Itoa(p.Container),
 		"--topology-id", p.TopologyID,

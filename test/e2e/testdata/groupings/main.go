@@ -49,7 +49,7 @@ func main() {
 
 func builder(name string, containers int, dir string, rest []string) (*api.TopologyBuilder, error) {
 	if name == "" {
-		if slices.Contains(rest, "--instance") || slices.Contains(rest, "-instance") {
+		if egret.InContainer(rest) {
 			return groupingtest.AllBuilder(groupingtest.Files{}), nil
 		}
 		return nil, fmt.Errorf("--case is required (one of %s)", strings.Join(groupingtest.Names(), ", "))

@@ -39,19 +39,8 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 	if err := fs.Parse(own); err != nil {
 		return o, nil, err
 	}
-	if o.StateDir == "" && !instanceMode(rest) {
+	if o.StateDir == "" && !egret.InContainer(rest) {
 		return o, nil, fmt.Errorf("--state DIR is required")
 	}
 	return o, rest, nil
-}
-
-// instanceMode reports whether the executor runs the binary as an
-// instance, which reads the options from the submitted definition.
-func instanceMode(args []string) bool {
-	for _, a := range args {
-		if a == "--instance" || a == "-instance" || strings.HasPrefix(a, "--instance=") {
-			return true
-		}
-	}
-	return false
 }
