@@ -68,7 +68,8 @@ func (e *Executor) containerMode(ctx context.Context, store *state.Store) topolo
 }
 
 // reconcileContainer makes the container process run the stream manager
-// and the instances of mine. The process keeps running while its task set
+// and the instances of mine, limited to the container's required resources
+// (its instances' plus padding). The process keeps running while its task set
 // is the same (its stream manager and instances follow a new physical plan
 // live, as in process-per-instance mode); it is restarted with the new set
 // when the plan changed the container's tasks, and on any plan change of
@@ -84,6 +85,11 @@ func (e *Executor) reconcileContainer(mine *plan.Container, changed bool) {
 		res.Disk += in.Resources.Disk
 	}
 	slices.Sort(tasks)
+	if r := mine.Required; r.CPU > 0 || r.RAM > 0 || r.Disk > 0 {
+		// The process also runs the stream manager: the container's
+		// padding is its share.
+		res = r
+	}
 	args := ContainerProcessArgs(e.params, tasks, e.eo)
 	e.mu.Lock()
 	cur := e.procs[containerProcess]

@@ -1,0 +1,84 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/statemgr/localfs"
+	"github.com/egret-stream/egret/statemgr/memory"
+)
+
+// The executor of a process-per-container topology mirrors the topology
+// manager's location node into the localfs store its container process
+// reads: created, changed (a new topology manager) and removed.
+func TestMirrorTManager(t *testing.T) {
+	src := memory.NewStore().NewSession()
+	dir := filepath.Join(t.TempDir(), "tmanager-state")
+	e := &Executor{cfg: Config{TopologyName: "wc"}, log: zaptest.NewLogger(t)}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); e.mirrorTManager(ctx, src, dir) }()
+	defer func() { cancel(); <-done }()
+
+	path := state.Path(state.TManagersDir, "wc")
+	dst, err := localfs.Open(localfs.Options{Root: dir, PollInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dst.Close()
+	mirrored := func(want string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			n, err := dst.Get(ctx, path)
+			got := ""
+			if err == nil {
+				got = string(n.Data)
+			} else if !errors.Is(err, spi.ErrNotFound) {
+				t.Fatal(err)
+			}
+			if got == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("mirror holds %q, want %q", got, want)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := src.Create(ctx, path, []byte("tm-1"), true); err != nil {
+		t.Fatal(err)
+	}
+	mirrored("tm-1")
+	if _, err := src.Set(ctx, path, []byte("tm-2"), spi.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	mirrored("tm-2")
+	if err := src.Delete(ctx, path, spi.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	mirrored("")
+}
+
+func TestContainerProcessArgs(t *testing.T) {
+	p := Params{TopologyName: "wc", TopologyID: "wc-1", Container: 2, StmgrPort: 7000,
+		Paths: Paths{TopologyBinary: "/w/package/topology", StmgrSocket: "/w/stmgr.sock", MetricsSocket: "/w/m.sock",
+			ConfigFile: "/w/c.json", TManagerStateDir: "/w/tmanager-state", CkptMgrSocket: "/w/ckpt.sock"}}
+	want := []string{"/w/package/topology", "--container-process", "--topology", "wc", "--tasks", "3,5,8", "--container", "2",
+		"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/m.sock",
+		"--config", "/w/c.json", "--tmanager-state", "/w/tmanager-state"}
+	if got := ContainerProcessArgs(p, []int{3, 5, 8}, false); !slices.Equal(got, want) {
+		t.Errorf("args:\n got %q\nwant %q", got, want)
+	}
+	if got := ContainerProcessArgs(p, []int{3}, true); !slices.Contains(got, "--ckptmgr-socket") {
+		t.Errorf("effectively-once args have no checkpoint manager socket: %q", got)
+	}
+}
