@@ -130,7 +130,9 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 	}
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	defer startHeapFloor(DefaultHeapFloor)()
+	// One runtime allocates for every instance: the floor of each
+	// (DefaultHeapFloor, measured per instance process) adds up.
+	defer startHeapFloor(DefaultHeapFloor * uint64(max(len(tasks), 1)))()
 	// The instances stop first, so that what they flush on the way out
 	// reaches the stream manager, which stops after them.
 	smCtx, stopSM := context.WithCancel(context.Background())
