@@ -430,11 +430,11 @@ type instanceFlags struct {
 func (f *instanceFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.enabled, "instance", false, "run one task as an instance process of a container (used by the executor)")
 	fs.IntVar(&f.task, "task", -1, "with --instance: the task id to run")
-	fs.IntVar(&f.container, "container", 0, "with --instance: the container id")
-	fs.StringVar(&f.topologyID, "topology-id", "", "with --instance: the topology id")
-	fs.StringVar(&f.stmgrSocket, "stmgr-socket", "", "with --instance: the stream manager's Unix socket")
-	fs.StringVar(&f.metricsSocket, "metrics-socket", "", "with --instance: the metrics manager's Unix socket (optional)")
-	fs.StringVar(&f.configFile, "config", "", "with --instance: cluster config as a JSON object of strings (optional; egret.instance.*, egret.wire.*, egret.metrics.* keys)")
+	fs.IntVar(&f.container, "container", 0, "with --instance or --container-process: the container id")
+	fs.StringVar(&f.topologyID, "topology-id", "", "with --instance or --container-process: the topology id")
+	fs.StringVar(&f.stmgrSocket, "stmgr-socket", "", "with --instance or --container-process: the stream manager's Unix socket")
+	fs.StringVar(&f.metricsSocket, "metrics-socket", "", "with --instance or --container-process: the metrics manager's Unix socket (optional)")
+	fs.StringVar(&f.configFile, "config", "", "with --instance or --container-process: cluster config as a JSON object of strings (optional; egret.instance.*, egret.wire.*, egret.metrics.* keys)")
 }
 
 func (f *instanceFlags) check() error {

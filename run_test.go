@@ -3,6 +3,7 @@ package egret
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -334,5 +335,32 @@ func TestInContainer(t *testing.T) {
 		if got := InContainer(tc.args); got != tc.want {
 			t.Errorf("InContainer(%q) = %v, want %v", tc.args, got, tc.want)
 		}
+	}
+}
+
+func TestContainerFlagsCheck(t *testing.T) {
+	inst := instanceFlags{container: 1, topologyID: "wc-1", stmgrSocket: "/w/stmgr.sock"}
+	f := containerFlags{enabled: true, topology: "wc", tasks: "3, 1,2", stateRoot: "/w/tmanager-state"}
+	tasks, err := f.check(&inst)
+	if err != nil || fmt.Sprint(tasks) != "[3 1 2]" {
+		t.Fatalf("check: %v %v", tasks, err)
+	}
+	for _, tc := range []struct {
+		tasks, want string
+	}{
+		{"", `--tasks "": "" is not a task id`},
+		{"1,x", `--tasks "1,x": "x" is not a task id`},
+		{"1,-2", `--tasks "1,-2": "-2" is not a task id`},
+		{"4,4", `--tasks "4,4": task 4 appears twice`},
+	} {
+		g := f
+		g.tasks = tc.tasks
+		if _, err := g.check(&inst); err == nil || err.Error() != tc.want {
+			t.Errorf("--tasks %q: %v, want %q", tc.tasks, err, tc.want)
+		}
+	}
+	if _, err := (&containerFlags{tasks: "1"}).check(&instanceFlags{}); err == nil ||
+		!strings.Contains(err.Error(), "--topology is required") || !strings.Contains(err.Error(), "--tmanager-state is required") {
+		t.Errorf("missing flags: %v", err)
 	}
 }

@@ -1,5 +1,3 @@
-// Package hostaddr says which address a container's daemons advertise and
-// listen on, from the environment a resource manager sets.
 package hostaddr
 
 import (
