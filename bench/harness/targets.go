@@ -63,6 +63,13 @@ func latencyP99(name string) func(*ClusterResult) (float64, bool) {
 	}
 }
 
+func latencyP999(name string) func(*ClusterResult) (float64, bool) {
+	return func(c *ClusterResult) (float64, bool) {
+		l, ok := c.Latency[name]
+		return l.P999.Median, ok && l.P999.N > 0
+	}
+}
+
 // targets are issue 7's targets for this 2-core machine. Per-core figures
 // divide by the measured engine CPU (Σ utime+stime of every engine
 // process), not by nominal cores.
@@ -74,6 +81,14 @@ var targets = []targetSpec{
 	{"T3 at 50% of the maximum: p99 latency (scheduled emit → count bolt)", "t3-sentencewc-50pct", "ms", false, 5, latencyP99("count"), ""},
 	{"T3 effectively-once, 10 s checkpoints: throughput over at-least-once's (same run)", "t3-sentencewc-eo10s-max", "ratio of sentences per second", true, 0.8,
 		summaryFigure("sink_tuples_per_sec"), "t3-sentencewc-max"},
+	// Issue 18 (Flink's figures per CPU-second), in the best container
+	// mode: process-per-container.
+	{"Issue 18: T1 across 2 containers, acking off, process-per-container", "t1-constnull-2c-ppc", "tuples per CPU-second", true, 7e6, summaryFigure("tuples_per_cpu_second"), ""},
+	{"Issue 18: T1 across 2 containers, acking on (max pending 10,000), process-per-container", "t1-constnull-2c-ppc-ack10000", "tuples per CPU-second", true, 2e6, summaryFigure("tuples_per_cpu_second"), ""},
+	{"Issue 18: T3 at-most-once, process-per-container", "t3-sentencewc-ppc-amo-max", "sentences per CPU-second", true, 0.8e6, summaryFigure("tuples_per_cpu_second"), ""},
+	{"Issue 18: T3 acking on, process-per-container", "t3-sentencewc-ppc-max", "sentences per CPU-second", true, 0.4e6, summaryFigure("tuples_per_cpu_second"), ""},
+	{"Issue 18: T3 at 50% of the maximum, process-per-container: p99", "t3-sentencewc-ppc-50pct", "ms", false, 5, latencyP99("count"), ""},
+	{"Issue 18: T3 at 50% of the maximum, process-per-container: p99.9", "t3-sentencewc-ppc-50pct", "ms", false, 10, latencyP999("count"), ""},
 }
 
 // baseName drops the -quick suffix of a benchmark's name.
