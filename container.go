@@ -69,15 +69,7 @@ func (f *containerFlags) check(inst *instanceFlags) ([]int, error) {
 	if f.topology == "" {
 		errs = append(errs, errors.New("--topology is required"))
 	}
-	if inst.container < 1 {
-		errs = append(errs, errors.New("--container is required (1 or more)"))
-	}
-	if inst.topologyID == "" {
-		errs = append(errs, errors.New("--topology-id is required"))
-	}
-	if inst.stmgrSocket == "" {
-		errs = append(errs, errors.New("--stmgr-socket is required"))
-	}
+	errs = append(errs, inst.checkShared()...)
 	if f.stateRoot == "" {
 		errs = append(errs, errors.New("--tmanager-state is required"))
 	}

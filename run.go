@@ -442,6 +442,12 @@ func (f *instanceFlags) check() error {
 	if f.task < 0 {
 		errs = append(errs, errors.New("--task is required"))
 	}
+	return errors.Join(append(errs, f.checkShared()...)...)
+}
+
+// checkShared checks the flags --instance and --container-process share.
+func (f *instanceFlags) checkShared() []error {
+	var errs []error
 	if f.container < 1 {
 		errs = append(errs, errors.New("--container is required (1 or more)"))
 	}
@@ -451,7 +457,7 @@ func (f *instanceFlags) check() error {
 	if f.stmgrSocket == "" {
 		errs = append(errs, errors.New("--stmgr-socket is required"))
 	}
-	return errors.Join(errs...)
+	return errs
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
