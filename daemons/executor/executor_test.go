@@ -330,12 +330,17 @@ func TestRestartAfterKill(t *testing.T) {
 		}
 		return false
 	})
-	evs := v.eventsOf("stmgr")
+	// The event of the restart may follow pids.json.
+	want := []EventKind{EventStarted, EventExited, EventRestarting, EventStarted}
+	var evs []Event
+	waitFor(t, "the restarted stmgr's started event", func() bool {
+		evs = v.eventsOf("stmgr")
+		return len(evs) >= len(want)
+	})
 	kinds := make([]EventKind, len(evs))
 	for i, ev := range evs {
 		kinds[i] = ev.Kind
 	}
-	want := []EventKind{EventStarted, EventExited, EventRestarting, EventStarted}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("stmgr events %v, want %v", kinds, want)
 	}
