@@ -289,6 +289,14 @@ func (s *Server) scheduleLocked() {
 func (s *Server) run(t *task) {
 	defer close(t.done)
 	s.mu.Lock()
+	if t.killed {
+		// Killed (or restarted) while ASSIGNED: the task keeps its
+		// KILLING/RESTARTING state, so that it is replaced only when
+		// restarted.
+		s.endLocked(t, auroraapi.ScheduleStatus_KILLED, "Task killed.")
+		s.mu.Unlock()
+		return
+	}
 	st := clone(t.st)
 	s.transitionLocked(t, auroraapi.ScheduleStatus_STARTING, "Initializing sandbox.")
 	s.mu.Unlock()

@@ -269,3 +269,32 @@ func TestCloseKillsEverything(t *testing.T) {
 		}
 	}
 }
+
+// TestKillWhileAssigned: a task killed after it was assigned but before
+// its runner began stays killed (it once became STARTING again and was
+// replaced like a task that failed); one restarted then is replaced once.
+func TestKillWhileAssigned(t *testing.T) {
+	s := New(t, WithRescheduleDelay(10*time.Millisecond))
+	for _, c := range []struct {
+		to   auroraapi.ScheduleStatus
+		want int // tasks of the job in the end
+	}{{auroraapi.ScheduleStatus_KILLING, 1}, {auroraapi.ScheduleStatus_RESTARTING, 2}} {
+		name := strings.ToLower(c.to.String())
+		cfg := job(name, 1, "sleep 600", 1).TaskConfig
+		s.mu.Lock()
+		tk := s.newTaskLocked(cfg, 0, "", auroraapi.ScheduleStatus_PENDING)
+		s.scheduleLocked() // ASSIGNED; its runner waits for the lock
+		if tk.st.Status != auroraapi.ScheduleStatus_ASSIGNED {
+			t.Fatalf("%s: task %s, want ASSIGNED", name, tk.st.Status)
+		}
+		s.killLocked(tk, c.to, "by the test")
+		s.mu.Unlock()
+		waitFor(t, name+": the first task to end", func() bool { return s.Tasks("www", "prod", name)[0].Status == auroraapi.ScheduleStatus_KILLED })
+		if ts := s.Tasks("www", "prod", name); len(ts) != c.want {
+			t.Errorf("%s while ASSIGNED: %d tasks %v, want %d", name, len(ts), ts, c.want)
+		}
+		if _, err := client(t, s, false).KillTasks(context.Background(), cfg.Job, nil, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
