@@ -47,7 +47,8 @@ type ProfileEntry struct {
 	Symbol  string  `json:"symbol"`
 }
 
-// profile samples the stream managers and instances of snap with perf.
+// profile samples the stream managers and instances of snap with perf
+// (the container processes in process-per-container mode).
 func profile(ctx context.Context, o ProfileOptions, snap *snapshot) (*Profile, error) {
 	perf, err := exec.LookPath("perf")
 	if err != nil {
@@ -69,7 +70,7 @@ func profile(ctx context.Context, o ProfileOptions, snap *snapshot) (*Profile, e
 	sort.Ints(ids)
 	for _, pid := range ids {
 		k := snap.kind(pid)
-		if k == "stmgr" || strings.HasPrefix(k, "instance") {
+		if k == "stmgr" || k == "container" || strings.HasPrefix(k, "instance") {
 			pids = append(pids, strconv.Itoa(pid))
 			kindOf[pid] = k
 			counts[k]++

@@ -50,28 +50,34 @@ type streamSource struct {
 type inAck struct {
 	edge  uint64
 	root1 [1]wire.Root
-	// xor1 and xorsN[i] accumulate the edge ids of the tuples emitted
-	// anchored on this tuple for its roots (at-least-once mode).
+	// xor1 and many.xors[i] accumulate the edge ids of the tuples
+	// emitted anchored on this tuple for its roots (at-least-once mode).
 	xor1 [1]uint64
-	// rootsN and xorsN hold two or more roots.
-	rootsN []wire.Root
-	xorsN  []uint64
+	// many holds two or more roots (nil for one): the common case keeps
+	// the state at 48 bytes.
+	many *manyRoots
 	// done is set once the tuple is acked or failed.
 	done bool
 }
 
+// manyRoots are the roots of a tuple anchored on two or more.
+type manyRoots struct {
+	roots []wire.Root
+	xors  []uint64
+}
+
 // roots returns the tuple's roots.
 func (k *inAck) roots() []wire.Root {
-	if k.rootsN != nil {
-		return k.rootsN
+	if k.many != nil {
+		return k.many.roots
 	}
 	return k.root1[:]
 }
 
 // xors returns the XOR accumulators, one per root.
 func (k *inAck) xors() []uint64 {
-	if k.rootsN != nil {
-		return k.xorsN
+	if k.many != nil {
+		return k.many.xors
 	}
 	return k.xor1[:]
 }
@@ -251,8 +257,8 @@ func (a *arena) track(t *inTuple, h *wire.Header) {
 	if len(h.Roots) == 1 {
 		k.root1[0] = h.Roots[0]
 	} else {
-		k.rootsN, k.xorsN = take(&a.roots, len(h.Roots)), take(&a.xors, len(h.Roots))
-		copy(k.rootsN, h.Roots)
+		k.many = &manyRoots{roots: take(&a.roots, len(h.Roots)), xors: take(&a.xors, len(h.Roots))}
+		copy(k.many.roots, h.Roots)
 	}
 	t.ack = k
 }
@@ -331,8 +337,20 @@ func (t *inTuple) Len() int {
 	return n
 }
 
-// Value implements api.Tuple.
+// Value implements api.Tuple. A tuple whose values are still encoded
+// decodes a scalar or string value i alone: a bolt that reads one field
+// through Value (a pass-through timestamp, say) does not pay for decoding
+// the others. A []byte is taken from the decoded values, so that Value and
+// Bytes return the same slice.
 func (t *inTuple) Value(i int) any {
+	if r, ok := t.reader(i); ok && t.vals.Load() == nil && r.Kind() != tuple.KindBytes {
+		if r.Kind() == tuple.KindString {
+			return t.strs[i]
+		}
+		// Validated on receipt, and without user types: cannot fail.
+		v, _ := r.Value(t.src.reg)
+		return v
+	}
 	if v := t.values(); i >= 0 && i < len(v) {
 		return v[i]
 	}

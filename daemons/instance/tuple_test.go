@@ -109,6 +109,36 @@ func TestInTupleMatchesBasicTuple(t *testing.T) {
 	}
 }
 
+// TestValueDecodesOneValue: Value on a tuple still encoded decodes only
+// the value asked for (no []any of all values, no allocation for a small
+// integer), and a []byte read through Value first is
+// still the slice Bytes returns.
+func TestValueDecodesOneValue(t *testing.T) {
+	in, _, _, _ := constNull(t, topology.AtMostOnce, "null")
+	a := newArena(in.cfg.Streams, in.cfg.Types)
+	it := decodeOne(t, in, a, []any{"word", int64(7), []byte("raw")})
+	if allocs := testing.AllocsPerRun(100, func() {
+		if it.Value(1) != int64(7) {
+			t.Fatal("wrong value")
+		}
+	}); allocs != 0 {
+		t.Errorf("Value(1) allocates %v times, want 0", allocs)
+	}
+	if it.Value(0) != "word" {
+		t.Errorf("Value(0) = %#v", it.Value(0))
+	}
+	if it.vals.Load() != nil {
+		t.Error("Value of a scalar decoded every value")
+	}
+	b, _ := it.Value(2).([]byte)
+	if string(b) != "raw" || &b[0] != &it.Bytes(2)[0] {
+		t.Errorf("Value(2) = %q is not the slice Bytes(2) returns", b)
+	}
+	if !reflect.DeepEqual(it.Values(), []any{"word", int64(7), []byte("raw")}) {
+		t.Errorf("Values() = %#v", it.Values())
+	}
+}
+
 // TestKeptTuplesStayValid keeps tuples across many batches whose buffer is
 // reused, as a windowing bolt does, and reads them afterwards.
 func TestKeptTuplesStayValid(t *testing.T) {
