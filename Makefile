@@ -30,11 +30,14 @@ test: test-deps ## run every test (installs what the tests need when missing)
 test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars) when missing
 	@scripts/test-deps.sh
 
-lint: ## gofmt, go vet and staticcheck
+# The test programs under testdata directories (./... leaves them out).
+TESTDATA_PKGS = $(shell git ls-files '*.go' | grep -E '(^|/)testdata/' | xargs -n1 dirname | sort -u | sed 's|^|./|')
+
+lint: ## gofmt, go vet and staticcheck (also of the test programs under testdata)
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet ./... $(TESTDATA_PKGS)
 	@[ -x $(GOBIN)/staticcheck ] || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
-	$(GOBIN)/staticcheck ./...
+	$(GOBIN)/staticcheck ./... $(TESTDATA_PKGS)
 
 proto: ## regenerate the protobuf and gRPC Go code (needs protoc; installs protoc-gen-go and protoc-gen-go-grpc)
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
