@@ -95,6 +95,11 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
+	floor, err := heapFloorOf(settings)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
 	sm, err := localfs.Open(localfs.Options{Root: f.stateRoot, PollInterval: tmanagerStatePoll, Logger: log.Named("tmanager-state")})
 	if err != nil {
 		fmt.Fprintf(stderr, "--tmanager-state: %v\n", err)
@@ -123,8 +128,8 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// One runtime allocates for every instance: the floor of each
-	// (DefaultHeapFloor, measured per instance process) adds up.
-	defer startHeapFloor(DefaultHeapFloor * uint64(max(len(tasks), 1)))()
+	// (egret.instance.heap.floor, measured per instance process) adds up.
+	defer startHeapFloor(floor * uint64(max(len(tasks), 1)))()
 	// The instances stop first, so that what they flush on the way out
 	// reaches the stream manager, which stops after them.
 	smCtx, stopSM := context.WithCancel(context.Background())

@@ -2,9 +2,14 @@ package egret
 
 import (
 	"os"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"testing"
+
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/examples/wordcount/wordcount"
 )
 
 func TestFloorPercent(t *testing.T) {
@@ -82,5 +87,39 @@ func TestHeapFloorRespectsGOGC(t *testing.T) {
 	runtime.GC()
 	if p := debug.SetGCPercent(100); p != 100 {
 		t.Errorf("GOGC set: the percent is %d, want 100 untouched", p)
+	}
+}
+
+// TestHeapFloorKey: egret.instance.heap.floor sets the floor (16 MiB when
+// unset), and an instance or container process given a bad value exits 2
+// with one line naming the key, before it connects to anything.
+func TestHeapFloorKey(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		want  uint64
+	}{{"", DefaultHeapFloor}, {"64MiB", 64 << 20}, {"1048576", 1 << 20}} {
+		c := spi.Config{}
+		if tc.value != "" {
+			c[KeyInstanceHeapFloor] = tc.value
+		}
+		if got, err := heapFloorOf(c); err != nil || got != tc.want {
+			t.Errorf("%q: floor %d (%v), want %d", tc.value, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"0", "-1MiB", "lots", "2TiB"} {
+		cfg := filepath.Join(t.TempDir(), "config.json")
+		if err := os.WriteFile(cfg, []byte(`{"egret.instance.heap.floor": "`+bad+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		shared := []string{"--container", "1", "--topology-id", "wc-1", "--stmgr-socket", filepath.Join(t.TempDir(), "none.sock"), "--config", cfg}
+		for _, mode := range [][]string{
+			{"--instance", "--task", "1"},
+			{"--container-process", "--topology", "wordcount", "--tasks", "1", "--tmanager-state", t.TempDir()},
+		} {
+			code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), append(mode, shared...)...)
+			if code != ExitUsage || stdout != "" || !strings.Contains(stderr, KeyInstanceHeapFloor) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+				t.Errorf("%s with floor %q: exit %d, stderr %q; want exit %d and one line naming the key", mode[0], bad, code, stderr, ExitUsage)
+			}
+		}
 	}
 }

@@ -476,6 +476,19 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 // instance's cpu in the packing plan rounded up (docs/isolation.md).
 const KeyInstanceMaxProcs = "egret.instance.gomaxprocs"
 
+// KeyInstanceHeapFloor sets the heap floor of instance processes
+// (DefaultHeapFloor when unset; see startHeapFloor).
+const KeyInstanceHeapFloor = "egret.instance.heap.floor"
+
+// maxHeapFloor bounds egret.instance.heap.floor.
+const maxHeapFloor = 1 << 40
+
+// heapFloorOf reads egret.instance.heap.floor.
+func heapFloorOf(settings spi.Config) (uint64, error) {
+	n, err := settings.Size(KeyInstanceHeapFloor, DefaultHeapFloor, maxHeapFloor)
+	return uint64(n), err
+}
+
 func setMaxProcs(settings spi.Config) error {
 	n, err := settings.Int(KeyInstanceMaxProcs, 0)
 	if err != nil {
@@ -517,11 +530,16 @@ func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.W
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
+	floor, err := heapFloorOf(settings)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitUsage
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// Instances allocate per tuple and keep little live: see
 	// DefaultHeapFloor.
-	defer startHeapFloor(DefaultHeapFloor)()
+	defer startHeapFloor(floor)()
 	err = gateway.Run(ctx, gateway.Config{
 		Topology:      t,
 		TopologyID:    f.topologyID,

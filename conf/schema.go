@@ -482,6 +482,8 @@ var schema = []Key{
 		Description: "How long the executor waits after SIGTERM before it kills a child with SIGKILL."},
 	{Name: "egret.instance.gomaxprocs", Type: TypeInt, Default: "0", File: "internals", check: checkNonNegative,
 		Description: "GOMAXPROCS of instance processes; 0: the instance's cpu in the packing plan, rounded up, at least 1 (set by the executor, docs/isolation.md). The GOMAXPROCS environment variable wins. 1 saves the Go scheduler's cross-thread wake-ups (docs/benchmarks.md) at the cost of peak throughput per instance."},
+	{Name: "egret.instance.heap.floor", Type: TypeBytes, Default: "16MiB", File: "internals", check: checkPositive,
+		Description: "Heap growth an instance allows between two garbage collections while its live heap is smaller (a process per container: this times its instances). Instances allocate for every tuple they receive and keep little live: a larger floor makes collections rarer (less CPU and a shorter latency tail, docs/benchmarks.md) for up to this much more memory per instance (docs/backpressure.md). Setting GOGC turns the floor off."},
 	{Name: "egret.executor.cgroups", Type: TypeEnum, Enum: []string{"auto", "off"}, Default: "auto", File: "internals",
 		Description: "auto: where the executor may create cgroups (v2 with cpu and memory delegated, or v1), every process of the container gets its own, with the cpu and memory of its share of the packing plan; otherwise, and with off, only GOMAXPROCS, GOMEMLIMIT and the executor's RSS watchdog apply (docs/isolation.md)."},
 	{Name: "egret.executor.monitor.interval", Type: TypeDuration, Default: "2s", File: "internals", check: checkPositive,
