@@ -337,13 +337,21 @@ func (t *inTuple) Len() int {
 	return n
 }
 
+// oneValueMax bounds the index that Value decodes alone: reaching value i
+// skips the i before it, so reading every field of a wide tuple through
+// Value decodes them all once instead.
+const oneValueMax = 8
+
 // Value implements api.Tuple. A tuple whose values are still encoded
-// decodes a scalar or string value i alone: a bolt that reads one field
-// through Value (a pass-through timestamp, say) does not pay for decoding
-// the others. A []byte is taken from the decoded values, so that Value and
-// Bytes return the same slice.
+// decodes a scalar or string value i < oneValueMax alone: a bolt that
+// reads one field through Value (a pass-through timestamp, say) does not
+// pay for decoding the others. A []byte is taken from the decoded values,
+// so that Value and Bytes return the same slice.
 func (t *inTuple) Value(i int) any {
-	if r, ok := t.reader(i); ok && t.vals.Load() == nil && r.Kind() != tuple.KindBytes {
+	if i >= oneValueMax || t.vals.Load() != nil {
+		return t.decoded(i)
+	}
+	if r, ok := t.reader(i); ok && r.Kind() != tuple.KindBytes {
 		if r.Kind() == tuple.KindString {
 			return t.strs[i]
 		}
@@ -351,6 +359,11 @@ func (t *inTuple) Value(i int) any {
 		v, _ := r.Value(t.src.reg)
 		return v
 	}
+	return t.decoded(i)
+}
+
+// decoded returns value i of the decoded values (nil out of range).
+func (t *inTuple) decoded(i int) any {
 	if v := t.values(); i >= 0 && i < len(v) {
 		return v[i]
 	}

@@ -111,8 +111,8 @@ func TestInTupleMatchesBasicTuple(t *testing.T) {
 
 // TestValueDecodesOneValue: Value on a tuple still encoded decodes only
 // the value asked for (no []any of all values, no allocation for a small
-// integer), and a []byte read through Value first is
-// still the slice Bytes returns.
+// integer), a []byte read through Value first is still the slice Bytes
+// returns, and far into a wide tuple Value decodes all values once.
 func TestValueDecodesOneValue(t *testing.T) {
 	in, _, _, _ := constNull(t, topology.AtMostOnce, "null")
 	a := newArena(in.cfg.Streams, in.cfg.Types)
@@ -136,6 +136,15 @@ func TestValueDecodesOneValue(t *testing.T) {
 	}
 	if !reflect.DeepEqual(it.Values(), []any{"word", int64(7), []byte("raw")}) {
 		t.Errorf("Values() = %#v", it.Values())
+	}
+	// Far into a wide tuple, Value decodes every value once.
+	wide := make([]any, oneValueMax+2)
+	for i := range wide {
+		wide[i] = int64(1000 + i)
+	}
+	it = decodeOne(t, in, a, wide)
+	if v := it.Value(oneValueMax + 1); v != wide[oneValueMax+1] || it.vals.Load() == nil {
+		t.Errorf("Value(%d) of a wide tuple = %#v, values decoded: %v", oneValueMax+1, v, it.vals.Load() != nil)
 	}
 }
 
