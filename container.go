@@ -90,12 +90,7 @@ func (f *containerFlags) check(inst *instanceFlags) ([]int, error) {
 // An instance whose task the physical plan moved away ends alone; the
 // executor restarts the container with its new tasks.
 func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks []int, log *zap.Logger, stderr io.Writer) int {
-	settings, err := readSettings(inst.configFile)
-	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return ExitUsage
-	}
-	floor, err := heapFloorOf(settings)
+	settings, floor, err := readInstanceSettings(inst.configFile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitUsage

@@ -489,6 +489,17 @@ func heapFloorOf(settings spi.Config) (uint64, error) {
 	return uint64(n), err
 }
 
+// readInstanceSettings reads the --config of an instance or container
+// process and its heap floor.
+func readInstanceSettings(path string) (spi.Config, uint64, error) {
+	settings, err := readSettings(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	floor, err := heapFloorOf(settings)
+	return settings, floor, err
+}
+
 func setMaxProcs(settings spi.Config) error {
 	n, err := settings.Int(KeyInstanceMaxProcs, 0)
 	if err != nil {
@@ -521,17 +532,12 @@ func readSettings(path string) (spi.Config, error) {
 // runInstance runs one task until SIGTERM or SIGINT (exit 0), a layout
 // change (exit 3) or a failure (exit 1).
 func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.Writer) int {
-	settings, err := readSettings(f.configFile)
+	settings, floor, err := readInstanceSettings(f.configFile)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
 	if err := setMaxProcs(settings); err != nil {
-		fmt.Fprintln(stderr, err)
-		return ExitUsage
-	}
-	floor, err := heapFloorOf(settings)
-	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
