@@ -13,7 +13,9 @@ import (
 // CustomGroupingFunc chooses the destination tasks of one tuple of a
 // custom-grouped stream among tasks (the subscribing bolt's task ids,
 // ascending). Returning a task not in tasks is an error reported by the
-// runtime; returning none drops the tuple for that bolt.
+// runtime; returning none drops the tuple for that bolt. values and tasks
+// are valid during the call only (the emitting component may reuse its
+// Values slice): keep a copy of anything needed later.
 type CustomGroupingFunc func(values []any, tasks []int) []int
 
 // GroupingSpec says how a bolt subscribes to a stream; build one with

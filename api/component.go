@@ -57,6 +57,12 @@ type Bolt interface {
 }
 
 // SpoutCollector emits a spout's tuples.
+//
+// An emit encodes the values before it returns and keeps neither the
+// Values slice nor anything its values reference (a []byte is copied), so
+// a spout may reuse one Values slice, and the buffers in it, for every
+// emit: a slice allocated per tuple is often its largest cost. The same
+// holds for BoltCollector's values and anchors.
 type SpoutCollector interface {
 	// Emit emits values on the default stream. A non-nil msgID makes the
 	// tuple tracked in at-least-once mode: the spout later gets Ack(msgID)
@@ -73,6 +79,10 @@ type SpoutCollector interface {
 }
 
 // BoltCollector emits a bolt's tuples and acknowledges its inputs.
+//
+// Like SpoutCollector's, an emit keeps neither its Values slice nor its
+// anchors slice: a bolt may reuse both (b.out.Emit(b.vals, b.anchor[:]...)
+// with an array of one anchor allocates nothing for the anchors).
 type BoltCollector interface {
 	// Emit emits values on the default stream, anchored to anchors: in
 	// at-least-once mode the new tuple joins the tuple trees of every

@@ -93,11 +93,13 @@ type ConstSpout struct {
 	out    api.SpoutCollector
 	seq    int64
 	acked  *api.Counter
+	// vals is reused for every emit (the collector keeps no slice).
+	vals api.Values
 }
 
 // Open implements api.Spout.
 func (s *ConstSpout) Open(ctx api.Context, out api.SpoutCollector) error {
-	s.out = out
+	s.out, s.vals = out, make(api.Values, 2)
 	s.acked = ctx.Counter(AckedCounter)
 	s.Acking = AtLeastOnce(ctx)
 	return nil
@@ -106,11 +108,12 @@ func (s *ConstSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 // NextTuple implements api.Spout.
 func (s *ConstSpout) NextTuple() {
 	s.seq++
+	s.vals[0], s.vals[1] = s.seq, Value
 	if s.Acking {
-		s.out.Emit(api.Values{s.seq, Value}, s.seq)
+		s.out.Emit(s.vals, s.vals[0]) // one boxed seq for both
 		return
 	}
-	s.out.Emit(api.Values{s.seq, Value}, nil)
+	s.out.Emit(s.vals, nil)
 }
 
 // Ack implements api.Spout: it counts the acked tuple.

@@ -188,6 +188,8 @@ type SentenceSpout struct {
 	lastFlush time.Time
 	seq       int64
 	acked     *api.Counter
+	// vals is reused for every emit (the collector keeps no slice).
+	vals api.Values
 	// pos holds seq in effectively-once mode (api.Stateful).
 	pos *api.State[string, int64]
 }
@@ -209,7 +211,7 @@ func (s *SentenceSpout) PreSave(int64) error {
 
 // Open implements api.Spout.
 func (s *SentenceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
-	s.out = out
+	s.out, s.vals = out, make(api.Values, 2)
 	s.rng = rand.New(rand.NewPCG(7, uint64(ctx.TaskID())))
 	s.acked = ctx.Counter(AckedCounter)
 	s.Acking = constnull.AtLeastOnce(ctx)
@@ -248,12 +250,12 @@ func (s *SentenceSpout) NextTuple() {
 }
 
 func (s *SentenceSpout) emit(scheduled, id int64) {
-	v := api.Values{Sentences[s.rng.IntN(len(Sentences))], scheduled}
+	s.vals[0], s.vals[1] = Sentences[s.rng.IntN(len(Sentences))], scheduled
 	if s.Acking {
-		s.out.Emit(v, id)
+		s.out.Emit(s.vals, id)
 		return
 	}
-	s.out.Emit(v, nil)
+	s.out.Emit(s.vals, nil)
 }
 
 func (s *SentenceSpout) maybeFlush(now time.Time) {
@@ -296,18 +298,24 @@ type SplitBolt struct {
 	// Acking is set by Prepare from the topology's delivery mode.
 	Acking bool
 	out    api.BoltCollector
+	// vals and anchor are reused for every emit (the collector keeps
+	// neither slice).
+	vals   api.Values
+	anchor [1]api.Tuple
 }
 
 // Prepare implements api.Bolt.
 func (b *SplitBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
-	b.out = out
+	b.out, b.vals = out, make(api.Values, 2)
 	b.Acking = constnull.AtLeastOnce(ctx)
 	return nil
 }
 
 // Execute implements api.Bolt.
 func (b *SplitBolt) Execute(t api.Tuple) {
-	sentence, scheduled := t.String(0), t.Value(1)
+	sentence := t.String(0)
+	b.vals[1] = t.Value(1) // scheduled
+	b.anchor[0] = t
 	for len(sentence) > 0 {
 		i := strings.IndexByte(sentence, ' ')
 		w := sentence
@@ -319,12 +327,14 @@ func (b *SplitBolt) Execute(t api.Tuple) {
 		if w == "" {
 			continue
 		}
+		b.vals[0] = w
 		if b.Acking {
-			b.out.Emit(api.Values{w, scheduled}, t)
+			b.out.Emit(b.vals, b.anchor[:]...)
 		} else {
-			b.out.Emit(api.Values{w, scheduled})
+			b.out.Emit(b.vals)
 		}
 	}
+	b.anchor[0] = nil // the tuple is not kept
 	if b.Acking {
 		b.out.Ack(t)
 	}

@@ -29,19 +29,22 @@ func TestBuilderRejectsBadOptions(t *testing.T) {
 	}
 }
 
-// recordingCollector collects a bolt's emits and acks.
+// recordingCollector collects a bolt's emits (copies: like the runtime's
+// collector, it keeps no slice) and acks.
 type recordingCollector struct {
 	api.BoltCollector
 	emitted []api.Values
 	acked   int
 }
 
-func (c *recordingCollector) Emit(v api.Values, _ ...api.Tuple) { c.emitted = append(c.emitted, v) }
-func (c *recordingCollector) Ack(api.Tuple)                     { c.acked++ }
+func (c *recordingCollector) Emit(v api.Values, _ ...api.Tuple) {
+	c.emitted = append(c.emitted, append(api.Values(nil), v...))
+}
+func (c *recordingCollector) Ack(api.Tuple) { c.acked++ }
 
 func TestSplitCopiesTheScheduledTime(t *testing.T) {
 	out := &recordingCollector{}
-	b := &SplitBolt{out: out, Acking: true}
+	b := &SplitBolt{out: out, Acking: true, vals: make(api.Values, 2)}
 	b.Execute(api.NewTuple(SpoutName, "default", 1, []string{"sentence", "scheduled"}, "the cow  jumped", int64(42)))
 	if len(out.emitted) != 3 || out.acked != 1 {
 		t.Fatalf("emitted %v, acked %d", out.emitted, out.acked)

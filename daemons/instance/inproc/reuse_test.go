@@ -1,0 +1,156 @@
+package inproc
+
+import (
+	"bytes"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
+)
+
+// reusingSpout emits n tuples (i, decimal i as bytes) through one Values
+// slice and one byte buffer, both overwritten after every emit.
+type reusingSpout struct {
+	api.BaseSpout
+	n     int
+	st    *ackStats
+	out   api.SpoutCollector
+	next  int
+	vals  api.Values
+	buf   []byte
+	acked int
+}
+
+func (s *reusingSpout) Open(_ api.Context, out api.SpoutCollector) error {
+	s.out, s.vals = out, make(api.Values, 2)
+	return nil
+}
+
+func (s *reusingSpout) NextTuple() {
+	if s.next == s.n {
+		return
+	}
+	id := s.next
+	s.next++
+	s.buf = strconv.AppendInt(s.buf[:0], int64(id), 10)
+	s.vals[0], s.vals[1] = id, s.buf
+	s.out.Emit(s.vals, id)
+	// What the collector would see if it had kept either.
+	s.vals[0], s.vals[1] = -1, nil
+	copy(s.buf, "xxxxxxxxxx")
+}
+
+func (s *reusingSpout) Ack(msgID any) {
+	s.st.mu.Lock()
+	s.st.acked[msgID.(int)]++
+	s.st.mu.Unlock()
+}
+
+func (s *reusingSpout) Fail(msgID any) {
+	s.st.mu.Lock()
+	s.st.failed[msgID.(int)]++
+	s.st.mu.Unlock()
+}
+
+func (s *reusingSpout) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", "text") }
+
+// reusingBolt re-emits each tuple twice (parts 0 and 1) through one
+// Values slice, one byte buffer and one anchors array, all overwritten
+// after every emit, then acks it.
+type reusingBolt struct {
+	api.BaseBolt
+	out    api.BoltCollector
+	vals   api.Values
+	buf    []byte
+	anchor [1]api.Tuple
+}
+
+func (b *reusingBolt) Prepare(_ api.Context, out api.BoltCollector) error {
+	b.out, b.vals = out, make(api.Values, 3)
+	return nil
+}
+
+func (b *reusingBolt) Execute(t api.Tuple) {
+	for part := range 2 {
+		b.buf = append(b.buf[:0], t.Bytes(1)...)
+		b.vals[0], b.vals[1], b.vals[2] = t.Value(0), b.buf, part
+		b.anchor[0] = t
+		b.out.Emit(b.vals, b.anchor[:]...)
+		b.vals[0], b.vals[1], b.vals[2], b.anchor[0] = -1, nil, -1, nil
+		copy(b.buf, "yyyyyyyyyy")
+	}
+	b.out.Ack(t)
+}
+
+func (b *reusingBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", "text", "part") }
+
+// textBolt records every (id, text, part) it executes and acks it.
+type textBolt struct {
+	api.BaseBolt
+	out  api.BoltCollector
+	mu   *sync.Mutex
+	seen map[[2]int]string
+	bad  *[]string
+}
+
+func (b *textBolt) Prepare(_ api.Context, out api.BoltCollector) error { b.out = out; return nil }
+
+func (b *textBolt) Execute(t api.Tuple) {
+	id, _ := t.Value(0).(int)
+	part, _ := t.Value(2).(int)
+	text := t.Bytes(1)
+	b.mu.Lock()
+	if !bytes.Equal(text, strconv.AppendInt(nil, int64(id), 10)) {
+		*b.bad = append(*b.bad, "id "+strconv.Itoa(id)+" part "+strconv.Itoa(part)+" arrived with text "+strconv.Quote(string(text)))
+	}
+	b.seen[[2]int{id, part}] += string(text) + ";"
+	b.mu.Unlock()
+	b.out.Ack(t)
+}
+
+func (b *textBolt) DeclareOutputFields(api.OutputDeclarer) {}
+
+// TestEmitKeepsNoValues: spouts and bolts may reuse their Values slice,
+// the buffers in it and their anchors slice for every emit (the API's
+// promise): every tuple arrives with the values it had when emitted, once,
+// and every tree completes.
+func TestEmitKeepsNoValues(t *testing.T) {
+	const n = 3000
+	st := newAckStats()
+	var mu sync.Mutex
+	seen := map[[2]int]string{}
+	var bad []string
+	b := api.NewTopologyBuilder("reuse")
+	b.SetDeliveryMode(topology.AtLeastOnce)
+	b.SetSpout("src", func() api.Spout { return &reusingSpout{n: n, st: st} }, 1).SetMaxSpoutPending(500)
+	b.SetBolt("copy", func() api.Bolt { return &reusingBolt{} }, 2).FieldsGrouping("src", "text")
+	b.SetBolt("sink", func() api.Bolt { return &textBolt{mu: &mu, seen: seen, bad: &bad} }, 2).FieldsGrouping("copy", "id")
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(topo, Options{DrainTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runUntil(t, r, func() bool { a, f := st.snapshot(); return a+f == n }, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("%d tuples changed after their emit, e.g. %s", len(bad), bad[0])
+	}
+	for id := range n {
+		for part := range 2 {
+			want := strconv.Itoa(id) + ";"
+			if got := seen[[2]int{id, part}]; got != want {
+				t.Fatalf("id %d part %d: received %q, want %q (once)", id, part, got, want)
+			}
+		}
+		if st.acked[id] != 1 {
+			t.Fatalf("message %d acked %d times (failed %d), want once", id, st.acked[id], st.failed[id])
+		}
+	}
+}
