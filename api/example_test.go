@@ -39,7 +39,9 @@ type emission struct {
 	Anchors []api.Tuple
 }
 
-// fakeCollector records what a bolt emits, acks, fails and reports.
+// fakeCollector records what a bolt emits, acks, fails and reports. Like
+// the runtime's collector it keeps copies, not the bolt's slices (a bolt
+// may reuse its Values and anchors slices).
 type fakeCollector struct {
 	Emitted        []emission
 	Acked, Failed  []api.Tuple
@@ -51,11 +53,11 @@ func (c *fakeCollector) Emit(v api.Values, anchors ...api.Tuple) {
 }
 
 func (c *fakeCollector) EmitStream(stream string, v api.Values, anchors ...api.Tuple) {
-	c.Emitted = append(c.Emitted, emission{stream, -1, v, anchors})
+	c.EmitDirect(-1, stream, v, anchors...)
 }
 
 func (c *fakeCollector) EmitDirect(task int, stream string, v api.Values, anchors ...api.Tuple) {
-	c.Emitted = append(c.Emitted, emission{stream, task, v, anchors})
+	c.Emitted = append(c.Emitted, emission{stream, task, append(api.Values(nil), v...), append([]api.Tuple(nil), anchors...)})
 }
 
 func (c *fakeCollector) Ack(t api.Tuple)       { c.Acked = append(c.Acked, t) }
