@@ -185,6 +185,21 @@ func (c *fakeClock) Now() time.Time          { return time.Unix(0, c.nanos.Load(
 func (c *fakeClock) Advance(d time.Duration) { c.nanos.Add(int64(d)) }
 func newFakeClock() *fakeClock               { c := &fakeClock{}; c.nanos.Store(1e18); return c }
 
+// newDrainingRunner builds b's topology into a Runner that drains for up
+// to 10 s, or fails t.
+func newDrainingRunner(t *testing.T, b *api.TopologyBuilder) *Runner {
+	t.Helper()
+	topo, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(topo, Options{DrainTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // runUntil runs r until cond holds (checked every millisecond) or fails t
 // after a deadline; it returns the run's summary after the drain.
 func runUntil(t *testing.T, r *Runner, cond func() bool, during func()) *Summary {
@@ -229,14 +244,7 @@ func TestAtLeastOnceAcksEveryMessageExactlyOnce(t *testing.T) {
 	b.SetBolt("pair", func() api.Bolt { return &pairBolt{} }, 2).FieldsGrouping("split", "id")
 	// All grouping: every pair output goes to both sink tasks.
 	b.SetBolt("sink", func() api.Bolt { return &recordBolt{st: st} }, 2).AllGrouping("pair")
-	topo, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(topo, Options{DrainTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newDrainingRunner(t, b)
 	s := runUntil(t, r, func() bool { a, _ := st.snapshot(); return a == n }, nil)
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -339,14 +347,7 @@ func TestMaxSpoutPendingBoundsPending(t *testing.T) {
 	b.SetSpout("src", func() api.Spout { return &replaySpout{n: n, st: st} }, 1).SetMaxSpoutPending(maxPending)
 	b.SetBolt("split", func() api.Bolt { return &splitBolt{} }, 2).ShuffleGrouping("src")
 	b.SetBolt("sink", func() api.Bolt { return &recordBolt{st: st} }, 1).ShuffleGrouping("split")
-	topo, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(topo, Options{DrainTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newDrainingRunner(t, b)
 	runUntil(t, r, func() bool { a, _ := st.snapshot(); return a == n }, nil)
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/core/topology"
@@ -15,13 +14,12 @@ import (
 // slice and one byte buffer, both overwritten after every emit.
 type reusingSpout struct {
 	api.BaseSpout
-	n     int
-	st    *ackStats
-	out   api.SpoutCollector
-	next  int
-	vals  api.Values
-	buf   []byte
-	acked int
+	n    int
+	st   *ackStats
+	out  api.SpoutCollector
+	next int
+	vals api.Values
+	buf  []byte
 }
 
 func (s *reusingSpout) Open(_ api.Context, out api.SpoutCollector) error {
@@ -128,14 +126,7 @@ func TestEmitKeepsNoValues(t *testing.T) {
 	b.SetSpout("src", func() api.Spout { return &reusingSpout{n: n, st: st} }, 1).SetMaxSpoutPending(500)
 	b.SetBolt("copy", func() api.Bolt { return &reusingBolt{} }, 2).FieldsGrouping("src", "text")
 	b.SetBolt("sink", func() api.Bolt { return &textBolt{mu: &mu, seen: seen, bad: &bad} }, 2).FieldsGrouping("copy", "id")
-	topo, err := b.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := New(topo, Options{DrainTimeout: 10 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newDrainingRunner(t, b)
 	runUntil(t, r, func() bool { a, f := st.snapshot(); return a+f == n }, nil)
 	mu.Lock()
 	defer mu.Unlock()
