@@ -2,6 +2,7 @@ package acking
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/egret-stream/egret/daemons/wire"
@@ -124,5 +125,120 @@ func BenchmarkUpdatePending(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		l.Update(wire.Root{Task: 1, ID: uint64(i%n) + 1}, 2)
+	}
+}
+
+// TestLedgerMatchesModel drives the ledger and a map with the same random
+// operations (roots drawn from a small set, so that adds, duplicates,
+// updates, removals, growth and rotations interleave) and compares every
+// result and, after each step, every root.
+func TestLedgerMatchesModel(t *testing.T) {
+	type ent struct {
+		xor   uint64
+		epoch int
+	}
+	for seed := uint64(1); seed <= 20; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		l := newLedger(t, 3, 0)
+		model := map[wire.Root]ent{}
+		epoch := 0
+		roots := make([]wire.Root, 300)
+		for i := range roots {
+			// Few tasks and clustered ids collide on home slots.
+			roots[i] = wire.Root{Task: uint32(rng.IntN(3)), ID: uint64(rng.IntN(1000))}
+		}
+		for step := 0; step < 20000; step++ {
+			r := roots[rng.IntN(len(roots))]
+			x := rng.Uint64N(4) // 0 and repeated values on purpose
+			e, pending := model[r]
+			switch op := rng.IntN(100); {
+			case op < 40:
+				err := l.Add(r, x)
+				switch {
+				case x == 0:
+					if !errors.Is(err, ErrZero) {
+						t.Fatalf("seed %d step %d: Add(%v, 0) = %v", seed, step, r, err)
+					}
+				case pending:
+					if !errors.Is(err, ErrDuplicate) {
+						t.Fatalf("seed %d step %d: duplicate Add(%v) = %v", seed, step, r, err)
+					}
+				default:
+					if err != nil {
+						t.Fatalf("seed %d step %d: Add(%v) = %v", seed, step, r, err)
+					}
+					model[r] = ent{xor: x, epoch: epoch}
+				}
+			case op < 85:
+				found, done := l.Update(r, x)
+				wantDone := pending && e.xor^x == 0
+				if found != pending || done != wantDone {
+					t.Fatalf("seed %d step %d: Update(%v) = %v, %v; want %v, %v", seed, step, r, found, done, pending, wantDone)
+				}
+				if wantDone {
+					delete(model, r)
+				} else if pending {
+					e.xor ^= x
+					model[r] = e
+				}
+			case op < 98:
+				if got := l.Remove(r); got != pending {
+					t.Fatalf("seed %d step %d: Remove(%v) = %v; want %v", seed, step, r, got, pending)
+				}
+				delete(model, r)
+			default:
+				epoch++
+				want := 0
+				for k, v := range model {
+					if epoch-v.epoch >= 3 {
+						delete(model, k)
+						want++
+					}
+				}
+				if got := l.Rotate(); got != want {
+					t.Fatalf("seed %d step %d: Rotate dropped %d; want %d", seed, step, got, want)
+				}
+			}
+			if l.Len() != len(model) {
+				t.Fatalf("seed %d step %d: Len %d; model %d", seed, step, l.Len(), len(model))
+			}
+			if step%500 == 0 {
+				for _, r := range roots {
+					i, ok := l.find(r)
+					e, pending := model[r]
+					if ok != pending || ok && l.slots[i].xor != e.xor {
+						t.Fatalf("seed %d step %d: root %v found=%v, model pending=%v", seed, step, r, ok, pending)
+					}
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkTree is one tuple tree as a spout task's stream manager sees it
+// with 5,000 pending roots of salted, slot-based ids (as instances draw
+// them): an Add, two updates that keep it pending and the one that
+// completes it.
+func BenchmarkTree(b *testing.B) {
+	l := newLedger(b, DefaultBuckets, 0)
+	const pending = 5000
+	salt := uint64(0x5bd1e9955bd1e995)
+	id := func(i int) uint64 { return (uint64(i/pending)<<32 | uint64(i%pending)) ^ salt }
+	for i := 0; i < pending; i++ {
+		_ = l.Add(wire.Root{Task: 3, ID: id(i)}, 1)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		old := wire.Root{Task: 3, ID: id(i)}
+		if found, done := l.Update(old, 1); !found || !done {
+			b.Fatal("pending root not completed")
+		}
+		r := wire.Root{Task: 3, ID: id(i + pending)}
+		if err := l.Add(r, 0xabc^1); err != nil {
+			b.Fatal(err)
+		}
+		l.Update(r, 0xa00)
+		l.Update(r, 0x0bc)
 	}
 }
