@@ -157,6 +157,24 @@ type Pumper interface {
 	Pump()
 }
 
+// TupleReuser is implemented by a bolt that keeps no tuple past Execute.
+// When ReuseTuples returns true (it is asked once, when the task starts),
+// the runtime passes the same Tuple to every Execute, filled with the next
+// received tuple, and reads its values from the received batch instead of
+// copying them: no allocation per received tuple (Flink's object reuse).
+//
+// The bolt promises, for every t passed to Execute, that it acks or fails
+// t before Execute returns, and that nothing uses t after that: no read,
+// no anchoring, no Ack or Fail, also not from another goroutine. Values
+// read from t stay valid (strings, numbers, the []byte of Bytes or
+// Values, the slice of Values). A tracked tuple that is neither acked nor
+// failed when Execute returns is failed by the runtime, so its spout
+// replays it, and reported as an error of the component. A bolt that
+// keeps tuples (windows, joins, asynchronous acks) must not implement it.
+type TupleReuser interface {
+	ReuseTuples() bool
+}
+
 // SpoutTaskEmitter is implemented by the runtime's spout collector:
 // EmitTasks emits like EmitStream and returns the ids of the tasks the
 // tuple was sent to (Storm's emit return value; none when it was

@@ -67,13 +67,17 @@ func (s *constSpout) NextTuple() {
 }
 func (s *constSpout) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("seq", "value") }
 
-// nullBolt counts its inputs; with ack set it acks each.
+// nullBolt counts its inputs; with ack set it acks each; with reuse set
+// it lets the runtime reuse its tuples.
 type nullBolt struct {
 	api.BaseBolt
-	out api.BoltCollector
-	n   int64
-	ack bool
+	out   api.BoltCollector
+	n     int64
+	ack   bool
+	reuse bool
 }
+
+func (b *nullBolt) ReuseTuples() bool { return b.reuse }
 
 func (b *nullBolt) Prepare(_ api.Context, out api.BoltCollector) error { b.out = out; return nil }
 func (b *nullBolt) Execute(t api.Tuple) {
@@ -153,25 +157,34 @@ func constBatch(tb testing.TB, n int, src uint32, tracked bool) *wire.Batch {
 }
 
 // BenchmarkBoltBatch measures the bolt side of T1 per tuple: decoding a
-// batch of records and calling Execute on each (ns/op and allocs/op are
-// per tuple).
+// batch of records and calling Execute on each (ns/op and B/op are per
+// tuple), with fresh tuples and with reused ones (api.TupleReuser).
 func BenchmarkBoltBatch(b *testing.B) {
 	for _, mode := range []topology.DeliveryMode{topology.AtMostOnce, topology.AtLeastOnce} {
-		b.Run(string(mode), func(b *testing.B) {
-			in, _, _, bolt := constNull(b, mode, "null")
-			const n = 1024
-			batch := constBatch(b, n, 1, mode == topology.AtLeastOnce)
-			exec := in.boltExecutor(bolt)
-			b.ReportAllocs()
-			b.SetBytes(int64(len(batch.Buf) / n))
-			b.ResetTimer()
-			for done := 0; done < b.N; done += n {
-				in.executeBatch(batch.Buf, exec)
+		for _, reuse := range []bool{false, true} {
+			name := string(mode)
+			if reuse {
+				name += "/reuse"
 			}
-			if bolt.n < int64(b.N) {
-				b.Fatalf("executed %d tuples, want %d", bolt.n, b.N)
-			}
-		})
+			b.Run(name, func(b *testing.B) { benchBoltBatch(b, mode, reuse) })
+		}
+	}
+}
+
+func benchBoltBatch(b *testing.B, mode topology.DeliveryMode, reuse bool) {
+	in, _, _, bolt := constNull(b, mode, "null")
+	bolt.reuse = reuse
+	const n = 1024
+	batch := constBatch(b, n, 1, mode == topology.AtLeastOnce)
+	exec := in.boltExecutor(bolt)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(batch.Buf) / n))
+	b.ResetTimer()
+	for done := 0; done < b.N; done += n {
+		in.executeBatch(batch.Buf, exec)
+	}
+	if bolt.n < int64(b.N) {
+		b.Fatalf("executed %d tuples, want %d", bolt.n, b.N)
 	}
 }
 

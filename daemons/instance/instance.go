@@ -434,10 +434,34 @@ type boltExecutor struct {
 	rd wire.RecordReader
 	h  wire.Header
 	a  *arena
+	// unsettledLogged limits the log of tuples a reusing bolt left
+	// unsettled to one line.
+	unsettledLogged bool
 }
 
 func (in *Instance) boltExecutor(b api.Bolt) *boltExecutor {
-	return &boltExecutor{in: in, b: b, a: newArena(in.cfg.Streams, in.cfg.Types)}
+	x := &boltExecutor{in: in, b: b, a: newArena(in.cfg.Streams, in.cfg.Types)}
+	if r, ok := b.(api.TupleReuser); ok && r.ReuseTuples() {
+		x.a.reuse = true
+	}
+	return x
+}
+
+// settle fails a tracked tuple that a bolt reusing tuples left neither
+// acked nor failed: the tuple is about to be overwritten, so nothing
+// could settle it later (its spout replays it).
+func (x *boltExecutor) settle(t *inTuple) {
+	if t.ack == nil || t.ack.done || x.in.em.ack == nil {
+		return
+	}
+	x.in.em.ack.ackInput(&x.in.em, t, true)
+	const msg = "the bolt reuses tuples (api.TupleReuser) but left a tuple neither acked nor failed when Execute returned; the runtime failed it"
+	x.in.metrics.Errors.Add(1)
+	x.in.metrics.AddException(msg, "", time.Now())
+	if !x.unsettledLogged {
+		x.unsettledLogged = true
+		x.in.log.Error(msg+" (logged once)", zap.String("component", x.in.comp.Name))
+	}
 }
 
 // execute runs Execute on one tuple outside a batch (a tick tuple).
@@ -486,13 +510,16 @@ func (x *boltExecutor) run() (finished bool) {
 		// counts too.
 		if x.n++; x.n%executeSample != 0 {
 			x.b.Execute(t)
-			continue
+		} else {
+			start := time.Now()
+			x.b.Execute(t)
+			d := time.Since(start)
+			in.metrics.ExecuteNanos.Add(executeSample * int64(d))
+			in.metrics.ExecuteLatency.Observe(d, executeSample)
 		}
-		start := time.Now()
-		x.b.Execute(t)
-		d := time.Since(start)
-		in.metrics.ExecuteNanos.Add(executeSample * int64(d))
-		in.metrics.ExecuteLatency.Observe(d, executeSample)
+		if x.a.reuse {
+			x.settle(t)
+		}
 	}
 	return true
 }

@@ -24,7 +24,9 @@ import (
 // A tuple never changes after Execute sees it, except for the one-time
 // decoding of its values (published atomically, so a tuple kept and read
 // by other goroutines is safe) and its acking state, which only the bolt's
-// goroutine touches; a bolt may keep a tuple as long as it likes.
+// goroutine touches; a bolt may keep a tuple as long as it likes, unless it
+// reuses tuples (api.TupleReuser): then the arena hands out one inTuple,
+// refilled for every record, whose encoded values alias the batch.
 type inTuple struct {
 	src *streamSource
 	// enc holds the encoded values (with their count); nil when the
@@ -118,6 +120,12 @@ type arena struct {
 	// last[i] is the last string received as value i, checked before
 	// the intern table: a field often repeats its previous value.
 	last [4]string
+	// reuse is set for a bolt that keeps no tuple past Execute
+	// (api.TupleReuser): every tuple is one, its values alias the batch.
+	reuse   bool
+	one     inTuple
+	oneAck  inAck
+	oneStrs []string
 }
 
 func newArena(streams *wire.StreamTable, reg *tuple.Registry) *arena {
@@ -133,6 +141,12 @@ func newArena(streams *wire.StreamTable, reg *tuple.Registry) *arena {
 }
 
 func (a *arena) newTuple() *inTuple {
+	if a.reuse {
+		t := &a.one
+		t.src, t.enc, t.strs, t.ack, t.task = nil, nil, nil, nil, 0
+		t.vals.Store(nil)
+		return t
+	}
 	if len(a.tuples) == 0 {
 		a.tuples = make([]inTuple, tupleChunk)
 	}
@@ -142,6 +156,10 @@ func (a *arena) newTuple() *inTuple {
 }
 
 func (a *arena) newAck() *inAck {
+	if a.reuse {
+		a.oneAck = inAck{}
+		return &a.oneAck
+	}
 	if len(a.acks) == 0 {
 		a.acks = make([]inAck, ackChunk)
 	}
@@ -164,7 +182,23 @@ func take[T any](chunk *[]T, n int) []T {
 	return s
 }
 
+// newStrings returns the strings of a tuple's n values.
+func (a *arena) newStrings(n int) []string {
+	if !a.reuse {
+		return take(&a.strs, n)
+	}
+	if cap(a.oneStrs) < n {
+		a.oneStrs = make([]string, n)
+	}
+	return a.oneStrs[:n:n]
+}
+
+// copyBytes returns a tuple's copy of its encoded values b (b itself when
+// tuples are reused: the batch outlives the tuple).
 func (a *arena) copyBytes(b []byte) []byte {
+	if a.reuse {
+		return b
+	}
 	if len(b) >= bigTuple {
 		return append([]byte(nil), b...)
 	}
@@ -214,7 +248,7 @@ func (in *Instance) decode(rd *wire.RecordReader, h *wire.Header, a *arena) (*in
 			return in.decodeNow(a, src, vals, h)
 		case tuple.KindString:
 			if strs == nil {
-				strs = take(&a.strs, n)
+				strs = a.newStrings(n)
 			}
 			s, err := r.StringBytes()
 			if err != nil {

@@ -64,7 +64,11 @@ type reusingBolt struct {
 	vals   api.Values
 	buf    []byte
 	anchor [1]api.Tuple
+	// reuse makes it an api.TupleReuser.
+	reuse bool
 }
+
+func (b *reusingBolt) ReuseTuples() bool { return b.reuse }
 
 func (b *reusingBolt) Prepare(_ api.Context, out api.BoltCollector) error {
 	b.out, b.vals = out, make(api.Values, 3)
@@ -85,14 +89,21 @@ func (b *reusingBolt) Execute(t api.Tuple) {
 
 func (b *reusingBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", "text", "part") }
 
-// textBolt records every (id, text, part) it executes and acks it.
+// textBolt records every (id, text, part) it executes and acks it. With
+// reuse set it is an api.TupleReuser that also keeps the []byte of every
+// tuple and records the distinct Tuple values it was given.
 type textBolt struct {
 	api.BaseBolt
-	out  api.BoltCollector
-	mu   *sync.Mutex
-	seen map[[2]int]string
-	bad  *[]string
+	out   api.BoltCollector
+	mu    *sync.Mutex
+	seen  map[[2]int]string
+	bad   *[]string
+	reuse bool
+	kept  map[[2]int][]byte
+	objs  map[api.Tuple]bool
 }
+
+func (b *textBolt) ReuseTuples() bool { return b.reuse }
 
 func (b *textBolt) Prepare(_ api.Context, out api.BoltCollector) error { b.out = out; return nil }
 
@@ -105,6 +116,10 @@ func (b *textBolt) Execute(t api.Tuple) {
 		*b.bad = append(*b.bad, "id "+strconv.Itoa(id)+" part "+strconv.Itoa(part)+" arrived with text "+strconv.Quote(string(text)))
 	}
 	b.seen[[2]int{id, part}] += string(text) + ";"
+	if b.reuse {
+		b.kept[[2]int{id, part}] = text
+		b.objs[t] = true
+	}
 	b.mu.Unlock()
 	b.out.Ack(t)
 }
@@ -143,5 +158,98 @@ func TestEmitKeepsNoValues(t *testing.T) {
 		if st.acked[id] != 1 {
 			t.Fatalf("message %d acked %d times (failed %d), want once", id, st.acked[id], st.failed[id])
 		}
+	}
+}
+
+// TestTupleReuse: bolts that reuse their tuples (api.TupleReuser) see
+// every tuple once with its values, the []byte values they keep stay
+// intact after their tuple was overwritten, every tree completes, and each
+// task is given one Tuple value for all its tuples.
+func TestTupleReuse(t *testing.T) {
+	const n = 3000
+	st := newAckStats()
+	var mu sync.Mutex
+	seen := map[[2]int]string{}
+	kept := map[[2]int][]byte{}
+	var bad []string
+	var sinks []*textBolt
+	b := api.NewTopologyBuilder("reuse")
+	b.SetDeliveryMode(topology.AtLeastOnce)
+	b.SetSpout("src", func() api.Spout { return &reusingSpout{n: n, st: st} }, 1).SetMaxSpoutPending(500)
+	b.SetBolt("copy", func() api.Bolt { return &reusingBolt{reuse: true} }, 2).FieldsGrouping("src", "text")
+	b.SetBolt("sink", func() api.Bolt {
+		mu.Lock()
+		defer mu.Unlock()
+		s := &textBolt{mu: &mu, seen: seen, bad: &bad, reuse: true, kept: kept, objs: map[api.Tuple]bool{}}
+		sinks = append(sinks, s)
+		return s
+	}, 2).FieldsGrouping("copy", "id")
+	r := newDrainingRunner(t, b)
+	runUntil(t, r, func() bool { a, f := st.snapshot(); return a+f == n }, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(bad) > 0 {
+		t.Fatalf("%d tuples arrived with other values, e.g. %s", len(bad), bad[0])
+	}
+	for id := range n {
+		for part := range 2 {
+			want := strconv.Itoa(id)
+			if got := seen[[2]int{id, part}]; got != want+";" {
+				t.Fatalf("id %d part %d: received %q, want %q (once)", id, part, got, want+";")
+			}
+			if got := string(kept[[2]int{id, part}]); got != want {
+				t.Fatalf("id %d part %d: the kept []byte became %q, want %q", id, part, got, want)
+			}
+		}
+		if st.acked[id] != 1 {
+			t.Fatalf("message %d acked %d times (failed %d), want once", id, st.acked[id], st.failed[id])
+		}
+	}
+	for i, s := range sinks {
+		if len(s.objs) > 1 {
+			t.Fatalf("sink %d was given %d Tuple values; a reusing bolt gets one", i, len(s.objs))
+		}
+	}
+}
+
+// forgetfulBolt reuses tuples and acks only those with an even id: the
+// runtime must fail the others when Execute returns.
+type forgetfulBolt struct {
+	api.BaseBolt
+	out api.BoltCollector
+}
+
+func (b *forgetfulBolt) Prepare(_ api.Context, out api.BoltCollector) error { b.out = out; return nil }
+func (b *forgetfulBolt) ReuseTuples() bool                                  { return true }
+func (b *forgetfulBolt) DeclareOutputFields(api.OutputDeclarer)             {}
+func (b *forgetfulBolt) Execute(t api.Tuple) {
+	if id, _ := t.Value(0).(int); id%2 == 0 {
+		b.out.Ack(t)
+	}
+}
+
+// TestTupleReuseUnsettled: a tuple a reusing bolt leaves neither acked
+// nor failed is failed when Execute returns (not after the 30 s message
+// timeout) and reported as an error: nothing is acked that was not.
+func TestTupleReuseUnsettled(t *testing.T) {
+	const n = 1000
+	st := newAckStats()
+	b := api.NewTopologyBuilder("forgetful")
+	b.SetDeliveryMode(topology.AtLeastOnce)
+	b.SetSpout("src", func() api.Spout { return &reusingSpout{n: n, st: st} }, 1).SetMaxSpoutPending(100)
+	b.SetBolt("sink", func() api.Bolt { return &forgetfulBolt{} }, 1).ShuffleGrouping("src")
+	r := newDrainingRunner(t, b)
+	sum := runUntil(t, r, func() bool { a, f := st.snapshot(); return a+f == n }, nil)
+	for id := range n {
+		wantAcked, wantFailed := 1-id%2, id%2
+		if st.acked[id] != wantAcked || st.failed[id] != wantFailed {
+			t.Fatalf("message %d acked %d, failed %d times; want %d, %d", id, st.acked[id], st.failed[id], wantAcked, wantFailed)
+		}
+	}
+	if c := sum.Component("sink"); c == nil || c.Errors != n/2 {
+		t.Fatalf("sink summary %+v; want %d errors (one per unsettled tuple)", c, n/2)
+	}
+	if c := sum.Component("src"); c.TimedOut != 0 {
+		t.Fatalf("%d roots timed out; the runtime should have failed them", c.TimedOut)
 	}
 }

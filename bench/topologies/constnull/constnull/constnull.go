@@ -148,5 +148,8 @@ func (b *NullBolt) Execute(t api.Tuple) {
 	}
 }
 
+// ReuseTuples implements api.TupleReuser: Execute keeps no tuple.
+func (b *NullBolt) ReuseTuples() bool { return true }
+
 // DeclareOutputFields implements api.Bolt.
 func (b *NullBolt) DeclareOutputFields(api.OutputDeclarer) {}

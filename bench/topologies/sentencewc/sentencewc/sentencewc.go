@@ -343,6 +343,14 @@ func (b *SplitBolt) Execute(t api.Tuple) {
 // DeclareOutputFields implements api.Bolt.
 func (b *SplitBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("word", "scheduled") }
 
+// ReuseTuples implements api.TupleReuser: Execute acks its tuple and keeps
+// nothing of it but values.
+func (b *SplitBolt) ReuseTuples() bool { return true }
+
+// ReuseTuples implements api.TupleReuser: Execute acks its tuple and keeps
+// only its word, a string.
+func (b *CountBolt) ReuseTuples() bool { return true }
+
 // CountBolt counts words in a map, records each word's latency from its
 // scheduled time when latencies are recorded, and acks with Acking.
 type CountBolt struct {
