@@ -55,7 +55,7 @@ thrift: ## regenerate the Go code of the Aurora API subset (needs the thrift $(T
 	thrift --gen go:package_prefix=github.com/egret-stream/egret/schedulers/aurora/,skip_remote -out $$tmp schedulers/aurora/auroraapi/aurora.thrift && \
 	cp $$tmp/auroraapi/*.go schedulers/aurora/auroraapi/ && gofmt -w schedulers/aurora/auroraapi/
 
-bench: ## run the benchmark suite (calibration, T1-T3 on local clusters 3 runs each, T4 10 min, T5, micro-benchmarks; ~35 min) and rewrite docs/benchmarks.md
+bench: ## run the benchmark suite (calibration, T1-T3 on local clusters 3 runs each, T4 10 min, T5, micro-benchmarks; 40-55 min on this 2-core machine) and rewrite docs/benchmarks.md
 	$(GO) run ./bench/cmd/egret-bench -report docs/benchmarks.md -profile 10
 
 bench-quick: ## a one-minute subset of make bench, one run each (results in bench/results/*-quick.json; docs untouched)
