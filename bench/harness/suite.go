@@ -82,6 +82,10 @@ type SuiteOptions struct {
 	Props           []string
 	Keep            bool
 	ProfileSeconds  int
+	// FixedRate, when positive, is the offered rate of every fixed-rate
+	// benchmark instead of its fraction of the maximum (to compare two
+	// builds at the same load); the maximum need not be measured.
+	FixedRate float64
 
 	// Micro runs go test -bench over MicroPackages.
 	Micro          bool
@@ -304,7 +308,10 @@ func (o *SuiteOptions) runBench(ctx context.Context, b Bench, bin map[string]str
 		_ = writeJSON(filepath.Join(resultsDir, b.Name+".json"), res)
 		return res
 	}
-	if b.RateOf != "" {
+	switch {
+	case b.RateOf != "" && o.FixedRate > 0:
+		w = w.WithRate(o.FixedRate)
+	case b.RateOf != "":
 		base := done[b.RateOf]
 		if base == nil || base.Error != "" || base.Summary["sink_tuples_per_sec"].Median <= 0 {
 			return fail(fmt.Errorf("its offered rate is %.0f%% of %s's maximum, which was not measured", 100*b.RateFraction, b.RateOf))

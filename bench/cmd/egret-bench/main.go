@@ -180,6 +180,7 @@ func main() {
 	fs.DurationVar(&o.MetricsInterval, "metrics-interval", time.Second, "egret.metrics.export.interval of the runs")
 	fs.Var(&extra, "prop", "more config for every run: key=value (repeatable)")
 	fs.BoolVar(&o.Keep, "keep", false, "keep each run's EGRET_HOME")
+	fs.Float64Var(&o.FixedRate, "rate", 0, "offered rate (per second) of the fixed-rate benchmarks instead of a fraction of their maximum, to compare builds at the same load (0: the fraction)")
 	fs.IntVar(&o.ProfileSeconds, "profile", 0, "profile T1 (2 containers, acking off) and T3 (maximum) with perf for this many seconds after their first run")
 	fs.StringVar(&micro, "micro", "", "comma-separated packages of the micro-benchmarks (default: the make bench set)")
 	fs.IntVar(&o.MicroCount, "micro-count", 0, "go test -count of the micro-benchmarks (default 3, quick 1)")
@@ -195,6 +196,10 @@ func main() {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(os.Stderr, "egret-bench: unexpected arguments %q\n", fs.Args())
+		os.Exit(2)
+	}
+	if o.FixedRate < 0 || o.FixedRate > 0 && o.Report != "" {
+		fmt.Fprintln(os.Stderr, "egret-bench: -rate must be positive and cannot be combined with -report (a fixed rate is not the report's fraction of the maximum)")
 		os.Exit(2)
 	}
 	def := func(d *time.Duration, full, q time.Duration) {
