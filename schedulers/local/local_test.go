@@ -48,6 +48,13 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	if bin := os.Getenv(fakeEgretEnv); bin != "" {
+		// A helper child of TestKillOrphanedService: it uses the parent's
+		// binaries, which outlive it. Binaries of its own would be removed
+		// when it exits, under the service it started.
+		fakeEgret = bin
+		return m.Run()
+	}
 	// Executors orphaned by a SIGKILLed service are re-parented to this
 	// process rather than to an init that may never reap them, so that
 	// alive can reap them and tell dead from zombie.
@@ -100,6 +107,15 @@ func newEnv(t *testing.T) *env {
 	e := &env{root: t.TempDir(), pidLog: filepath.Join(t.TempDir(), "pids.jsonl")}
 	t.Setenv(pidLogEnv, e.pidLog)
 	t.Cleanup(func() { e.reap(t) }) // before the directories are removed
+	t.Cleanup(func() {
+		if t.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(e.root, "*", "scheduler.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", l, b)
+			}
+		}
+	})
 	return e
 }
 
@@ -695,7 +711,10 @@ func TestConcurrentRestarts(t *testing.T) {
 	}
 }
 
-const launchHelperEnv = "LOCAL_TEST_LAUNCH_TOPOLOGY"
+const (
+	launchHelperEnv = "LOCAL_TEST_LAUNCH_TOPOLOGY"
+	fakeEgretEnv    = "LOCAL_TEST_FAKEEGRET"
+)
 
 // TestHelperLaunch is run by TestKillOrphanedService in a child process:
 // it launches a topology and exits, as `egret submit` does.
@@ -717,7 +736,7 @@ func TestHelperLaunch(t *testing.T) {
 func TestKillOrphanedService(t *testing.T) {
 	e := newEnv(t)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperLaunch$", "-test.count=1")
-	cmd.Env = append(os.Environ(), launchHelperEnv+"=orphan", "LOCAL_TEST_ROOT="+e.root)
+	cmd.Env = append(os.Environ(), launchHelperEnv+"=orphan", "LOCAL_TEST_ROOT="+e.root, fakeEgretEnv+"="+fakeEgret)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("launch in a child process: %v\n%s", err, out)
 	}
