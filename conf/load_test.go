@@ -277,7 +277,7 @@ func TestLocalResolvedValues(t *testing.T) {
 		t.Error("changing Config() changed the cluster")
 	}
 	// Typed getters.
-	if n, err := c.Bytes("egret.stmgr.buffer.high.watermark.bytes"); err != nil || n != 4<<20 {
+	if n, err := c.Bytes("egret.stmgr.buffer.high.watermark.bytes"); err != nil || n != 1<<20 {
 		t.Errorf("Bytes = %d, %v", n, err)
 	}
 	if d, err := c.Duration("egret.executor.restart.backoff.max"); err != nil || d.Minutes() != 1 {

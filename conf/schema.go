@@ -458,9 +458,9 @@ var schema = []Key{
 	{Name: "egret.checkpoint.hdfs.timeout", Type: TypeDuration, Default: "30s", File: "internals", Backend: "checkpointstorage/hdfs", check: checkPositive,
 		Description: "Longest wait for a connection to a NameNode or DataNode."},
 
-	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "4MiB", File: "internals", check: checkPositive,
+	{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: TypeBytes, Default: "1MiB", File: "internals", check: checkPositive,
 		Description: "Bytes queued toward one instance or peer at which a stream manager starts back pressure (stops reading its spouts and tells its peers to); at most half of egret.stmgr.buffer.max.bytes."},
-	{Name: "egret.stmgr.buffer.low.watermark.bytes", Type: TypeBytes, Default: "2MiB", File: "internals", check: checkPositive,
+	{Name: "egret.stmgr.buffer.low.watermark.bytes", Type: TypeBytes, Default: "512KiB", File: "internals", check: checkPositive,
 		Description: "Back pressure is released when every queue is below this; below the high watermark."},
 	{Name: "egret.stmgr.socket.buffer.bytes", Type: TypeBytes, Default: "256KiB", File: "internals", check: checkNonNegative,
 		Description: "Kernel send and receive buffers of the stream managers' data connections; 0: the kernel sizes them (up to several MiB per connection on Linux). Bytes in kernel buffers are invisible to the watermarks, so they are kept small."},

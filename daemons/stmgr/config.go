@@ -38,11 +38,15 @@ const (
 	DefaultSocketBufferBytes = 256 << 10
 	DefaultHeartbeatInterval = time.Second
 	DefaultMetricsInterval   = 10 * time.Second
-	// DefaultHighWatermark and DefaultLowWatermark are half and a quarter
-	// of DefaultBufferMaxBytes: back pressure must engage well before a
-	// queue blocks its producers.
-	DefaultHighWatermark = DefaultBufferMaxBytes / 2
-	DefaultLowWatermark  = DefaultBufferMaxBytes / 4
+	// DefaultHighWatermark and DefaultLowWatermark keep what a saturated
+	// topology holds in flight small: back pressure engages well before a
+	// queue blocks its producers (DefaultBufferMaxBytes), and the bytes
+	// cycling through the queues stay near the CPU caches. With 4 and
+	// 2 MiB, T3 at-most-once spent a fifth of its CPU on cache misses
+	// copying, hashing and comparing tuples that had gone cold in the
+	// queues (docs/benchmarks.md, issue 18 fifth round).
+	DefaultHighWatermark = 1 << 20
+	DefaultLowWatermark  = 512 << 10
 	// DefaultBackPressureInterval is how often a stream manager re-sends
 	// its back pressure state to its peers.
 	DefaultBackPressureInterval = time.Second

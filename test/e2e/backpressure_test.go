@@ -52,11 +52,11 @@ const (
 	// throughput target, so that a busy machine passes too.
 	bpReleasedRate = 2 * bpSlowRate
 	// bpPayload pads every tuple to about 1 KiB. Watermarks and queues
-	// are in bytes: each back pressure cycle lets about 7 MiB through (the
-	// spout's stream manager's queue up to the high watermark, the kernel
-	// buffers, the bolt's stream manager's queue from the low to the high
-	// watermark), which is 7,000 such tuples, 5% of the steady window at
-	// 1,000 tuples/s. Tuples of 20 bytes would make it 350,000 tuples,
+	// are in bytes: each back pressure cycle lets about 2.5 MiB through
+	// (the spout's stream manager's queue up to the high watermark, the
+	// kernel buffers, the bolt's stream manager's queue from the low to the
+	// high watermark), which is 2,500 such tuples, 2% of the steady window
+	// at 1,000 tuples/s. Tuples of 20 bytes would make it 125,000 tuples,
 	// more than the window (docs/backpressure.md, "Rates under back
 	// pressure").
 	bpPayload = 1024
