@@ -25,6 +25,9 @@ type ackState struct {
 	inits []wire.AckUpdate
 	acks  []wire.AckUpdate
 	fails []wire.AckUpdate
+	// updates counts the ack and fail updates of input tuples not yet
+	// added to the AckUpdates metric (added when they are sent).
+	updates int64
 	// spout is set on a spout task.
 	spout *spoutAcks
 	// errLogged limits the log of failing SendAcks calls to one line.
@@ -126,7 +129,7 @@ func (a *ackState) ackInput(e *emitter, t api.Tuple, fail bool) {
 			a.acks = append(a.acks, wire.AckUpdate{Root: r, Xor: k.edge ^ xors[j]})
 		}
 	}
-	e.in.metrics.AckUpdates.Add(int64(len(roots)))
+	a.updates += int64(len(roots))
 	if len(a.acks)+len(a.fails) >= maxAckBatch {
 		a.flush(e)
 	}
@@ -134,6 +137,10 @@ func (a *ackState) ackInput(e *emitter, t api.Tuple, fail bool) {
 
 // flush sends the buffered updates: registrations first.
 func (a *ackState) flush(e *emitter) {
+	if a.updates != 0 {
+		e.in.metrics.AckUpdates.Add(a.updates)
+		a.updates = 0
+	}
 	a.inits = a.send(e, wire.FrameAckInit, a.inits)
 	a.acks = a.send(e, wire.FrameAck, a.acks)
 	a.fails = a.send(e, wire.FrameFail, a.fails)
@@ -222,7 +229,6 @@ func (s *spoutAcks) add(in *Instance, msgID any) uint64 {
 	s.slots[slot] = pendingRoot{id: id, msgID: msgID, start: now}
 	s.n++
 	s.order = append(s.order, rootAt{slot: slot, id: id, start: now})
-	in.metrics.PendingRoots.Store(int64(s.n))
 	return id
 }
 
@@ -252,25 +258,39 @@ func (s *spoutAcks) ackNow(msgID any) { s.local = append(s.local, localResult{ms
 // full reports whether NextTuple must wait for acks.
 func (s *spoutAcks) full() bool { return s.maxPending > 0 && s.n >= s.maxPending }
 
+// settled counts the results of one MsgAckResults message, added to the
+// instance's metrics once per message instead of once per root.
+type settled struct{ acked, failed, latencyNanos int64 }
+
+// publish adds the counts to m, with the pending roots left.
+func (c *settled) publish(m *Metrics, pending int) {
+	m.PendingRoots.Store(int64(pending))
+	if c.acked > 0 {
+		m.Acked.Add(c.acked)
+		m.CompleteLatencyNanos.Add(c.latencyNanos)
+		m.CompleteLatencyCount.Add(c.acked)
+	}
+	if c.failed > 0 {
+		m.Failed.Add(c.failed)
+	}
+}
+
 // settle applies a ledger's result received at now; it returns the msgID
 // and whether the root was still pending (a late result of a timed-out
-// root is ignored).
-func (s *spoutAcks) settle(in *Instance, r wire.AckResult, now time.Time) (any, bool) {
+// root is ignored). The result is counted in c.
+func (s *spoutAcks) settle(in *Instance, r wire.AckResult, now time.Time, c *settled) (any, bool) {
 	slot, ok := s.lookup(r.Root.ID)
 	if !ok || r.Root.Task != uint32(in.cfg.TaskID) {
 		return nil, false
 	}
 	p := s.release(slot)
-	m := in.metrics
-	m.PendingRoots.Store(int64(s.n))
 	if r.Acked {
-		m.Acked.Add(1)
 		d := max(now.Sub(p.start), 0)
-		m.CompleteLatencyNanos.Add(int64(d))
-		m.CompleteLatencyCount.Add(1)
-		m.CompleteLatency.Observe(d, 1)
+		c.acked++
+		c.latencyNanos += int64(d)
+		in.metrics.CompleteLatency.Observe(d, 1)
 	} else {
-		m.Failed.Add(1)
+		c.failed++
 	}
 	s.compact()
 	return p.msgID, true

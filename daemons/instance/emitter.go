@@ -56,6 +56,9 @@ func (e *emitter) publish() {
 	if d := e.nextTuples - e.published[2]; d != 0 {
 		m.NextTuples.Add(d)
 	}
+	if e.ack != nil && e.ack.spout != nil {
+		m.PendingRoots.Store(int64(e.ack.spout.n))
+	}
 	e.published = [3]int64{e.emitted, e.sent, e.nextTuples}
 }
 

@@ -144,7 +144,9 @@ func (a *arena) newTuple() *inTuple {
 	if a.reuse {
 		t := &a.one
 		t.src, t.enc, t.strs, t.ack, t.task = nil, nil, nil, nil, 0
-		t.vals.Store(nil)
+		if t.vals.Load() != nil { // a load is a plain read; a store is a full barrier
+			t.vals.Store(nil)
+		}
 		return t
 	}
 	if len(a.tuples) == 0 {

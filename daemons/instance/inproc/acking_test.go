@@ -2,6 +2,7 @@ package inproc
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -389,5 +390,50 @@ func TestMaxSpoutPendingStopsNextTupleWithoutAcks(t *testing.T) {
 	}, nil)
 	if e := m.Emitted.Load(); e != maxPending {
 		t.Fatalf("spout emitted %d tuples with nothing acked; max.spout.pending is %d", e, maxPending)
+	}
+}
+
+// panickySpout emits n numbered messages and panics right after every
+// seventh emit: the runtime reports the panic and goes on calling
+// NextTuple (several calls run back to back in one burst).
+type panickySpout struct {
+	replaySpout
+	panics *atomic.Int64
+}
+
+func (s *panickySpout) NextTuple() {
+	before := s.next
+	s.replaySpout.NextTuple()
+	if s.next != before && before%7 == 3 {
+		s.panics.Add(1)
+		panic(fmt.Sprintf("spout panics after emitting %d", before))
+	}
+}
+
+// TestSpoutPanicMidBurst: a NextTuple that panics after emitting loses
+// nothing and does not stop the spout: every message is acked once and
+// every panic is counted as an error.
+func TestSpoutPanicMidBurst(t *testing.T) {
+	const n = 700
+	st := newAckStats()
+	var panics atomic.Int64
+	b := api.NewTopologyBuilder("panicky")
+	b.SetDeliveryMode(topology.AtLeastOnce)
+	b.SetSpout("src", func() api.Spout { return &panickySpout{replaySpout: replaySpout{n: n, st: st}, panics: &panics} }, 1)
+	b.SetBolt("sink", func() api.Bolt { return &recordBolt{st: st} }, 1).ShuffleGrouping("src")
+	r := newDrainingRunner(t, b)
+	s := runUntil(t, r, func() bool { a, _ := st.snapshot(); return a == n }, nil)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for id := range n {
+		if st.acked[id] != 1 || st.recorded[id] != 1 {
+			t.Fatalf("message %d: acked %d times, recorded %d times; want 1 and 1", id, st.acked[id], st.recorded[id])
+		}
+	}
+	if want := int64(n / 7); panics.Load() != want {
+		t.Fatalf("%d panics, want %d", panics.Load(), want)
+	}
+	if src := s.Component("src"); src.Errors != panics.Load() || src.Emitted != n {
+		t.Fatalf("spout errors %d (want %d), emitted %d (want %d)", src.Errors, panics.Load(), src.Emitted, n)
 	}
 }
