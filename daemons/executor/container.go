@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -70,7 +71,8 @@ func (e *Executor) containerMode(ctx context.Context, store *state.Store) topolo
 
 // reconcileContainer makes the container process run the stream manager
 // and the instances of mine, limited to the container's required resources
-// (its instances' plus padding). The process keeps running while its task set
+// (its instances' plus padding), with a P per cpu of its instances
+// (containerMaxProcs). The process keeps running while its task set
 // is the same (its stream manager and instances follow a new physical plan
 // live, as in process-per-instance mode); it is restarted with the new set
 // when the plan changed the container's tasks, and on any plan change of
@@ -85,6 +87,7 @@ func (e *Executor) reconcileContainer(mine *plan.Container, changed bool) {
 		res.RAM += in.Resources.RAM
 		res.Disk += in.Resources.Disk
 	}
+	instancesCPU := res.CPU
 	slices.Sort(tasks)
 	if r := mine.Required; r.CPU > 0 || r.RAM > 0 || r.Disk > 0 {
 		// The process also runs the stream manager: the container's
@@ -109,10 +112,7 @@ func (e *Executor) reconcileContainer(mine *plan.Container, changed bool) {
 	p := newProcess(e, containerProcess, KindContainer, 0, args)
 	p.limits = instanceLimits(res, e.set.maxProcs)
 	if e.set.maxProcs <= 0 {
-		// One Go runtime runs every instance: more Ps than the machine
-		// has CPUs only adds spinning threads (measured on T1 and T3:
-		// 4 Ps on 2 CPUs cost 15-35% more CPU per tuple than 2).
-		p.limits.GOMAXPROCS = min(p.limits.GOMAXPROCS, runtime.NumCPU())
+		p.limits.GOMAXPROCS = containerMaxProcs(instancesCPU, runtime.NumCPU())
 	}
 	p.dir = filepath.Join(e.paths.InstancesDir, containerProcess)
 	if err := os.MkdirAll(p.dir, 0o755); err != nil {
@@ -182,4 +182,22 @@ func putNode(ctx context.Context, sm spi.StateManager, path string, data []byte)
 		return err
 	}
 	return sm.Create(ctx, path, data, false)
+}
+
+// containerMaxProcs is the GOMAXPROCS of a container process whose
+// instances need cpu in all: ⌈cpu⌉, at least 1 and at most the machine's
+// CPUs. The stream manager's share of the padding adds no P: its
+// goroutines do little per tuple and run between the instances', and its
+// system calls need no P. A P more than the instances need, or than the
+// machine has, only adds threads that spin and wake each other for every
+// batch handed over (measured on T1, one instance per container: 2 Ps
+// cost 8-11% more CPU per tuple than 1, and 33-49% more with acking; on
+// T3: 4 Ps on 2 CPUs cost 15-35% more than 2).
+// A plan that gives the instances no cpu leaves it unset (0: Go's
+// default, the machine's CPUs).
+func containerMaxProcs(cpu float64, cpus int) int {
+	if cpu <= 0 {
+		return 0
+	}
+	return min(max(int(math.Ceil(cpu-1e-9)), 1), max(cpus, 1))
 }

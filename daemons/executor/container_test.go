@@ -82,3 +82,26 @@ func TestContainerProcessArgs(t *testing.T) {
 		t.Errorf("effectively-once args have no checkpoint manager socket: %q", got)
 	}
 }
+
+// TestContainerMaxProcs: a container process gets a P per cpu its
+// instances need (the padding adds none), at least 1 and at most the
+// machine's CPUs; instances without cpu leave GOMAXPROCS unset.
+func TestContainerMaxProcs(t *testing.T) {
+	for _, tc := range []struct {
+		cpu  float64
+		cpus int
+		want int
+	}{
+		{1, 2, 1},   // T1: one instance per container
+		{3, 2, 2},   // T3: three instances on a 2-CPU machine
+		{0.25, 8, 1},
+		{2.2, 8, 3},
+		{2, 2, 2},
+		{1, 0, 1},
+		{0, 2, 0},
+	} {
+		if got := containerMaxProcs(tc.cpu, tc.cpus); got != tc.want {
+			t.Errorf("containerMaxProcs(%v, %d) = %d, want %d", tc.cpu, tc.cpus, got, tc.want)
+		}
+	}
+}
