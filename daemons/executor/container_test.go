@@ -92,8 +92,8 @@ func TestContainerMaxProcs(t *testing.T) {
 		cpus int
 		want int
 	}{
-		{1, 2, 1},   // T1: one instance per container
-		{3, 2, 2},   // T3: three instances on a 2-CPU machine
+		{1, 2, 1}, // T1: one instance per container
+		{3, 2, 2}, // T3: three instances on a 2-CPU machine
 		{0.25, 8, 1},
 		{2.2, 8, 3},
 		{2, 2, 2},

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -124,13 +125,16 @@ func New(cfg Config) (*Instance, error) {
 	for id := range cfg.Layout.ComponentOf {
 		maxTask = max(maxTask, id)
 	}
-	in.em = emitter{in: in, routes: routes, out: make([]*wire.Batch, maxTask+1), linger: comp.Kind == topology.Spout}
+	// The pending batches are written for every batch sent: a slice of
+	// its own cache lines (wire.CacheLineSlice).
+	out := slices.Grow(wire.CacheLineSlice[*wire.Batch](), maxTask+1)[:maxTask+1]
+	in.em = emitter{in: in, routes: routes, out: out, linger: comp.Kind == topology.Spout}
 	if cfg.Topology.Logical.DeliveryMode() == topology.AtLeastOnce {
 		if cfg.Now == nil {
 			cfg.Now = time.Now
 			in.cfg.Now = time.Now
 		}
-		in.em.ack = &ackState{rng: rand.New(rand.NewPCG(uint64(cfg.TaskID)<<32|1, uint64(time.Now().UnixNano())))}
+		in.em.ack = &ackState{rng: rand.New(rand.NewPCG(uint64(cfg.TaskID)<<32|1, uint64(time.Now().UnixNano()))), owner: wire.CacheLineSlice[*uint64]()}
 		if comp.Kind == topology.Spout {
 			lt := cfg.Topology.Logical
 			in.em.ack.spout = newSpoutAcks(lt.MaxSpoutPending(name), lt.MessageTimeout(name), cfg.Now, in.em.ack.rng.Uint64())

@@ -3,6 +3,7 @@ package instance
 import (
 	"fmt"
 	"hash/maphash"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -190,7 +191,8 @@ func (a *arena) newStrings(n int) []string {
 		return take(&a.strs, n)
 	}
 	if cap(a.oneStrs) < n {
-		a.oneStrs = make([]string, n)
+		// Written for every tuple: cache lines of its own.
+		a.oneStrs = slices.Grow(wire.CacheLineSlice[string](), n)
 	}
 	return a.oneStrs[:n:n]
 }

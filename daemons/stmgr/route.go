@@ -243,7 +243,7 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 	if toPeer {
 		tuplesOut, bytesOut = &s.c.toPeersTuples, &s.c.toPeersBytes
 	}
-	var batch []*frame
+	batch := wire.CacheLineSlice[*frame]()
 	var msg []byte
 	hdr := make([]byte, 4)
 	for {

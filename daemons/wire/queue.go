@@ -53,6 +53,7 @@ func NewQueue[T any](maxBytes int, size func(T) int) *Queue[T] {
 	return &Queue[T]{
 		size:     size,
 		max:      max(maxBytes, 1),
+		items:    CacheLineSlice[T](),
 		blocking: true,
 		ready:    make(chan struct{}, 1),
 		space:    make(chan struct{}, 1),
@@ -188,7 +189,7 @@ func (q *Queue[T]) Discard(fn func(T)) {
 	for _, it := range items {
 		n += q.size(it)
 	}
-	q.items = nil
+	q.items = CacheLineSlice[T]()
 	q.bytes = max(q.bytes-n, 0)
 	q.queued.Store(int64(q.bytes))
 	q.mu.Unlock()

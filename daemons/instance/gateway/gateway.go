@@ -663,7 +663,7 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 func (g *gateway) writeLoop(s *session) error {
 	bw := bufio.NewWriterSize(s.conn, writeBufferBytes)
 	hdr := make([]byte, dataHeader)
-	var batch []*wire.Batch
+	batch := wire.CacheLineSlice[*wire.Batch]()
 	for {
 		batch = g.out.PopAll(batch[:0])
 		if len(batch) == 0 {
