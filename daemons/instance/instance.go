@@ -318,8 +318,11 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			}
 			continue
 		}
-		if in.produce(s, sa) {
+		emitted, more := in.produce(s, sa)
+		if emitted {
 			idle = 0
+		}
+		if more {
 			continue
 		}
 		// Nothing to emit. A partly filled batch first waits up to the
@@ -346,18 +349,21 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 }
 
 // produce calls NextTuple up to spoutBurst times, as long as each call
-// emits and max.spout.pending leaves room, and reports whether the last
-// call emitted. A burst pays for one recover frame, one look at the inbox
-// and the context, and one clock read for the roots it starts, instead of
-// one per call (the roots' start times differ by at most the burst's
-// duration). A panic in NextTuple is reported and ends the burst.
-func (in *Instance) produce(s api.Spout, sa *spoutAcks) (emitted bool) {
+// emits and max.spout.pending leaves room. It reports whether any call
+// emitted (the spout is not idle) and whether the last one did (it may
+// have more at once); a burst whose last call emitted nothing goes on to
+// the linger and back-off of an idle spout, as a single such call does.
+// A burst pays for one recover frame and one clock read for the roots it
+// starts, and runSpout looks at the inbox and the context once per burst,
+// instead of once per call (the roots' start times differ by at most the
+// burst's duration). A panic in NextTuple is reported and ends the burst.
+func (in *Instance) produce(s api.Spout, sa *spoutAcks) (emitted, more bool) {
 	e := &in.em
-	before := e.emitted
+	start, before := e.emitted, e.emitted
 	defer func() {
 		if r := recover(); r != nil {
 			_ = in.panicked("NextTuple", r)
-			emitted = e.emitted != before
+			emitted, more = e.emitted != start, e.emitted != before
 		}
 	}()
 	if sa != nil {
@@ -368,14 +374,14 @@ func (in *Instance) produce(s api.Spout, sa *spoutAcks) (emitted bool) {
 		e.nextTuples++
 		s.NextTuple()
 		if e.emitted == before {
-			return false
+			return e.emitted != start, false
 		}
 		e.flushIfDue(in.cfg.FlushInterval)
 		if sa != nil && sa.full() {
 			break
 		}
 	}
-	return true
+	return true, true
 }
 
 // waitInbox handles one inbox message, or returns after wait or when ctx
