@@ -12,8 +12,9 @@ import (
 // startAcking starts the at-least-once counting topology on two
 // containers: the spout (task 1) and sink task 2 in container 1, sink
 // task 3 in container 2, so the acks of task 3 cross stream managers.
-func startAcking(t *testing.T, config func(*api.TopologyBuilder)) *stmgrtest.Cluster {
+func startAcking(t *testing.T, inMemory bool, config func(*api.TopologyBuilder)) *stmgrtest.Cluster {
 	c := stmgrtest.NewAckingCluster(t, 2, twoContainers, config)
+	c.InMemory = inMemory
 	c.StartStMgr(1)
 	c.StartStMgr(2)
 	for task := 1; task <= 3; task++ {
@@ -24,7 +25,11 @@ func startAcking(t *testing.T, config func(*api.TopologyBuilder)) *stmgrtest.Clu
 }
 
 func TestAtLeastOnceAcksEveryRootAcrossStreamManagers(t *testing.T) {
-	c := startAcking(t, func(b *api.TopologyBuilder) { b.SetMaxSpoutPending(500) })
+	stmgrtest.ForEachTransport(t, testAtLeastOnceAcksEveryRootAcrossStreamManagers)
+}
+
+func testAtLeastOnceAcksEveryRootAcrossStreamManagers(t *testing.T, inMemory bool) {
+	c := startAcking(t, inMemory, func(b *api.TopologyBuilder) { b.SetMaxSpoutPending(500) })
 	const n = 20000
 	c.Count.Limit.Set(n)
 	stmgrtest.WaitFor(t, 60*time.Second, fmt.Sprintf("%d values acked", n), func() bool { return c.Count.Acks.Distinct() >= n })
@@ -53,7 +58,11 @@ func TestAtLeastOnceAcksEveryRootAcrossStreamManagers(t *testing.T) {
 // holding the ledger is stopped and started while roots are pending;
 // the spout times them out and replays them, and every value is acked.
 func TestAtLeastOnceRecoversFromAStreamManagerRestart(t *testing.T) {
-	c := startAcking(t, func(b *api.TopologyBuilder) {
+	stmgrtest.ForEachTransport(t, testAtLeastOnceRecoversFromAStreamManagerRestart)
+}
+
+func testAtLeastOnceRecoversFromAStreamManagerRestart(t *testing.T, inMemory bool) {
+	c := startAcking(t, inMemory, func(b *api.TopologyBuilder) {
 		b.SetMaxSpoutPending(200)
 		b.SetMessageTimeout(2 * time.Second)
 	})

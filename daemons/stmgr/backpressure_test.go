@@ -50,8 +50,9 @@ func bpCluster(t *testing.T, containerOf func(int) int) *stmgrtest.Cluster {
 // with a small instance queue) in container 2, both connected; it returns
 // the stream managers and the sink's instance. startSlowFlow then makes
 // the sink slow and the spout emit without limit.
-func slowPath(t *testing.T, config func(*api.TopologyBuilder)) (c *stmgrtest.Cluster, s1, s2 *stmgr.StMgr, sink *stmgrtest.Instance) {
+func slowPath(t *testing.T, inMemory bool, config func(*api.TopologyBuilder)) (c *stmgrtest.Cluster, s1, s2 *stmgr.StMgr, sink *stmgrtest.Instance) {
 	c = bpClusterWith(t, spoutHere, config)
+	c.InMemory = inMemory
 	s1, s2 = c.StartStMgr(1), c.StartStMgr(2)
 	c.StartInstance(1, 1)
 	sink = c.StartInstance(2, 2, smallQueue)
@@ -129,7 +130,11 @@ func (sp *sampler) done() {
 // and the spout emits only what the bolt consumes. When the bolt is fast
 // again, back pressure releases and the tuples flow at full speed.
 func TestBackPressureThrottlesTheSpoutToTheSlowBolt(t *testing.T) {
-	c, s1, s2, _ := slowPath(t, nil)
+	stmgrtest.ForEachTransport(t, testBackPressureThrottlesTheSpoutToTheSlowBolt)
+}
+
+func testBackPressureThrottlesTheSpoutToTheSlowBolt(t *testing.T, inMemory bool) {
+	c, s1, s2, _ := slowPath(t, inMemory, nil)
 	sp := sampleQueues(t, s1, s2)
 	startSlowFlow(c)
 	stmgrtest.WaitFor(t, 20*time.Second, "back pressure initiated by the slow bolt's stream manager and announced to the spout's", func() bool {
@@ -200,7 +205,11 @@ func TestBackPressureThrottlesTheSpoutToTheSlowBolt(t *testing.T) {
 // back pressure is on. Its queue no longer counts, back pressure releases
 // and the spout runs again; when the bolt comes back, its tuples flow.
 func TestBackPressureSurvivesKillingTheSlowInstance(t *testing.T) {
-	c, s1, s2, slow := slowPath(t, nil)
+	stmgrtest.ForEachTransport(t, testBackPressureSurvivesKillingTheSlowInstance)
+}
+
+func testBackPressureSurvivesKillingTheSlowInstance(t *testing.T, inMemory bool) {
+	c, s1, s2, slow := slowPath(t, inMemory, nil)
 	startSlowFlow(c)
 	stmgrtest.WaitFor(t, 20*time.Second, "back pressure", func() bool {
 		return s1.Counters().BackPressure.Active && s2.Counters().BackPressure.Active
@@ -349,7 +358,11 @@ func TestCorruptBackPressureFrameClosesThePeer(t *testing.T) {
 // reading the spout during back pressure and drops its tuples, counting
 // them; queues stay bounded and nothing else is lost.
 func TestDropModeKeepsTheSpoutRunningAndCountsDrops(t *testing.T) {
-	c, s1, s2, _ := slowPath(t, func(b *api.TopologyBuilder) {
+	stmgrtest.ForEachTransport(t, testDropModeKeepsTheSpoutRunningAndCountsDrops)
+}
+
+func testDropModeKeepsTheSpoutRunningAndCountsDrops(t *testing.T, inMemory bool) {
+	c, s1, s2, _ := slowPath(t, inMemory, func(b *api.TopologyBuilder) {
 		b.SetConfig(topology.KeyDropTuplesUponBackPressure, "true")
 	})
 	sp := sampleQueues(t, s1, s2)

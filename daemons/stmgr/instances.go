@@ -19,7 +19,11 @@ import (
 
 // instConn is the connection of one registered instance.
 type instConn struct {
-	conn       net.Conn
+	conn net.Conn
+	// ctx ends when the connection is closed (what a direct sink's
+	// calls wait on).
+	ctx        context.Context
+	cancel     context.CancelFunc
 	task       int32
 	plan       atomic.Pointer[egretpb.PhysicalPlan] // a plan to forward
 	done       chan struct{}                        // closed by close
@@ -30,6 +34,7 @@ type instConn struct {
 func (ic *instConn) close() {
 	ic.once.Do(func() {
 		close(ic.done)
+		ic.cancel()
 		_ = ic.conn.Close()
 	})
 }
@@ -64,6 +69,19 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 		return
 	}
 	defer s.detachInstance(td, ic)
+	// An instance in this process that attached a sink gets its frames
+	// handed over directly, and hands its own to a directInstance.
+	cw := s.newConnWriter(conn)
+	var w frameWriter = cw
+	if ac, ok := conn.(attacher); ok {
+		if sink, ok := ac.Peer().(instanceSink); ok {
+			dw := directWriter{ctx: ic.ctx, sink: sink}
+			if w = dw; pp == nil {
+				w = &planThenDirect{conn: cw, direct: dw}
+			}
+			ac.Attach(&directInstance{s: s, in: s.newInbound(0, td, 0), ic: ic, who: who, conn: conn})
+		}
+	}
 	_ = conn.SetWriteDeadline(time.Now().Add(s.cfg.HandshakeTimeout))
 	if err := wire.WriteMessage(conn, &egretpb.RegisterInstanceResponse{Pplan: pp}); err != nil {
 		s.closeReason(who, conn, fmt.Errorf("registration response: %w", err))
@@ -77,12 +95,12 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 	defer s.c.instancesConnected.Add(-1)
 	go func() {
 		defer close(ic.writerDone)
-		if err := s.writeLoop(conn, &td.dest, ic.done, &ic.plan, false, pp != nil); err != nil {
+		if err := s.writeLoop(w, &td.dest, ic.done, &ic.plan, false, pp != nil); err != nil {
 			s.log.Debug("writer to instance stopped", zap.String("peer", who), zap.Error(err))
 		}
 		ic.close()
 	}()
-	err = s.readLoop(ctx, br, 0, td, ic.done, 0)
+	err = s.readLoop(ctx, br, s.newInbound(0, td, 0), ic.done)
 	select {
 	case <-ic.done:
 		err = nil // closed by us: replaced, or shutting down
@@ -126,6 +144,7 @@ func (s *StMgr) attachInstance(req *egretpb.RegisterInstanceRequest, conn net.Co
 	}
 	old := td.conn
 	ic := &instConn{conn: conn, task: task, done: make(chan struct{}), writerDone: make(chan struct{})}
+	ic.ctx, ic.cancel = context.WithCancel(context.Background())
 	td.conn = ic
 	td.q.SetMax(s.set.liveMax)
 	td.q.SetBlocking(true)

@@ -142,7 +142,7 @@ func (s *StMgr) runPeer(ctx context.Context, p *peer) {
 			close(stop)
 			_ = conn.Close()
 		}()
-		err = s.writeLoop(conn, &p.dest, stop, nil, true, true)
+		err = s.writeLoop(s.newConnWriter(conn), &p.dest, stop, nil, true, true)
 		_ = conn.Close()
 		<-watcherDone
 		p.q.SetBlocking(false)
@@ -225,7 +225,7 @@ func (s *StMgr) servePeer(ctx context.Context, conn net.Conn) {
 	}
 	_ = conn.SetDeadline(time.Time{})
 	s.log.Info("peer stream manager connected", zap.String("peer", who), zap.String("remote", remote(conn)))
-	err = s.readLoop(ctx, br, hello.GetContainer(), nil, nil, hello.GetEpoch())
+	err = s.readLoop(ctx, br, s.newInbound(hello.GetContainer(), nil, hello.GetEpoch()), nil)
 	s.peerGone(hello.GetContainer())
 	if ctx.Err() != nil && !errors.Is(err, wire.ErrCorrupt) {
 		err = nil

@@ -16,25 +16,37 @@ import (
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
-// readLoop reads data frames from a connection and routes them until the
-// connection fails. fromPeer frames are only delivered to local tasks
-// (never forwarded again). It returns the error that ended the
-// connection; a control frame on a data connection is a protocol error.
-//
-// peer is the container of the peer stream manager for a peer connection
-// (0 for an instance): back pressure announcements are accepted from
-// peers. td is the task of an instance connection: a spout's connection is
-// not read while back pressure is on (until stop is closed).
-func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *taskDest, stop <-chan struct{}, epoch int64) error {
-	fromPeer := peer > 0
-	var acks ackScratch
-	tuplesIn, bytesIn := &s.c.fromInstancesTuples, &s.c.fromInstancesBytes
-	if fromPeer {
-		tuplesIn, bytesIn = &s.c.fromPeersTuples, &s.c.fromPeersBytes
+// inbound is the state of one connection's incoming frames: a peer
+// stream manager's (peer > 0: back pressure announcements are accepted,
+// data is only delivered to local tasks, never forwarded again) or an
+// instance's (td is its task: a spout's frames are not taken while back
+// pressure is on).
+type inbound struct {
+	s        *StMgr
+	peer     int32
+	td       *taskDest
+	epoch    int64
+	acks     ackScratch
+	tuplesIn *atomic.Int64
+	bytesIn  *atomic.Int64
+}
+
+func (s *StMgr) newInbound(peer int32, td *taskDest, epoch int64) *inbound {
+	in := &inbound{s: s, peer: peer, td: td, epoch: epoch, tuplesIn: &s.c.fromInstancesTuples, bytesIn: &s.c.fromInstancesBytes}
+	if peer > 0 {
+		in.tuplesIn, in.bytesIn = &s.c.fromPeersTuples, &s.c.fromPeersBytes
 	}
+	return in
+}
+
+// readLoop reads frames from a connection and handles them until the
+// connection fails (see inbound). It returns the error that ended the
+// connection; a control frame on a data connection is a protocol error.
+// A spout's connection is not read while back pressure is on (until stop
+// is closed).
+func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, in *inbound, stop <-chan struct{}) error {
 	for {
-		spout := td != nil && td.spout.Load()
-		if spout && !s.dropMode.Load() && !s.waitUnthrottled(ctx, stop) {
+		if !in.wait(ctx, stop) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -43,85 +55,92 @@ func (s *StMgr) readLoop(ctx context.Context, br *bufio.Reader, peer int32, td *
 		f := s.getFrame()
 		t, payload, buf, err := wire.ReadFrame(br, f.body, s.set.maxFrame)
 		f.body = buf
-		f.epoch = epoch
 		if err != nil {
 			s.putFrame(f)
 			return err
 		}
-		switch {
-		case t == wire.FrameBarrier:
-			b, err := wire.ParseBarrier(payload)
-			if err != nil {
-				s.putFrame(f)
-				return err
-			}
-			f.body = buf[:len(payload)+1]
-			if err := s.route(ctx, f, b.Dest, 0, fromPeer); err != nil {
-				return err
-			}
-			continue
-		case t == wire.FrameEpoch && fromPeer:
-			e, err := wire.ParseEpoch(payload)
-			s.putFrame(f)
-			if err != nil {
-				return err
-			}
-			epoch = max(epoch, e)
-			continue
-		case td != nil && t >= wire.FrameStartCheckpoint && t <= wire.FrameResetTopologyState:
-			m, err := wire.DecodeMessage(t, payload)
-			s.putFrame(f)
-			if err != nil {
-				return err
-			}
-			if epoch, err = s.handleInstanceCheckpoint(td, m, epoch); err != nil {
-				return err
-			}
-			continue
-		}
-		if t == wire.FrameBackPressure && fromPeer {
-			ann, err := wire.ParseBackPressure(payload)
-			s.putFrame(f)
-			if err != nil {
-				return err
-			}
-			if ann.Container != peer {
-				return fmt.Errorf("%w: stmgr %d sent a back pressure state for container %d", wire.ErrCorrupt, peer, ann.Container)
-			}
-			s.peerState(peer, ann)
-			continue
-		}
-		if wire.IsAckFrame(t) {
-			err := s.handleAcks(ctx, t, payload, peer, td, &acks)
-			s.putFrame(f)
-			if err != nil {
-				return err
-			}
-			continue
-		}
-		if t != wire.FrameData {
-			s.putFrame(f)
-			return fmt.Errorf("%w: unexpected %s frame on a data connection", wire.ErrCorrupt, t)
-		}
-		dest, count, _, err := wire.ParseDataFrame(payload)
-		if err != nil {
-			s.putFrame(f)
-			return err
-		}
-		f.body = buf[:len(payload)+1]
-		tuplesIn.Add(int64(count))
-		bytesIn.Add(int64(len(f.body) + 4))
-		if spout && s.bp.throttled.Load() && s.dropMode.Load() {
-			// Drop mode: the spout keeps running; what it emits while
-			// back pressure is on is dropped here.
-			s.c.droppedBackPressure.Add(int64(count))
-			s.putFrame(f)
-			continue
-		}
-		if err := s.route(ctx, f, dest, int64(count), fromPeer); err != nil {
+		if err := in.handle(ctx, f, t, payload); err != nil {
 			return err
 		}
 	}
+}
+
+// wait holds a spout's frames while back pressure is on (not in drop
+// mode); false when ctx ended or stop was closed first.
+func (in *inbound) wait(ctx context.Context, stop <-chan struct{}) bool {
+	s := in.s
+	if in.td != nil && in.td.spout.Load() && !s.dropMode.Load() {
+		return s.waitUnthrottled(ctx, stop)
+	}
+	return true
+}
+
+// handle acts on one frame read from the connection: f.body holds the
+// frame's type byte and payload; handle owns f.
+func (in *inbound) handle(ctx context.Context, f *frame, t wire.FrameType, payload []byte) error {
+	s, td := in.s, in.td
+	fromPeer := in.peer > 0
+	f.epoch = in.epoch
+	switch {
+	case t == wire.FrameBarrier:
+		b, err := wire.ParseBarrier(payload)
+		if err != nil {
+			s.putFrame(f)
+			return err
+		}
+		f.body = f.body[:len(payload)+1]
+		return s.route(ctx, f, b.Dest, 0, fromPeer)
+	case t == wire.FrameEpoch && fromPeer:
+		e, err := wire.ParseEpoch(payload)
+		s.putFrame(f)
+		if err != nil {
+			return err
+		}
+		in.epoch = max(in.epoch, e)
+		return nil
+	case td != nil && t >= wire.FrameStartCheckpoint && t <= wire.FrameResetTopologyState:
+		m, err := wire.DecodeMessage(t, payload)
+		s.putFrame(f)
+		if err != nil {
+			return err
+		}
+		in.epoch, err = s.handleInstanceCheckpoint(td, m, in.epoch)
+		return err
+	case t == wire.FrameBackPressure && fromPeer:
+		ann, err := wire.ParseBackPressure(payload)
+		s.putFrame(f)
+		if err != nil {
+			return err
+		}
+		if ann.Container != in.peer {
+			return fmt.Errorf("%w: stmgr %d sent a back pressure state for container %d", wire.ErrCorrupt, in.peer, ann.Container)
+		}
+		s.peerState(in.peer, ann)
+		return nil
+	case wire.IsAckFrame(t):
+		err := s.handleAcks(ctx, t, payload, in.peer, td, &in.acks)
+		s.putFrame(f)
+		return err
+	case t != wire.FrameData:
+		s.putFrame(f)
+		return fmt.Errorf("%w: unexpected %s frame on a data connection", wire.ErrCorrupt, t)
+	}
+	dest, count, _, err := wire.ParseDataFrame(payload)
+	if err != nil {
+		s.putFrame(f)
+		return err
+	}
+	f.body = f.body[:len(payload)+1]
+	in.tuplesIn.Add(int64(count))
+	in.bytesIn.Add(int64(len(f.body) + 4))
+	if td != nil && td.spout.Load() && s.bp.throttled.Load() && s.dropMode.Load() {
+		// Drop mode: the spout keeps running; what it emits while
+		// back pressure is on is dropped here.
+		s.c.droppedBackPressure.Add(int64(count))
+		s.putFrame(f)
+		return nil
+	}
+	return s.route(ctx, f, dest, int64(count), fromPeer)
 }
 
 // route queues f toward its destination task: the task's own queue when
@@ -232,20 +251,18 @@ func (s *StMgr) warnUnroutable(task uint32, fromPeer bool) {
 		zap.Uint32("task", task), zap.Bool("from_peer", fromPeer), zap.Int64("tuples_unroutable_total", s.c.unroutable.Load()))
 }
 
-// writeLoop writes d's queue to conn until stop is closed or a write
-// fails. It batches frames in a buffer of egret.stmgr.batch.max.bytes and
-// flushes whenever the queue is empty (adaptive flushing: at once when
-// idle, full buffers under load). plan, when not nil, is a slot holding a
+// writeLoop writes d's queue to w until stop is closed or a write fails.
+// A connection's writer batches frames in a buffer of
+// egret.stmgr.batch.max.bytes; it is flushed whenever the queue is empty
+// (adaptive flushing: at once when idle, full buffers under load). plan, when not nil, is a slot holding a
 // physical plan to forward: it is written before the data queued after it.
-func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *atomic.Pointer[egretpb.PhysicalPlan], toPeer, planned bool) error {
-	bw := bufio.NewWriterSize(conn, s.set.batchMax)
+func (s *StMgr) writeLoop(w frameWriter, d *dest, stop <-chan struct{}, plan *atomic.Pointer[egretpb.PhysicalPlan], toPeer, planned bool) error {
 	tuplesOut, bytesOut := &s.c.toInstancesTuples, &s.c.toInstancesBytes
 	if toPeer {
 		tuplesOut, bytesOut = &s.c.toPeersTuples, &s.c.toPeersBytes
 	}
 	batch := wire.CacheLineSlice[*frame]()
 	var msg []byte
-	hdr := make([]byte, 4)
 	for {
 		if plan != nil {
 			if pp := plan.Swap(nil); pp != nil {
@@ -253,7 +270,7 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 				if msg, err = wire.AppendMessage(msg[:0], &egretpb.NewPhysicalPlan{Pplan: pp}); err != nil {
 					return err
 				}
-				if _, err := bw.Write(msg); err != nil {
+				if err := w.writeFramed(msg); err != nil {
 					return err
 				}
 				planned = true
@@ -270,16 +287,14 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 			}
 		}
 		if b := d.ctl.Swap(nil); b != nil {
-			if _, err := bw.Write(*b); err != nil {
+			if err := w.writeFramed(*b); err != nil {
 				return err
 			}
 		}
 		batch = d.q.PopAll(batch[:0])
 		if len(batch) == 0 {
-			if bw.Buffered() > 0 {
-				if err := bw.Flush(); err != nil {
-					return err
-				}
+			if err := w.flush(); err != nil {
+				return err
 			}
 			select {
 			case <-d.q.Ready():
@@ -301,12 +316,7 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 				s.putFrame(f)
 				continue
 			}
-			binary.BigEndian.PutUint32(hdr, uint32(len(f.body)))
-			_, err := bw.Write(hdr)
-			if err == nil {
-				_, err = bw.Write(f.body)
-			}
-			if err != nil {
+			if err := w.writeFrame(f.body); err != nil {
 				drop := s.dropFrame(d)
 				for _, g := range batch[i:] {
 					size += int64(frameSize(g))
@@ -328,6 +338,48 @@ func (s *StMgr) writeLoop(conn net.Conn, d *dest, stop <-chan struct{}, plan *at
 		tuplesOut.Add(tuples)
 		bytesOut.Add(size)
 	}
+}
+
+// frameWriter is where writeLoop puts frames: a connection's buffered
+// writer, or the handler of an instance in this process (directWriter).
+type frameWriter interface {
+	// writeFramed writes complete frames, length prefixes included.
+	writeFramed(b []byte) error
+	// writeFrame writes one frame body (type byte and payload).
+	writeFrame(body []byte) error
+	// flush sends what is buffered.
+	flush() error
+}
+
+// connWriter is the frameWriter of a connection.
+type connWriter struct {
+	bw  *bufio.Writer
+	hdr [4]byte
+}
+
+func (s *StMgr) newConnWriter(conn net.Conn) *connWriter {
+	return &connWriter{bw: bufio.NewWriterSize(conn, s.set.batchMax)}
+}
+
+func (w *connWriter) writeFramed(b []byte) error {
+	_, err := w.bw.Write(b)
+	return err
+}
+
+func (w *connWriter) writeFrame(body []byte) error {
+	binary.BigEndian.PutUint32(w.hdr[:], uint32(len(body)))
+	if _, err := w.bw.Write(w.hdr[:]); err != nil {
+		return err
+	}
+	_, err := w.bw.Write(body)
+	return err
+}
+
+func (w *connWriter) flush() error {
+	if w.bw.Buffered() == 0 {
+		return nil
+	}
+	return w.bw.Flush()
 }
 
 // applyPlan installs a physical plan: it rebuilds the routing table,

@@ -23,8 +23,9 @@ func twoContainers(task int) int {
 	return 1
 }
 
-func startTwoContainers(t *testing.T) (*stmgrtest.Cluster, map[int]*stmgrtest.Instance) {
+func startTwoContainers(t *testing.T, inMemory bool) (*stmgrtest.Cluster, map[int]*stmgrtest.Instance) {
 	c := stmgrtest.NewCluster(t, 2, twoContainers)
+	c.InMemory = inMemory
 	c.StartStMgr(1)
 	c.StartStMgr(2)
 	in := map[int]*stmgrtest.Instance{}
@@ -36,7 +37,16 @@ func startTwoContainers(t *testing.T) (*stmgrtest.Cluster, map[int]*stmgrtest.In
 }
 
 func TestTwoContainersDeliverEveryTupleOnce(t *testing.T) {
-	c, _ := startTwoContainers(t)
+	stmgrtest.ForEachTransport(t, testTwoContainersDeliverEveryTupleOnce)
+}
+
+func testTwoContainersDeliverEveryTupleOnce(t *testing.T, inMemory bool) {
+	c, in := startTwoContainers(t, inMemory)
+	for task, r := range in {
+		if got := r.Stats.Direct.Load(); got != inMemory {
+			t.Fatalf("instance of task %d: direct hand-off %v, want %v", task, got, inMemory)
+		}
+	}
 	const n = 20000
 	c.Count.Limit.Set(n)
 	stmgrtest.WaitFor(t, 30*time.Second, fmt.Sprintf("%d tuples at the sinks", n), func() bool { return c.Count.Sink.Total() >= n })
@@ -73,7 +83,7 @@ func TestTwoContainersDeliverEveryTupleOnce(t *testing.T) {
 // that evicted a stream manager answers its heartbeats with an error; the
 // stream manager registers again.
 func TestRejectedHeartbeatMakesTheStMgrRegisterAgain(t *testing.T) {
-	c, _ := startTwoContainers(t)
+	c, _ := startTwoContainers(t, false)
 	regs := c.TM.Registrations()
 	c.TM.RejectHeartbeats(1)
 	stmgrtest.WaitFor(t, 20*time.Second, "a new registration", func() bool { return c.TM.Registrations() > regs })
@@ -86,7 +96,11 @@ func TestRejectedHeartbeatMakesTheStMgrRegisterAgain(t *testing.T) {
 }
 
 func TestStMgrRestartRewiresAndInstancesReconnect(t *testing.T) {
-	c, in := startTwoContainers(t)
+	stmgrtest.ForEachTransport(t, testStMgrRestartRewiresAndInstancesReconnect)
+}
+
+func testStMgrRestartRewiresAndInstancesReconnect(t *testing.T, inMemory bool) {
+	c, in := startTwoContainers(t, inMemory)
 	inst3 := in[3]
 	const n1, n2 = 5000, 10000
 	c.Count.Limit.Set(n1)
@@ -313,7 +327,7 @@ func TestTManagerRestart(t *testing.T) {
 }
 
 func testTManagerRestart(t *testing.T, keepVersions bool) {
-	c, _ := startTwoContainers(t)
+	c, _ := startTwoContainers(t, false)
 	const n = 20000
 	c.Count.Limit.Set(n)
 	c.RestartTManager(keepVersions)

@@ -7,6 +7,11 @@
 // system call and no copy beyond the two of a socket, and a blocked side
 // parks its goroutine only.
 //
+// Besides the bytes, each end can Attach a value that the other end's Peer
+// returns: the stream manager and its instances use it to exchange frame
+// handlers that they call directly, in place of the byte stream, once
+// registered.
+//
 // Deadlines, Close and half-closed peers behave like a Unix socket's: a
 // read after the peer closed returns what is buffered, then io.EOF; a
 // write to a closed peer fails with io.ErrClosedPipe; an operation past

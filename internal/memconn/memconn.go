@@ -29,8 +29,9 @@ func pipe(size int, a, b Addr) (*Conn, *Conn) {
 		size = DefaultBufferSize
 	}
 	ab, ba := newRing(size), newRing(size)
-	ca := &Conn{in: ba, out: ab, local: a, remote: b, closed: make(chan struct{})}
-	cb := &Conn{in: ab, out: ba, local: b, remote: a, closed: make(chan struct{})}
+	at := new(attachments)
+	ca := &Conn{in: ba, out: ab, local: a, remote: b, closed: make(chan struct{}), at: at, side: 0}
+	cb := &Conn{in: ab, out: ba, local: b, remote: a, closed: make(chan struct{}), at: at, side: 1}
 	ca.rd.init()
 	ca.wd.init()
 	cb.rd.init()
@@ -139,6 +140,30 @@ type Conn struct {
 	writeMu       sync.Mutex
 	closeOnce     sync.Once
 	closed        chan struct{}
+	at            *attachments
+	side          int // this end's index in at
+}
+
+// attachments are the values the two ends of a pipe attached.
+type attachments struct {
+	mu   sync.Mutex
+	vals [2]any
+}
+
+// Attach stores v on this end for the other end's Peer: two ends in one
+// process can hand each other objects (a stream manager and an instance
+// exchange the handlers they call directly instead of writing frames).
+func (c *Conn) Attach(v any) {
+	c.at.mu.Lock()
+	c.at.vals[c.side] = v
+	c.at.mu.Unlock()
+}
+
+// Peer returns what the other end attached, nil if nothing.
+func (c *Conn) Peer() any {
+	c.at.mu.Lock()
+	defer c.at.mu.Unlock()
+	return c.at.vals[1-c.side]
 }
 
 var _ net.Conn = (*Conn)(nil)

@@ -136,3 +136,37 @@ func BenchmarkPipe(b *testing.B) {
 	}
 	a.Close()
 }
+
+// What one end attaches, the other end's Peer returns; an end does not see
+// its own attachment.
+func TestAttachPeer(t *testing.T) {
+	ln := memconn.NewListener("test", 0)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- c
+	}()
+	c, err := ln.Dial(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := <-accepted
+	client, server := c.(*memconn.Conn), s.(*memconn.Conn)
+	if client.Peer() != nil || server.Peer() != nil {
+		t.Fatal("Peer before any Attach is not nil")
+	}
+	client.Attach("from client")
+	if got := server.Peer(); got != "from client" {
+		t.Fatalf("server's Peer = %v, want the client's attachment", got)
+	}
+	if got := client.Peer(); got != nil {
+		t.Fatalf("client's Peer = %v, want nil (only the client attached)", got)
+	}
+	server.Attach(42)
+	if got := client.Peer(); got != 42 {
+		t.Fatalf("client's Peer = %v, want 42", got)
+	}
+}

@@ -102,6 +102,9 @@ type Stats struct {
 	Registrations atomic.Int64
 	// Connected reports whether the stream manager connection is up.
 	Connected atomic.Bool
+	// Direct reports whether the current connection hands frames to a
+	// stream manager in this process directly (container mode).
+	Direct atomic.Bool
 	// PlanVersion is the version of the last physical plan received.
 	PlanVersion atomic.Uint64
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -50,8 +51,12 @@ type gateway struct {
 	stats *Stats
 	pool  sync.Pool
 	out   *wire.Queue[*wire.Batch]
-	inbox chan instance.Msg
-	in    budget
+	// dmu orders the outbound batches; direct is the outbound side of
+	// a direct session (nil otherwise: batches go to out).
+	dmu    sync.Mutex
+	direct atomic.Pointer[directOut]
+	inbox  chan instance.Msg
+	in     budget
 
 	component string
 	layout    *plan.Layout
@@ -98,16 +103,17 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 func (g *gateway) run(ctx context.Context) error {
-	conn, br, pp, err := g.connect(ctx)
+	reg, err := g.connect(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
+	pp := reg.pp
 	topo, layout, err := g.build(pp)
 	if err != nil {
-		_ = conn.Close()
+		_ = reg.conn.Close()
 		return err
 	}
 	g.stats.PlanVersion.Store(pp.GetVersion())
@@ -129,7 +135,7 @@ func (g *gateway) run(ctx context.Context) error {
 		MaxFrame:     g.set.maxFrame,
 	})
 	if err != nil {
-		_ = conn.Close()
+		_ = reg.conn.Close()
 		return err
 	}
 	instCtx, stopInstance := context.WithCancel(context.Background())
@@ -152,24 +158,24 @@ func (g *gateway) run(ctx context.Context) error {
 	var result error
 	var s *session
 	for {
-		s = g.startSession(conn, br)
+		s = g.startSession(instCtx, reg)
 		err := g.serve(ctx, s, instDone, &instErr)
 		if err == nil || errors.Is(err, ErrLayoutChanged) || ctx.Err() != nil || !errors.Is(err, errConnLost) {
 			result = err
 			break
 		}
 		g.log.Warn("lost the stream manager connection; reconnecting (the component keeps running)", zap.Error(err))
-		s.stop()
+		g.stopSession(s)
 		s = nil
 		g.out.SetBlocking(false)
-		conn, br, pp, err = g.connect(ctx)
+		reg, err = g.connect(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				result = err
 			}
 			break
 		}
-		r, err := g.applyPlan(pp)
+		r, err := g.applyPlan(reg.pp)
 		if err == nil && r != nil {
 			// Before the new session reads data routed by the new plan.
 			select {
@@ -179,7 +185,7 @@ func (g *gateway) run(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			_ = conn.Close()
+			_ = reg.conn.Close()
 			if ctx.Err() == nil {
 				result = err
 			}
@@ -199,7 +205,7 @@ func (g *gateway) run(ctx context.Context) error {
 		if result == nil || errors.Is(result, ErrLayoutChanged) {
 			g.drain()
 		}
-		s.stop()
+		g.stopSession(s)
 	}
 	if result == nil && stopErr != nil {
 		result = stopErr
@@ -417,22 +423,23 @@ func (g *gateway) build(pp *egretpb.PhysicalPlan) (*api.Topology, *plan.Layout, 
 
 // connect dials the stream manager with backoff until it registers the
 // task and a physical plan is known.
-func (g *gateway) connect(ctx context.Context) (net.Conn, *bufio.Reader, *egretpb.PhysicalPlan, error) {
+func (g *gateway) connect(ctx context.Context) (*registration, error) {
 	bo := wire.Backoff{Initial: g.cfg.ReconnectMin, Max: g.cfg.ReconnectMax}
 	for attempt := 1; ; attempt++ {
-		conn, br, pp, err := g.register(ctx)
+		reg, err := g.register(ctx)
 		if err == nil {
 			g.stats.Registrations.Add(1)
 			g.stats.Connected.Store(true)
+			g.stats.Direct.Store(reg.out != nil)
 			g.out.SetBlocking(true)
-			g.log.Info("registered with the stream manager", zap.String("socket", g.cfg.StMgrSocket), zap.Uint64("plan_version", pp.GetVersion()))
-			return conn, br, pp, nil
+			g.log.Info("registered with the stream manager", zap.String("socket", g.cfg.StMgrSocket), zap.Uint64("plan_version", reg.pp.GetVersion()), zap.Bool("direct", reg.out != nil))
+			return reg, nil
 		}
 		if ctx.Err() != nil {
-			return nil, nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
 		if errors.Is(err, ErrRefused) || errors.Is(err, ErrLayoutChanged) {
-			return nil, nil, nil, err
+			return nil, err
 		}
 		if attempt == 1 || attempt%50 == 0 {
 			g.log.Warn("cannot register with the stream manager; retrying", zap.String("socket", g.cfg.StMgrSocket), zap.Int("attempts", attempt), zap.Error(err))
@@ -440,7 +447,7 @@ func (g *gateway) connect(ctx context.Context) (net.Conn, *bufio.Reader, *egretp
 		select {
 		case <-time.After(bo.Next()):
 		case <-ctx.Done():
-			return nil, nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
@@ -456,18 +463,36 @@ func (g *gateway) dial(ctx context.Context) (net.Conn, error) {
 	return d.DialContext(ctx, "unix", g.cfg.StMgrSocket)
 }
 
+// registration is a registered connection to the stream manager.
+type registration struct {
+	conn net.Conn
+	br   *bufio.Reader
+	pp   *egretpb.PhysicalPlan
+	// in and out are set on a direct connection (see direct.go): in
+	// takes the stream manager's frames, out the instance's.
+	in  *inSink
+	out stmgrSink
+}
+
 // register performs one registration: request, response, and (when the
 // stream manager has no plan yet) the wait for its first plan.
-func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egretpb.PhysicalPlan, error) {
+func (g *gateway) register(ctx context.Context) (*registration, error) {
 	conn, err := g.dial(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
 	defer stop()
-	fail := func(err error) (net.Conn, *bufio.Reader, *egretpb.PhysicalPlan, error) {
+	fail := func(err error) (*registration, error) {
 		_ = conn.Close()
-		return nil, nil, nil, err
+		return nil, err
+	}
+	// A stream manager in this process finds the sink attached to the
+	// connection and hands its frames to it.
+	in := &inSink{g: g, started: make(chan struct{})}
+	ac, inProcess := conn.(attacher)
+	if inProcess {
+		ac.Attach(in)
 	}
 	_ = conn.SetDeadline(time.Now().Add(g.cfg.HandshakeTimeout))
 	req := &egretpb.RegisterInstanceRequest{TopologyId: g.cfg.TopologyID, TaskId: int32(g.cfg.TaskID), Component: g.component, Pid: int32(os.Getpid())}
@@ -505,7 +530,13 @@ func (g *gateway) register(ctx context.Context) (net.Conn, *bufio.Reader, *egret
 		}
 		pp = np.GetPplan()
 	}
-	return conn, br, pp, nil
+	reg := &registration{conn: conn, br: br, pp: pp}
+	if inProcess {
+		if out, ok := ac.Peer().(stmgrSink); ok {
+			reg.in, reg.out = in, out
+		}
+	}
+	return reg, nil
 }
 
 // session is one registered connection: a reader and a writer goroutine.
@@ -517,35 +548,56 @@ type session struct {
 	applied chan *instance.Relayout
 	errc    chan error
 	done    chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
+	// cancel ends the context of a direct session's calls.
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	once   sync.Once
 }
 
-func (g *gateway) startSession(conn net.Conn, br *bufio.Reader) *session {
-	s := &session{conn: conn, plans: make(chan *egretpb.PhysicalPlan, 1), applied: make(chan *instance.Relayout, 1), errc: make(chan error, 2), done: make(chan struct{})}
-	s.wg.Add(2)
+func (g *gateway) startSession(instCtx context.Context, reg *registration) *session {
+	s := &session{conn: reg.conn, plans: make(chan *egretpb.PhysicalPlan, 1), applied: make(chan *instance.Relayout, 1), errc: make(chan error, 1), done: make(chan struct{})}
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		if err := g.readLoop(s, br); err != nil {
-			s.errc <- fmt.Errorf("read: %w", err)
+		if err := g.readLoop(s, reg.br); err != nil {
+			s.fail(fmt.Errorf("read: %w", err))
 		}
 	}()
+	if reg.out != nil {
+		g.startDirect(instCtx, s, reg)
+		return s
+	}
+	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		if err := g.writeLoop(s); err != nil {
-			s.errc <- fmt.Errorf("write: %w", err)
+			s.fail(fmt.Errorf("write: %w", err))
 		}
 	}()
 	return s
 }
 
-// stop closes the session's connection and waits for its goroutines.
-func (s *session) stop() {
+// fail ends the session with err (the first error ends it; later ones
+// are its consequences).
+func (s *session) fail(err error) {
+	select {
+	case s.errc <- err:
+	default:
+	}
+}
+
+// stopSession closes the session's connection and waits for its
+// goroutines.
+func (g *gateway) stopSession(s *session) {
 	s.once.Do(func() {
 		close(s.done)
+		if s.cancel != nil {
+			s.cancel()
+		}
 		_ = s.conn.Close()
 	})
 	s.wg.Wait()
+	g.stopDirect(s)
 }
 
 // readLoop turns the stream manager's frames into messages for the
@@ -572,50 +624,11 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 			if _, err := io.ReadFull(br, payload); err != nil {
 				return err
 			}
-			if t == wire.FrameAckResult {
-				if err := g.deliverResults(s, payload); err != nil {
-					return err
-				}
-				continue
-			}
-			if t == wire.FrameBarrier {
-				b, err := wire.ParseBarrier(payload)
-				if err != nil {
-					return err
-				}
-				if !g.deliver(s, instance.Msg{Kind: instance.MsgBarrier, Barrier: b}) {
+			if err := g.handleControl(s, nil, t, payload); err != nil {
+				if errors.Is(err, errSessionEnded) {
 					return nil
 				}
-				continue
-			}
-			m, err := wire.DecodeMessage(t, payload)
-			if err != nil {
 				return err
-			}
-			if msg, ok := checkpointMsg(m); ok {
-				if !g.deliver(s, msg) {
-					return nil
-				}
-				continue
-			}
-			np, ok := m.(*egretpb.NewPhysicalPlan)
-			if !ok {
-				return fmt.Errorf("%w: unexpected %s from the stream manager", wire.ErrCorrupt, t)
-			}
-			select {
-			case s.plans <- np.GetPplan():
-			case <-s.done:
-				return nil
-			}
-			// Data after the plan may be routed by its layout: the
-			// instance switches to it first.
-			select {
-			case r := <-s.applied:
-				if r != nil && !g.deliver(s, instance.Msg{Kind: instance.MsgLayout, Relayout: r}) {
-					return nil
-				}
-			case <-s.done:
-				return nil
 			}
 			continue
 		}
@@ -628,11 +641,8 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 		dest := binary.BigEndian.Uint32(hdr[5:])
 		count := binary.BigEndian.Uint32(hdr[9:])
 		size := n - 9
-		if uint64(count) > uint64(size) {
-			return fmt.Errorf("%w: data frame claims %d tuples in %d bytes", wire.ErrCorrupt, count, size)
-		}
-		if int(dest) != g.cfg.TaskID {
-			return fmt.Errorf("%w: data frame for task %d delivered to task %d", wire.ErrCorrupt, dest, g.cfg.TaskID)
+		if err := g.checkData(dest, int(count), size); err != nil {
+			return err
 		}
 		b := g.NewBatch(dest)
 		if cap(b.Buf) < size {
@@ -644,19 +654,93 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 			g.recycle(b)
 			return err
 		}
-		if !g.in.acquire(s.done, size) {
-			g.recycle(b)
-			return nil
-		}
-		g.stats.TuplesIn.Add(int64(count))
-		select {
-		case g.inbox <- instance.Msg{Kind: instance.MsgData, Batch: b}:
-		case <-s.done:
-			g.in.release(size)
-			g.recycle(b)
-			return nil
+		if err := g.deliverBatch(s, nil, b); err != nil {
+			return nil // the session ended
 		}
 	}
+}
+
+// errSessionEnded stops the delivery of a frame whose session ended.
+var errSessionEnded = errors.New("the stream manager session ended")
+
+// checkData checks a data frame's header.
+func (g *gateway) checkData(dest uint32, count, size int) error {
+	if uint64(count) > uint64(size) {
+		return fmt.Errorf("%w: data frame claims %d tuples in %d bytes", wire.ErrCorrupt, count, size)
+	}
+	if int(dest) != g.cfg.TaskID {
+		return fmt.Errorf("%w: data frame for task %d delivered to task %d", wire.ErrCorrupt, dest, g.cfg.TaskID)
+	}
+	return nil
+}
+
+// deliverBatch puts an inbound batch on the inbox once the inbound budget
+// has room; errSessionEnded (and b recycled) when the session ended or
+// stop was closed first.
+func (g *gateway) deliverBatch(s *session, stop <-chan struct{}, b *wire.Batch) error {
+	size := len(b.Buf)
+	if !g.in.acquire(s.done, stop, size) {
+		g.recycle(b)
+		return errSessionEnded
+	}
+	g.stats.TuplesIn.Add(int64(b.Count))
+	select {
+	case g.inbox <- instance.Msg{Kind: instance.MsgData, Batch: b}:
+		return nil
+	case <-s.done:
+	case <-stop:
+	}
+	g.in.release(size)
+	g.recycle(b)
+	return errSessionEnded
+}
+
+// handleControl acts on a frame from the stream manager other than data:
+// acking results, checkpoint messages and barriers go to the inbox, a new
+// plan to the main loop (and the layout change it makes to the inbox,
+// before any frame that follows the plan). errSessionEnded when the
+// session ended or stop was closed first.
+func (g *gateway) handleControl(s *session, stop <-chan struct{}, t wire.FrameType, payload []byte) error {
+	if t == wire.FrameAckResult {
+		return g.deliverResults(s, stop, payload)
+	}
+	if t == wire.FrameBarrier {
+		b, err := wire.ParseBarrier(payload)
+		if err != nil {
+			return err
+		}
+		return g.deliver(s, stop, instance.Msg{Kind: instance.MsgBarrier, Barrier: b})
+	}
+	m, err := wire.DecodeMessage(t, payload)
+	if err != nil {
+		return err
+	}
+	if msg, ok := checkpointMsg(m); ok {
+		return g.deliver(s, stop, msg)
+	}
+	np, ok := m.(*egretpb.NewPhysicalPlan)
+	if !ok {
+		return fmt.Errorf("%w: unexpected %s from the stream manager", wire.ErrCorrupt, t)
+	}
+	select {
+	case s.plans <- np.GetPplan():
+	case <-s.done:
+		return errSessionEnded
+	case <-stop:
+		return errSessionEnded
+	}
+	// Data after the plan may be routed by its layout: the instance
+	// switches to it first.
+	select {
+	case r := <-s.applied:
+		if r != nil {
+			return g.deliver(s, stop, instance.Msg{Kind: instance.MsgLayout, Relayout: r})
+		}
+		return nil
+	case <-s.done:
+	case <-stop:
+	}
+	return errSessionEnded
 }
 
 // writeLoop writes the outbound queue, flushing whenever it is empty.
@@ -713,23 +797,19 @@ func (g *gateway) writeLoop(s *session) error {
 }
 
 // Send implements instance.Transport. While the stream manager is
-// connected a full queue blocks; while it is not, batches beyond the
-// queue's bound are dropped and counted.
-func (g *gateway) Send(ctx context.Context, b *wire.Batch) error {
-	err := g.out.Push(ctx, b)
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, wire.ErrQueueFull) {
-		g.stats.TuplesLost.Add(int64(b.Count))
-		err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
-	}
-	g.recycle(b)
-	return err
-}
+// connected a full queue blocks (in a direct session: a full destination
+// or back pressure); while it is not, batches beyond the queue's bound are
+// dropped and counted.
+func (g *gateway) Send(ctx context.Context, b *wire.Batch) error { return g.push(ctx, b) }
 
-// Idle implements instance.Transport: nothing is queued or being written.
-func (g *gateway) Idle(uint32) bool { return g.out.Empty() }
+// Idle implements instance.Transport: nothing is queued or being written
+// (in a direct session: nothing is queued toward dest).
+func (g *gateway) Idle(dest uint32) bool {
+	if d := g.direct.Load(); d != nil {
+		return d.sink.Idle(dest)
+	}
+	return g.out.Empty()
+}
 
 // NewBatch implements instance.Transport.
 func (g *gateway) NewBatch(dest uint32) *wire.Batch {
@@ -752,12 +832,8 @@ func (g *gateway) SendAcks(ctx context.Context, kind wire.FrameType, updates []w
 		n := min(len(updates), wire.MaxAckUpdates)
 		b := g.NewBatch(ctlDest)
 		b.Buf = wire.AppendAckFrame(b.Buf, kind, updates[:n])
-		if err := g.out.Push(ctx, b); err != nil {
-			g.recycle(b)
+		if err := g.push(ctx, b); err != nil {
 			g.acks.updatesLost.Add(int64(n))
-			if errors.Is(err, wire.ErrQueueFull) {
-				err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
-			}
 			return err
 		}
 		g.acks.updatesOut.Add(int64(n))
@@ -767,17 +843,13 @@ func (g *gateway) SendAcks(ctx context.Context, kind wire.FrameType, updates []w
 }
 
 // deliverResults hands a FrameAckResult frame's results to the spout.
-func (g *gateway) deliverResults(s *session, payload []byte) error {
+func (g *gateway) deliverResults(s *session, stop <-chan struct{}, payload []byte) error {
 	results, err := wire.DecodeAckResults(payload, nil)
 	if err != nil {
 		return err
 	}
 	g.acks.resultsIn.Add(int64(len(results)))
-	select {
-	case g.inbox <- instance.Msg{Kind: instance.MsgAckResults, Acks: results}:
-	case <-s.done:
-	}
-	return nil
+	return g.deliver(s, stop, instance.Msg{Kind: instance.MsgAckResults, Acks: results})
 }
 
 // checkpointMsg turns an effectively-once control message of the stream
@@ -794,14 +866,16 @@ func checkpointMsg(m proto.Message) (instance.Msg, bool) {
 	return instance.Msg{}, false
 }
 
-// deliver puts m on the inbox; false when the session ended first.
-func (g *gateway) deliver(s *session, m instance.Msg) bool {
+// deliver puts m on the inbox; errSessionEnded when the session ended or
+// stop was closed first.
+func (g *gateway) deliver(s *session, stop <-chan struct{}, m instance.Msg) error {
 	select {
 	case g.inbox <- m:
-		return true
+		return nil
 	case <-s.done:
-		return false
+	case <-stop:
 	}
+	return errSessionEnded
 }
 
 // SendFrame implements instance.FrameSender: frame goes to the stream
@@ -809,14 +883,7 @@ func (g *gateway) deliver(s *session, m instance.Msg) bool {
 func (g *gateway) SendFrame(ctx context.Context, frame []byte) error {
 	b := g.NewBatch(ctlDest)
 	b.Buf = append(b.Buf[:0], frame...)
-	if err := g.out.Push(ctx, b); err != nil {
-		g.recycle(b)
-		if errors.Is(err, wire.ErrQueueFull) {
-			err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
-		}
-		return err
-	}
-	return nil
+	return g.push(ctx, b)
 }
 
 // Inbox implements instance.Transport.
@@ -844,7 +911,9 @@ func (b *budget) init(max int) {
 	b.space = make(chan struct{}, 1)
 }
 
-func (b *budget) acquire(stop <-chan struct{}, n int) bool {
+// acquire waits for room for n bytes; false when done or stop was closed
+// first.
+func (b *budget) acquire(done, stop <-chan struct{}, n int) bool {
 	for {
 		b.mu.Lock()
 		if b.used == 0 || b.used+n <= b.max {
@@ -855,6 +924,8 @@ func (b *budget) acquire(stop <-chan struct{}, n int) bool {
 		b.mu.Unlock()
 		select {
 		case <-b.space:
+		case <-done:
+			return false
 		case <-stop:
 			return false
 		}

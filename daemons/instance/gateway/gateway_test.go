@@ -29,8 +29,11 @@ func allInOne(int) int { return 1 }
 // flow is followed by the running instances without a restart (same
 // instance, instance.relayouts = 1); the new task gets its share and
 // nothing is lost or duplicated.
-func TestRescaleFollowedLive(t *testing.T) {
+func TestRescaleFollowedLive(t *testing.T) { stmgrtest.ForEachTransport(t, testRescaleFollowedLive) }
+
+func testRescaleFollowedLive(t *testing.T, inMemory bool) {
 	c := stmgrtest.NewCluster(t, 2, allInOne)
+	c.InMemory = inMemory
 	c.StartStMgr(1)
 	var in []*stmgrtest.Instance
 	for task := 1; task <= 3; task++ {
@@ -72,7 +75,12 @@ func TestRescaleFollowedLive(t *testing.T) {
 }
 
 func TestActivationFollowsThePlanState(t *testing.T) {
+	stmgrtest.ForEachTransport(t, testActivationFollowsThePlanState)
+}
+
+func testActivationFollowsThePlanState(t *testing.T, inMemory bool) {
 	c := stmgrtest.NewCluster(t, 1, allInOne)
+	c.InMemory = inMemory
 	c.TM.SetState(egretpb.TopologyState_TOPOLOGY_STATE_PAUSED)
 	c.StartStMgr(1)
 	spout := c.StartInstance(1, 1)
@@ -94,8 +102,11 @@ func TestActivationFollowsThePlanState(t *testing.T) {
 	stmgrtest.WaitFor(t, 20*time.Second, "Deactivate", func() bool { return c.Count.Sink.Deactivations() == 1 })
 }
 
-func TestRefusedRegistration(t *testing.T) {
+func TestRefusedRegistration(t *testing.T) { stmgrtest.ForEachTransport(t, testRefusedRegistration) }
+
+func testRefusedRegistration(t *testing.T, inMemory bool) {
 	c := stmgrtest.NewCluster(t, 1, allInOne)
+	c.InMemory = inMemory
 	c.StartStMgr(1)
 	c.StartInstance(1, 1)
 	c.StartInstance(2, 1)
@@ -122,7 +133,12 @@ func TestRefusedRegistration(t *testing.T) {
 // waits; the plan that adds the task starts it, and the running instances
 // follow the new layout without a restart.
 func TestInstanceWaitsForAPlanThatPlacesIt(t *testing.T) {
+	stmgrtest.ForEachTransport(t, testInstanceWaitsForAPlanThatPlacesIt)
+}
+
+func testInstanceWaitsForAPlanThatPlacesIt(t *testing.T, inMemory bool) {
 	c := stmgrtest.NewCluster(t, 1, allInOne)
+	c.InMemory = inMemory
 	c.StartStMgr(1)
 	old := []*stmgrtest.Instance{c.StartInstance(1, 1), c.StartInstance(2, 1)}
 	c.WaitConnected(map[int]int{1: 2})

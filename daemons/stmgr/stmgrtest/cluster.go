@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -24,6 +25,7 @@ import (
 	"github.com/egret-stream/egret/daemons/instance"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/stmgr"
+	"github.com/egret-stream/egret/internal/memconn"
 	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/statemgr/memory"
 )
@@ -32,7 +34,8 @@ import (
 const TopologyID = "count-0001"
 
 // Cluster is a topology manager (fake), stream managers and instances,
-// all in this process, talking over real sockets.
+// all in this process, talking over real sockets (or, with InMemory,
+// instances and their stream manager in memory).
 type Cluster struct {
 	t        testing.TB
 	store    *memory.Store
@@ -47,12 +50,32 @@ type Cluster struct {
 	// managers started from now on (0: 20ms and 5 intervals).
 	BackPressureInterval time.Duration
 	BackPressureExpiry   int
+	// InMemory makes the instances started from now on connect to their
+	// stream manager in memory, as in a container process
+	// (process-per-container: the direct hand-off), instead of over its
+	// Unix socket. Set it before starting stream managers.
+	InMemory bool
 
 	tmSession *memory.Session
 
 	mu        sync.Mutex
 	stmgrs    map[int]*runningStMgr
 	instances map[int]*Instance
+	locals    map[int]*memconn.Listener // by container, with InMemory
+}
+
+// Transports names the two ways instances reach their stream manager.
+var Transports = []struct {
+	Name     string
+	InMemory bool
+}{{"socket", false}, {"memory", true}}
+
+// ForEachTransport runs f as one subtest per transport; f sets the
+// cluster's InMemory from inMemory.
+func ForEachTransport(t *testing.T, f func(t *testing.T, inMemory bool)) {
+	for _, tr := range Transports {
+		t.Run(tr.Name, func(t *testing.T) { f(t, tr.InMemory) })
+	}
 }
 
 type runningStMgr struct {
@@ -144,6 +167,7 @@ func newCluster(t testing.TB, count *Counting, containerOf func(task int) int) *
 		Plan:      count.PhysicalPlan(containerOf),
 		stmgrs:    map[int]*runningStMgr{},
 		instances: map[int]*Instance{},
+		locals:    map[int]*memconn.Listener{},
 		Settings: spi.Config{
 			stmgr.KeyHeartbeatInterval: "100ms",
 			stmgr.KeyMetricsInterval:   "50ms",
@@ -169,7 +193,16 @@ func (c *Cluster) MetricsSocket(container int) string {
 // StartStMgr starts the stream manager of a container (on a new port).
 func (c *Cluster) StartStMgr(container int) *stmgr.StMgr {
 	c.t.Helper()
+	var local net.Listener
+	if c.InMemory {
+		ln := memconn.NewListener(c.Socket(container)+" (in memory)", 0)
+		c.mu.Lock()
+		c.locals[container] = ln
+		c.mu.Unlock()
+		local = ln
+	}
 	s, err := stmgr.New(stmgr.Config{
+		Local:         local,
 		TopologyName:  "count",
 		TopologyID:    TopologyID,
 		Container:     container,
@@ -259,6 +292,17 @@ func (c *Cluster) StartInstance(task, container int, opts ...func(*gateway.Confi
 		Stats:         r.Stats,
 		ReconnectMax:  200 * time.Millisecond,
 	}
+	if c.InMemory {
+		cfg.Dial = func(ctx context.Context) (net.Conn, error) {
+			c.mu.Lock()
+			ln := c.locals[container]
+			c.mu.Unlock()
+			if ln == nil {
+				return nil, fmt.Errorf("no stream manager in container %d", container)
+			}
+			return ln.Dial(ctx)
+		}
+	}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -284,7 +328,9 @@ func (c *Cluster) StopAll() {
 				c.t.Errorf("instance %d: %v", task, r.err)
 			}
 		case <-time.After(20 * time.Second):
-			c.t.Errorf("instance %d did not stop", task)
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			c.t.Errorf("instance %d did not stop; goroutines:\n%s", task, buf)
 		}
 	}
 	for id, r := range stmgrs {

@@ -1,0 +1,217 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/egret-stream/egret/daemons/wire"
+)
+
+// Direct hand-off (topology.container.mode process-per-container): when
+// the stream manager is in this process, the connection is in memory and
+// carries, beside its bytes, one object attached by each end (see the
+// stream manager's direct.go). The gateway attaches an inSink before it
+// registers; a stream manager that finds it attaches a stmgrSink before
+// it responds. From then on the frames that would cross the connection
+// are calls instead, in the same order: the instance's goroutine hands its
+// batches, acking updates and checkpoint frames to the stmgrSink (which
+// routes them at once, blocking while a destination is full or back
+// pressure holds a spout), and the stream manager's writer of this task
+// hands its frames to the inSink (which puts them on the inbox, as the
+// reader would). No writer goroutine, no byte buffer in between; the
+// connection stays for the registration and to tell either side that the
+// other is gone. Batches queued while disconnected go first when a direct
+// session starts.
+
+// attacher is a connection whose other end is in this process.
+type attacher interface {
+	Attach(v any)
+	Peer() any
+}
+
+// stmgrSink is what an in-process stream manager attaches: the frames
+// this gateway would write to the connection.
+type stmgrSink interface {
+	// HandleData takes a batch for task dest; records is not kept.
+	HandleData(ctx context.Context, dest uint32, count int, records []byte) error
+	// HandleFrame takes any other frame's body (type byte and payload).
+	HandleFrame(ctx context.Context, body []byte) error
+	// Idle reports whether nothing is queued toward task dest.
+	Idle(dest uint32) bool
+}
+
+// directOut is the outbound side of a direct session.
+type directOut struct {
+	sink stmgrSink
+	// ctx ends when the session stops or the instance is stopped.
+	ctx context.Context
+	s   *session
+}
+
+// fail ends the session after a failed hand-off, unless the session or
+// the instance is stopping anyway.
+func (d *directOut) fail(err error) {
+	if d.ctx.Err() == nil {
+		d.s.fail(fmt.Errorf("write: %w", err))
+	}
+}
+
+// inSink is what the gateway attaches: the stream manager's writer hands
+// it the frames it would write to the connection. Frames wait for the
+// session to start.
+type inSink struct {
+	g       *gateway
+	started chan struct{} // closed once s is set
+	s       *session
+}
+
+func (k *inSink) session(ctx context.Context) (*session, error) {
+	select {
+	case <-k.started:
+		return k.s, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// HandleData takes a data frame for this task.
+func (k *inSink) HandleData(ctx context.Context, dest uint32, count int, records []byte) error {
+	s, err := k.session(ctx)
+	if err != nil {
+		return err
+	}
+	if err := k.g.checkData(dest, count, len(records)); err != nil {
+		return k.fail(s, err)
+	}
+	b := k.g.NewBatch(dest)
+	b.Buf = append(b.Buf, records...)
+	b.Count = count
+	return k.g.deliverBatch(s, ctx.Done(), b)
+}
+
+// HandleFrame takes any other frame.
+func (k *inSink) HandleFrame(ctx context.Context, body []byte) error {
+	s, err := k.session(ctx)
+	if err != nil {
+		return err
+	}
+	if len(body) == 0 {
+		return k.fail(s, fmt.Errorf("%w: empty frame", wire.ErrCorrupt))
+	}
+	if err := k.g.handleControl(s, ctx.Done(), wire.FrameType(body[0]), body[1:]); err != nil {
+		if errors.Is(err, errSessionEnded) {
+			return err
+		}
+		return k.fail(s, err)
+	}
+	return nil
+}
+
+// fail ends the session on a frame that breaks the protocol, as the
+// reader would.
+func (k *inSink) fail(s *session, err error) error {
+	s.fail(fmt.Errorf("read: %w", err))
+	return err
+}
+
+// startDirect makes s's outbound frames calls of reg.out and lets reg.in
+// deliver inbound ones. What was queued while disconnected is handed over
+// first.
+func (g *gateway) startDirect(instCtx context.Context, s *session, reg *registration) {
+	ctx, cancel := context.WithCancel(instCtx)
+	s.cancel = cancel
+	d := &directOut{sink: reg.out, ctx: ctx, s: s}
+	g.dmu.Lock()
+	if err := g.drainTo(d); err != nil {
+		d.fail(err)
+	}
+	g.direct.Store(d)
+	g.dmu.Unlock()
+	reg.in.s = s
+	close(reg.in.started)
+}
+
+// drainTo hands the outbound queue to d's sink; batches that fail are
+// counted lost.
+func (g *gateway) drainTo(d *directOut) error {
+	var batch []*wire.Batch
+	for {
+		batch = g.out.PopAll(batch[:0])
+		if len(batch) == 0 {
+			return nil
+		}
+		size := 0
+		var err error
+		for _, b := range batch {
+			size += batchSize(b)
+			if err == nil {
+				err = g.handOver(d, b)
+			} else if b.Dest != ctlDest {
+				g.stats.TuplesLost.Add(int64(b.Count))
+			}
+			g.recycle(b)
+		}
+		clear(batch)
+		g.out.Release(size)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// stopDirect ends s's direct hand-off (after its context was canceled,
+// so that a call blocked in the sink returns): later batches are queued.
+func (g *gateway) stopDirect(s *session) {
+	g.dmu.Lock()
+	if d := g.direct.Load(); d != nil && d.s == s {
+		g.direct.Store(nil)
+	}
+	g.dmu.Unlock()
+}
+
+// handOver hands b to the stream manager's sink: a data batch, or a
+// whole control frame (ctlDest). The caller holds dmu and recycles b.
+func (g *gateway) handOver(d *directOut, b *wire.Batch) error {
+	if b.Dest == ctlDest {
+		if len(b.Buf) < 5 {
+			return fmt.Errorf("%w: control frame of %d bytes", wire.ErrCorrupt, len(b.Buf))
+		}
+		return d.sink.HandleFrame(d.ctx, b.Buf[4:])
+	}
+	if err := d.sink.HandleData(d.ctx, b.Dest, b.Count, b.Buf); err != nil {
+		g.stats.TuplesLost.Add(int64(b.Count))
+		return err
+	}
+	g.stats.TuplesOut.Add(int64(b.Count))
+	return nil
+}
+
+// push hands b to the stream manager's sink in a direct session, else
+// queues it for the writer. It takes b, and fails when the hand-off or
+// the push did (the session ends) .
+func (g *gateway) push(ctx context.Context, b *wire.Batch) error {
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	if d := g.direct.Load(); d != nil {
+		err := g.handOver(d, b)
+		g.recycle(b)
+		if err != nil {
+			d.fail(err)
+			return fmt.Errorf("stream manager: %w", err)
+		}
+		return nil
+	}
+	err := g.out.Push(ctx, b)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, wire.ErrQueueFull) {
+		if b.Dest != ctlDest {
+			g.stats.TuplesLost.Add(int64(b.Count))
+		}
+		err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
+	}
+	g.recycle(b)
+	return err
+}

@@ -1,0 +1,197 @@
+package stmgr
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+
+	"github.com/egret-stream/egret/daemons/wire"
+)
+
+// Direct hand-off (topology.container.mode process-per-container): an
+// instance that shares the stream manager's process registers over an
+// in-memory connection (internal/memconn) that carries, beside its bytes,
+// one object attached by each end. The instance attaches an instanceSink,
+// the stream manager a *directInstance; after registration each side calls
+// the other's handler with the frames it would have written to the
+// connection, in the same order, and the connection only carries the
+// registration and tells either side when the other closed it. A frame
+// crosses in one copy and no goroutine hand-off: the instance's goroutine
+// routes what it emits (blocking, as a full socket would, while its
+// destination queue is full or back pressure holds a spout), and the
+// stream manager's writer goroutine of the task delivers to the instance
+// what a socket reader would have read.
+
+// attacher is a connection whose other end is in this process.
+type attacher interface {
+	Attach(v any)
+	Peer() any
+}
+
+// instanceSink is the handler an in-process instance attaches: the frames
+// the stream manager would write to its connection.
+type instanceSink interface {
+	// HandleData takes a data frame's contents; records is not kept.
+	HandleData(ctx context.Context, dest uint32, count int, records []byte) error
+	// HandleFrame takes any other frame's body (type byte and payload);
+	// body is not kept.
+	HandleFrame(ctx context.Context, body []byte) error
+}
+
+// directInstance is the handler the stream manager attaches for an
+// in-process instance: its methods do what the connection's reader does
+// with each frame. The instance calls them from one goroutine at a time.
+type directInstance struct {
+	s    *StMgr
+	in   *inbound
+	ic   *instConn
+	who  string
+	conn net.Conn
+}
+
+// HandleData takes a data frame for task dest from the instance.
+func (d *directInstance) HandleData(ctx context.Context, dest uint32, count int, records []byte) error {
+	if err := d.ready(ctx); err != nil {
+		return err
+	}
+	f := d.s.getFrame()
+	b := append(f.body[:0], byte(wire.FrameData))
+	b = binary.BigEndian.AppendUint32(b, dest)
+	b = binary.BigEndian.AppendUint32(b, uint32(count))
+	f.body = append(b, records...)
+	return d.handle(ctx, f)
+}
+
+// HandleFrame takes any other frame from the instance.
+func (d *directInstance) HandleFrame(ctx context.Context, body []byte) error {
+	if len(body) == 0 || len(body) > d.s.set.maxFrame {
+		return d.fail(fmt.Errorf("%w: frame of %d bytes (limit %d)", wire.ErrCorrupt, len(body), d.s.set.maxFrame))
+	}
+	if err := d.ready(ctx); err != nil {
+		return err
+	}
+	f := d.s.getFrame()
+	f.body = append(f.body[:0], body...)
+	return d.handle(ctx, f)
+}
+
+// Idle reports whether nothing is queued toward task dest: the queue of
+// the task when it is local, else that of its container's peer.
+func (d *directInstance) Idle(dest uint32) bool {
+	rt := d.s.table.Load()
+	if rt == nil {
+		return true
+	}
+	if int(dest) < len(rt.local) && rt.local[dest] != nil {
+		return rt.local[dest].q.Empty()
+	}
+	if int(dest) < len(rt.container) {
+		if c := rt.container[dest]; c > 0 && int(c) < len(rt.peers) && rt.peers[c] != nil {
+			return rt.peers[c].q.Empty()
+		}
+	}
+	return true
+}
+
+// ready waits while back pressure holds a spout's frames; it fails once
+// the connection is closed or ctx ends.
+func (d *directInstance) ready(ctx context.Context) error {
+	select {
+	case <-d.ic.done:
+		return net.ErrClosed
+	default:
+	}
+	if !d.in.wait(ctx, d.ic.done) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return net.ErrClosed
+	}
+	return nil
+}
+
+func (d *directInstance) handle(ctx context.Context, f *frame) error {
+	if err := d.in.handle(ctx, f, wire.FrameType(f.body[0]), f.body[1:]); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		return d.fail(err)
+	}
+	return nil
+}
+
+// fail closes the connection for a frame that breaks the protocol, as its
+// reader would.
+func (d *directInstance) fail(err error) error {
+	d.s.closeReason(d.who, d.conn, err)
+	d.ic.close()
+	return err
+}
+
+// directWriter is the frameWriter toward an in-process instance.
+type directWriter struct {
+	ctx  context.Context
+	sink instanceSink
+}
+
+func (w directWriter) writeFramed(b []byte) error {
+	for len(b) > 0 {
+		if len(b) < 4 {
+			return fmt.Errorf("%w: truncated frame", wire.ErrCorrupt)
+		}
+		n := int(binary.BigEndian.Uint32(b))
+		if n == 0 || n > len(b)-4 {
+			return fmt.Errorf("%w: frame of %d bytes in %d", wire.ErrCorrupt, n, len(b)-4)
+		}
+		if err := w.writeFrame(b[4 : 4+n]); err != nil {
+			return err
+		}
+		b = b[4+n:]
+	}
+	return nil
+}
+
+func (w directWriter) writeFrame(body []byte) error {
+	if wire.FrameType(body[0]) == wire.FrameData {
+		dest, count, records, err := wire.ParseDataFrame(body[1:])
+		if err != nil {
+			return err
+		}
+		return w.sink.HandleData(w.ctx, dest, count, records)
+	}
+	return w.sink.HandleFrame(w.ctx, body)
+}
+
+func (directWriter) flush() error { return nil }
+
+// planThenDirect is the frameWriter toward an in-process instance that
+// registered before this stream manager had a plan placing it: the
+// instance waits for that first plan on the connection, so the first
+// frames written (the plan, the only thing writeLoop writes before one)
+// go there, and everything after them to the sink.
+type planThenDirect struct {
+	conn   *connWriter
+	direct directWriter
+	sent   bool
+}
+
+func (w *planThenDirect) writeFramed(b []byte) error {
+	if w.sent {
+		return w.direct.writeFramed(b)
+	}
+	if err := w.conn.writeFramed(b); err != nil {
+		return err
+	}
+	w.sent = true
+	return w.conn.flush()
+}
+
+func (w *planThenDirect) writeFrame(body []byte) error {
+	if !w.sent {
+		return fmt.Errorf("%w: a frame before the plan", wire.ErrCorrupt)
+	}
+	return w.direct.writeFrame(body)
+}
+
+func (w *planThenDirect) flush() error { return nil }
