@@ -252,3 +252,32 @@ func TestEffectivelyOnceRandomFaults(t *testing.T) {
 	t.Logf("%s", res)
 	r.kill()
 }
+
+// TestEffectivelyOnceContainerMode: eocount with
+// topology.container.mode process-per-container, where each container's
+// instances hand their frames (data, barriers, state) to the stream
+// manager of their process directly. The counts end exact, also after a
+// kill -9 of container 1's process while sentences flow.
+func TestEffectivelyOnceContainerMode(t *testing.T) {
+	c := newCluster(t, "local")
+	r := startEOCount(t, c, "eo-ppc", 30000, "--rate", "3000", "--interval", "500ms", "--set", "topology.container.mode=process-per-container")
+	for ct := 1; ct <= 2; ct++ {
+		if _, ok := r.procs(ct)["container"]; !ok {
+			t.Fatalf("container %d runs %v, want a container process", ct, procNames(r.procs(ct)))
+		}
+	}
+	r.waitCounted("a fifth of the words to be counted", 0.2, time.Minute)
+	await(t, "a checkpoint to complete", recoverTimeout, func() (bool, string) {
+		v := r.checkpointMetric("checkpoint.completed")
+		return v >= 1, fmt.Sprintf("checkpoint.completed = %v", v)
+	})
+	old := r.killProcs(1, []string{"container"})
+	if atKill := r.check(); atKill.Exact() {
+		t.Fatalf("every word was counted before the kill took effect: the fault came too late to test anything")
+	}
+	waitDead(t, "the killed container process to exit", old)
+	r.waitRestarted(1, old)
+	res := r.waitCounted("every word to be counted exactly after the kill", 1, allAckedTimeout)
+	t.Logf("%s; restores %v", res, r.checkpointMetric("checkpoint.restores"))
+	r.kill()
+}
