@@ -37,6 +37,11 @@
 // others to the stream manager of the root's container, and sends
 // completed and failed roots back to the spout instance.
 //
+// In container mode (topology.container.mode process-per-container) the
+// instances of its process register over in-memory connections and then
+// hand their frames to it by direct calls, and it hands them theirs
+// (direct.go): the same frames and rules without a socket in between.
+//
 // Garbage, an oversized frame (egret.wire.max.frame.bytes), an unknown
 // frame type or a failed handshake closes that one connection with a
 // logged error. docs/protocol.md ("Stream manager and instances")
