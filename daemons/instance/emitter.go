@@ -122,13 +122,27 @@ func (e *emitter) route(stream string, values []any, direct int, msgID any, anch
 		}
 		return nil
 	}
+	e.hdr.SrcTask = uint32(e.in.cfg.TaskID)
+	e.hdr.Stream = r.index
+	if e.ack == nil && len(e.dests) == 1 {
+		// One untracked copy: encoded in place in its batch.
+		dest := uint32(e.dests[0])
+		b := e.batch(dest)
+		buf, start := wire.BeginRecord(b.Buf, &e.hdr)
+		buf, err := tuple.AppendValues(buf, values, e.in.cfg.Types)
+		if err != nil {
+			// b.Buf still ends before the partial record.
+			return fmt.Errorf("encode tuple on stream %q: %w", stream, err)
+		}
+		b.Buf = wire.EndRecord(buf, start)
+		e.added(dest, b)
+		return nil
+	}
 	var err error
 	e.scratch, err = tuple.AppendValues(e.scratch[:0], values, e.in.cfg.Types)
 	if err != nil {
 		return fmt.Errorf("encode tuple on stream %q: %w", stream, err)
 	}
-	e.hdr.SrcTask = uint32(e.in.cfg.TaskID)
-	e.hdr.Stream = r.index
 	if e.ack != nil {
 		e.ack.track(e, msgID, anchors)
 		for i, d := range e.dests {
@@ -152,7 +166,15 @@ func (e *emitter) directTarget(r *route, task int) bool {
 	return false
 }
 
+// append adds the tuple encoded in scratch, with hdr, to dest's batch.
 func (e *emitter) append(dest uint32) {
+	b := e.batch(dest)
+	b.Buf = wire.AppendRecord(b.Buf, &e.hdr, e.scratch)
+	e.added(dest, b)
+}
+
+// batch returns the batch being filled toward dest, starting one.
+func (e *emitter) batch(dest uint32) *wire.Batch {
 	b := e.out[dest]
 	if b == nil {
 		b = e.in.cfg.Transport.NewBatch(dest)
@@ -162,7 +184,12 @@ func (e *emitter) append(dest uint32) {
 		}
 		e.pending = append(e.pending, dest)
 	}
-	b.Buf = wire.AppendRecord(b.Buf, &e.hdr, e.scratch)
+	return b
+}
+
+// added counts a record appended to dest's batch b and sends b when it is
+// full or the path is idle.
+func (e *emitter) added(dest uint32, b *wire.Batch) {
 	b.Count++
 	e.sent++
 	// The path's idleness is checked when the batch holds 1, 2, 4, 8...

@@ -53,6 +53,39 @@ func AppendRecord(dst []byte, h *Header, values []byte) []byte {
 	return append(dst, values...)
 }
 
+// BeginRecord starts a record whose values the caller encodes in place,
+// appended to the returned slice, without a copy; EndRecord(dst, start)
+// completes it. It appends h after one byte reserved for the length.
+func BeginRecord(dst []byte, h *Header) (out []byte, start int) {
+	start = len(dst)
+	dst = append(dst, 0)
+	dst = binary.AppendUvarint(dst, uint64(h.SrcTask))
+	dst = binary.AppendUvarint(dst, uint64(h.Stream))
+	dst = binary.LittleEndian.AppendUint64(dst, h.Edge)
+	dst = binary.AppendUvarint(dst, uint64(len(h.Roots)))
+	for _, r := range h.Roots {
+		dst = binary.AppendUvarint(dst, uint64(r.Task))
+		dst = binary.LittleEndian.AppendUint64(dst, r.ID)
+	}
+	return dst, start
+}
+
+// EndRecord sets the length of the record BeginRecord started at start
+// in dst, moving its contents when the length needs more than the one
+// byte reserved (records of 128 bytes or more).
+func EndRecord(dst []byte, start int) []byte {
+	n := len(dst) - start - 1
+	if n < 0x80 {
+		dst[start] = byte(n)
+		return dst
+	}
+	k := uvarintLen(uint64(n))
+	dst = append(dst, make([]byte, k-1)...)
+	copy(dst[start+k:], dst[start+1:start+1+n])
+	binary.PutUvarint(dst[start:], uint64(n))
+	return dst
+}
+
 func uvarintLen(v uint64) int {
 	n := 1
 	for v >= 0x80 {

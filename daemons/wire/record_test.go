@@ -100,6 +100,38 @@ func TestRecordAppendsToExisting(t *testing.T) {
 	}
 }
 
+// A record begun with BeginRecord, its values appended in place and ended
+// with EndRecord is the record AppendRecord writes, at every length-prefix
+// size and after other records.
+func TestBeginEndRecord(t *testing.T) {
+	cases := append([]struct {
+		name   string
+		h      Header
+		values []byte
+	}{}, recordCases...)
+	for _, n := range []int{100, 127, 128, 16000, 16384, 3 << 20} {
+		cases = append(cases, struct {
+			name   string
+			h      Header
+			values []byte
+		}{fmt.Sprintf("%d value bytes", n), Header{SrcTask: 3, Stream: 1}, bytes.Repeat([]byte{0x5a}, n)})
+	}
+	prefix := AppendRecord(nil, &recordCases[2].h, recordCases[2].values)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := AppendRecord(append([]byte(nil), prefix...), &tc.h, tc.values)
+			got, start := BeginRecord(append([]byte(nil), prefix...), &tc.h)
+			if start != len(prefix) {
+				t.Fatalf("start = %d, want %d", start, len(prefix))
+			}
+			got = EndRecord(append(got, tc.values...), start)
+			if !bytes.Equal(got, want) {
+				t.Fatalf("BeginRecord/EndRecord wrote %d bytes, AppendRecord %d: they differ", len(got), len(want))
+			}
+		})
+	}
+}
+
 func TestAppendRecordDoesNotAllocate(t *testing.T) {
 	h := Header{SrcTask: 17, Stream: 4, Edge: 99, Roots: []Root{{Task: 1, ID: 2}, {Task: 3, ID: 4}}}
 	values := bytes.Repeat([]byte{1}, 100)

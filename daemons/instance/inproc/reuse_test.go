@@ -253,3 +253,77 @@ func TestTupleReuseUnsettled(t *testing.T) {
 		t.Fatalf("%d roots timed out; the runtime should have failed them", c.TimedOut)
 	}
 }
+
+// badValueSpout emits (i, "v<i>") for i < n, and every third tuple with a
+// value no codec encodes instead of its text.
+type badValueSpout struct {
+	api.BaseSpout
+	out api.SpoutCollector
+	n   int
+	i   int
+}
+
+func (s *badValueSpout) Open(_ api.Context, out api.SpoutCollector) error { s.out = out; return nil }
+
+func (s *badValueSpout) NextTuple() {
+	if s.i == s.n {
+		return
+	}
+	var text any = "v" + strconv.Itoa(s.i)
+	if s.i%3 == 0 {
+		text = make(chan int)
+	}
+	s.out.Emit(api.Values{s.i, text}, nil)
+	s.i++
+}
+
+func (s *badValueSpout) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", "text") }
+
+// recordingBolt records the (id, text) tuples it receives.
+type recordingBolt struct {
+	api.BaseBolt
+	mu   *sync.Mutex
+	seen map[int][]string
+}
+
+func (b *recordingBolt) Execute(t api.Tuple) {
+	b.mu.Lock()
+	b.seen[int(t.Int64(0))] = append(b.seen[int(t.Int64(0))], t.String(1))
+	b.mu.Unlock()
+}
+
+func (b *recordingBolt) DeclareOutputFields(api.OutputDeclarer) {}
+
+// TestUnencodableEmitDroppedAlone: an at-most-once emit toward one task is
+// encoded in place in its batch; an emit whose value cannot be encoded is
+// dropped and counted, and the tuples emitted before and after it in the
+// same batch arrive intact, once.
+func TestUnencodableEmitDroppedAlone(t *testing.T) {
+	const n = 3000
+	var mu sync.Mutex
+	seen := map[int][]string{}
+	b := api.NewTopologyBuilder("badvalue")
+	b.SetSpout("src", func() api.Spout { return &badValueSpout{n: n} }, 1)
+	b.SetBolt("sink", func() api.Bolt { return &recordingBolt{mu: &mu, seen: seen} }, 1).ShuffleGrouping("src")
+	r := newDrainingRunner(t, b)
+	s := runUntil(t, r, func() bool { mu.Lock(); defer mu.Unlock(); return len(seen) == n-n/3 }, nil)
+	mu.Lock()
+	defer mu.Unlock()
+	for i := range n {
+		got := seen[i]
+		if i%3 == 0 {
+			if len(got) != 0 {
+				t.Fatalf("tuple %d, whose value cannot be encoded, arrived as %q", i, got)
+			}
+			continue
+		}
+		if want := "v" + strconv.Itoa(i); len(got) != 1 || got[0] != want {
+			t.Fatalf("tuple %d arrived as %q, want [%q]", i, got, want)
+		}
+	}
+	for _, c := range s.Components {
+		if c.Name == "src" && (c.Dropped != n/3 || c.Errors != n/3) {
+			t.Errorf("spout counted %d dropped and %d errors, want %d each", c.Dropped, c.Errors, n/3)
+		}
+	}
+}
