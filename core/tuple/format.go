@@ -149,11 +149,14 @@ func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 // overflows 64 bits, one that is truncated, or one with a redundant final
 // zero group (non-minimal) is corrupt.
 func readUvarint(b []byte, off int) (uint64, int, error) {
-	if off < len(b) {
-		if c := b[off]; c < 0x80 {
-			return uint64(c), off + 1, nil
-		}
+	// The one-byte case is small enough to inline.
+	if off < len(b) && b[off] < 0x80 {
+		return uint64(b[off]), off + 1, nil
 	}
+	return readUvarintLong(b, off)
+}
+
+func readUvarintLong(b []byte, off int) (uint64, int, error) {
 	var x uint64
 	var s uint
 	for i := 0; i < 10; i++ {
@@ -176,19 +179,44 @@ func readUvarint(b []byte, off int) (uint64, int, error) {
 	return 0, off, corruptf(off, "varint longer than 10 bytes")
 }
 
+// skipUvarint validates the canonical varint at b[off:] as readUvarint
+// does and returns the offset after it, without computing its value.
+func skipUvarint(b []byte, off int) (int, error) {
+	for i := 0; i < 10; i++ {
+		if off+i >= len(b) {
+			return off, corruptf(off, "truncated varint")
+		}
+		if c := b[off+i]; c < 0x80 {
+			if (i == 9 && c > 1) || (c == 0 && i > 0) {
+				_, _, err := readUvarintLong(b, off)
+				return off, err
+			}
+			return off + i + 1, nil
+		}
+	}
+	return off, corruptf(off, "varint longer than 10 bytes")
+}
+
 // readLen reads a uvarint length or count and checks that at least
 // len*minSize bytes remain after it, so a hostile prefix can never make the
 // decoder allocate or loop beyond the input it was given.
 func readLen(b []byte, off int, minSize int) (int, int, error) {
+	if off < len(b) && b[off] < 0x80 && int(b[off])*minSize < len(b)-off {
+		// A one-byte length that fits: the common case, without a call.
+		return int(b[off]), off + 1, nil
+	}
 	u, next, err := readUvarint(b, off)
 	if err != nil {
 		return 0, off, err
 	}
-	rem := uint64(len(b) - next)
-	if u > rem || u*uint64(minSize) > rem {
-		return 0, off, corruptf(off, "length %d exceeds the %d bytes that remain", u, rem)
+	if rem := uint64(len(b) - next); u > rem || u*uint64(minSize) > rem {
+		return 0, off, lenErr(off, u, rem)
 	}
 	return int(u), next, nil
+}
+
+func lenErr(off int, u, rem uint64) error {
+	return corruptf(off, "length %d exceeds the %d bytes that remain", u, rem)
 }
 
 func corruptf(off int, format string, args ...any) error {

@@ -181,3 +181,56 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSkipScalar: SkipScalar agrees with Kind followed by StringBytes or
+// Skip on every value of any input: the same kind, bytes, offset after it,
+// and failure.
+func FuzzSkipScalar(f *testing.F) {
+	reg := testRegistry(f)
+	for _, v := range roundTripValues() {
+		f.Add(mustAppendValues(f, []any{v}, reg))
+	}
+	f.Add(mustAppendValues(f, []any{int64(1) << 40, "some data", []byte("b"), uint(7), -3, 1.5, point{1, 2}}, reg))
+	for _, h := range []string{"", "00", "01", "0114", "011480", "01148000", "0114ffffffffffffffffff02", "01300a61", "01300061", "0130ff"} {
+		b, _ := hex.DecodeString(h)
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var fast, ref Reader
+		fast.Reset(b)
+		ref.Reset(b)
+		n, err := ref.Count()
+		if err != nil {
+			return
+		}
+		_, _ = fast.Count()
+		for i := range n {
+			k, s, err := fast.SkipScalar()
+			rk := ref.Kind()
+			var rs []byte
+			var rerr error
+			switch rk {
+			case KindList, KindMap, KindUser:
+			case KindString, KindBytes:
+				rs, rerr = ref.StringBytes()
+			default:
+				rerr = ref.Skip()
+			}
+			if (err != nil) != (rerr != nil) {
+				t.Fatalf("value %d: SkipScalar error %v, Kind+Skip error %v", i, err, rerr)
+			}
+			if err != nil {
+				if !errors.Is(err, ErrCorrupt) {
+					t.Fatalf("value %d: error %v does not wrap ErrCorrupt", i, err)
+				}
+				return
+			}
+			if k != rk || !bytes.Equal(s, rs) || fast.Offset() != ref.Offset() {
+				t.Fatalf("value %d: SkipScalar = %v %q at %d, Kind+Skip = %v %q at %d", i, k, s, fast.Offset(), rk, rs, ref.Offset())
+			}
+			if k == KindList || k == KindMap || k == KindUser {
+				return
+			}
+		}
+	})
+}

@@ -332,6 +332,50 @@ func (r *Reader) User() (id uint16, payload []byte, err error) {
 	return id, payload, nil
 }
 
+// SkipScalar validates and skips the next value and returns its kind and,
+// for a string or []byte, its bytes (aliasing the buffer). A list, map or
+// user value is not consumed: SkipScalar returns its kind alone, and the
+// caller reads it with Value or Raw. It is Kind followed by StringBytes or
+// Skip in one call, for decoders that validate every value of a tuple.
+func (r *Reader) SkipScalar() (Kind, []byte, error) {
+	b, off := r.b, r.off
+	if off >= len(b) {
+		return KindInvalid, nil, corruptf(off, "truncated: value expected")
+	}
+	tag := b[off]
+	switch tag {
+	case tagString, tagBytes:
+		if p := off + 1; p < len(b) && int(b[p]) < min(0x80, len(b)-p) {
+			// A one-byte length that fits.
+			end := p + 1 + int(b[p])
+			r.off = end
+			return tagKind[tag], b[p+1 : end : end], nil
+		}
+		s, next, err := readBytes(b, off+1)
+		if err != nil {
+			return KindInvalid, nil, err
+		}
+		r.off = next
+		return tagKind[tag], s, nil
+	case tagInt, tagInt64, tagUint, tagUint64, tagDuration:
+		// 64-bit: a canonical varint is all there is to check.
+		next, err := skipUvarint(b, off+1)
+		if err != nil {
+			return KindInvalid, nil, err
+		}
+		r.off = next
+		return tagKind[tag], nil, nil
+	case tagList, tagMap, tagUser:
+		return tagKind[tag], nil, nil
+	}
+	next, err := skipValue(b, off, 0)
+	if err != nil {
+		return KindInvalid, nil, err
+	}
+	r.off = next
+	return tagKind[tag], nil, nil
+}
+
 // Skip validates and passes over the next value, lists and maps included.
 func (r *Reader) Skip() error {
 	_, err := r.Raw()

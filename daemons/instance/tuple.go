@@ -247,16 +247,16 @@ func (in *Instance) decode(rd *wire.RecordReader, h *wire.Header, a *arena) (*in
 	}
 	var strs []string
 	for i := range n {
-		switch r.Kind() {
+		k, s, err := r.SkipScalar()
+		if err != nil {
+			return nil, src.corrupt(h, fmt.Errorf("tuple: value %d: %w", i, err))
+		}
+		switch k {
 		case tuple.KindList, tuple.KindMap, tuple.KindUser:
 			return in.decodeNow(a, src, vals, h)
 		case tuple.KindString:
 			if strs == nil {
 				strs = a.newStrings(n)
-			}
-			s, err := r.StringBytes()
-			if err != nil {
-				return nil, src.corrupt(h, fmt.Errorf("tuple: value %d: %w", i, err))
 			}
 			if i < len(a.last) {
 				if a.last[i] != string(s) {
@@ -266,10 +266,6 @@ func (in *Instance) decode(rd *wire.RecordReader, h *wire.Header, a *arena) (*in
 			} else {
 				strs[i] = a.string(s)
 			}
-			continue
-		}
-		if err := r.Skip(); err != nil {
-			return nil, src.corrupt(h, fmt.Errorf("tuple: value %d: %w", i, err))
 		}
 	}
 	if !r.Done() {

@@ -115,36 +115,52 @@ func (r *RecordReader) More() bool { return r.off < len(r.buf) }
 // uvarint reads a uvarint at b[p:]; one-byte values, the common case of
 // task and stream numbers, take the inlined fast path.
 func uvarint(b []byte, p int) (uint64, int) {
+	// The one-byte case is small enough to inline.
 	if p < len(b) && b[p] < 0x80 {
 		return uint64(b[p]), 1
 	}
-	return binary.Uvarint(b[p:])
+	return uvarintLong(b, p)
 }
+
+func uvarintLong(b []byte, p int) (uint64, int) { return binary.Uvarint(b[p:]) }
 
 // Next decodes the next record into h and returns its encoded values.
 func (r *RecordReader) Next(h *Header) (values []byte, err error) {
-	n, k := uvarint(r.buf, r.off)
+	// Lengths, tasks, streams and root counts below 128 take one byte:
+	// that case is read inline, the rest by uvarint.
+	var n uint64
+	k := 0
+	if r.off < len(r.buf) && r.buf[r.off] < 0x80 {
+		n, k = uint64(r.buf[r.off]), 1
+	} else {
+		n, k = uvarint(r.buf, r.off)
+	}
 	if k <= 0 || n > uint64(len(r.buf)-r.off-k) {
 		return nil, fmt.Errorf("%w: record length at offset %d", ErrCorrupt, r.off)
 	}
 	rec := r.buf[r.off+k : r.off+k+int(n)]
 	r.off += k + int(n)
-	src, p := uvarint(rec, 0)
-	if p <= 0 {
-		return nil, recordErr("source task")
+	var src, stream, nroots uint64
+	p := 0
+	if len(rec) >= 2 && rec[0] < 0x80 && rec[1] < 0x80 {
+		src, stream, p = uint64(rec[0]), uint64(rec[1]), 2
+	} else {
+		if src, p = uvarint(rec, 0); p <= 0 {
+			return nil, recordErr("source task")
+		}
+		if stream, k = uvarint(rec, p); k <= 0 {
+			return nil, recordErr("stream")
+		}
+		p += k
 	}
-	stream, k := uvarint(rec, p)
-	if k <= 0 {
-		return nil, recordErr("stream")
-	}
-	p += k
-	if len(rec)-p < 8 {
-		return nil, fmt.Errorf("%w: record edge id truncated", ErrCorrupt)
+	if len(rec)-p < 9 {
+		return nil, fmt.Errorf("%w: record edge id or root count truncated", ErrCorrupt)
 	}
 	edge := binary.LittleEndian.Uint64(rec[p:])
 	p += 8
-	nroots, k := uvarint(rec, p)
-	if k <= 0 {
+	if rec[p] < 0x80 {
+		nroots, k = uint64(rec[p]), 1
+	} else if nroots, k = uvarint(rec, p); k <= 0 {
 		return nil, recordErr("root count")
 	}
 	p += k
