@@ -158,6 +158,19 @@ func HashValues(reg *Registry, vals ...any) (uint64, error) {
 // given indexes, in the order given: HashValues(reg, tuple[fields[0]],
 // tuple[fields[1]], ...). An index out of range is an error.
 func FieldsHash(reg *Registry, tuple []any, fields []int) (uint64, error) {
+	if len(fields) == 1 && fields[0] >= 0 && fields[0] < len(tuple) {
+		// One field of the common key kinds: hashed without a hasher.
+		switch x := tuple[fields[0]].(type) {
+		case string:
+			if len(x) <= shortKeyMax {
+				return hashShortString(x), nil
+			}
+		case int64:
+			return hashInt(x), nil
+		case int:
+			return hashInt(int64(x)), nil
+		}
+	}
 	var h hasher
 	for _, f := range fields {
 		if f < 0 || f >= len(tuple) {
@@ -168,6 +181,56 @@ func FieldsHash(reg *Registry, tuple []any, fields []int) (uint64, error) {
 		}
 	}
 	return h.sum(), nil
+}
+
+// shortKeyMax is the longest string hashShortString takes.
+const shortKeyMax = 119
+
+// hashShortString is the hash of one string value (its canonical input:
+// hBytes, its length as 8 little-endian bytes, its bytes). The input is
+// written with 8-byte stores only, each word built in a register, so that
+// the hash's 8-byte loads are forwarded from them: bytes written one by
+// one (the hasher's copy) make every such load wait for them to reach
+// the cache.
+func hashShortString(s string) uint64 {
+	var buf [9 + shortKeyMax]byte
+	n := 9 + len(s)
+	binary.LittleEndian.PutUint64(buf[0:], uint64(hBytes)|uint64(len(s))<<8)
+	// buf[w+j] is s[w+j-9]; buf[8], the length's top byte, is 0.
+	for w := 8; w < n; w += 8 {
+		i := w - 9
+		var x uint64
+		switch {
+		case i >= 0 && i+8 <= len(s):
+			x = le64(s, i)
+		case i == -1 && len(s) >= 8:
+			x = le64(s, 0) << 8
+		default:
+			for j := range 8 {
+				if k := i + j; k >= 0 && k < len(s) {
+					x |= uint64(s[k]) << (8 * j)
+				}
+			}
+		}
+		binary.LittleEndian.PutUint64(buf[w:], x)
+	}
+	return xxhash.Sum64(buf[:n])
+}
+
+// le64 reads s[i:i+8] as a little-endian word (one load).
+func le64(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// hashInt is the hash of one integer value (hInt and its 8 bytes), written
+// as hashShortString writes its input.
+func hashInt(v int64) uint64 {
+	var buf [16]byte
+	binary.LittleEndian.PutUint64(buf[0:], uint64(hInt)|uint64(v)<<8)
+	binary.LittleEndian.PutUint64(buf[8:], uint64(v)>>56)
+	return xxhash.Sum64(buf[:9])
 }
 
 // HashEncodedFields computes FieldsHash straight from an encoded tuple (as

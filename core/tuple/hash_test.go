@@ -185,6 +185,32 @@ func TestHashMatchesDefinition(t *testing.T) {
 	}
 }
 
+// FieldsHash of one string or integer field (hashed without a hasher)
+// follows the definition at every string length and for integers of every
+// size and sign.
+func TestFieldsHashOneField(t *testing.T) {
+	one := []int{0}
+	for n := 0; n <= shortKeyMax+20; n++ {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(i*31 + n)
+		}
+		s := string(b)
+		want := xxhash.Sum64(canon(t, s, nil))
+		if got, err := FieldsHash(nil, []any{s}, one); err != nil || got != want {
+			t.Fatalf("string of %d bytes: %x, %v; want %x", n, got, err, want)
+		}
+	}
+	for _, v := range []int64{0, 1, -1, 127, 128, -129, 1 << 40, -1 << 40, math.MaxInt64, math.MinInt64} {
+		want := xxhash.Sum64(canon(t, v, nil))
+		for _, x := range []any{v, int(v)} {
+			if got, err := FieldsHash(nil, []any{"other", x}, []int{1}); err != nil || got != want {
+				t.Fatalf("FieldsHash(%T %d) = %x, %v; want %x", x, v, got, err, want)
+			}
+		}
+	}
+}
+
 func TestHashLogicalEquality(t *testing.T) {
 	same := [][]any{
 		{int(7), int8(7), int16(7), int32(7), int64(7), uint(7), uint8(7), uint16(7), uint32(7), uint64(7)},
