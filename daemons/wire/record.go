@@ -42,6 +42,11 @@ func AppendRecord(dst []byte, h *Header, values []byte) []byte {
 		n += uvarintLen(uint64(r.Task)) + 8
 	}
 	dst = binary.AppendUvarint(dst, uint64(n))
+	return append(appendHeader(dst, h), values...)
+}
+
+// appendHeader appends the header of a record (after its length).
+func appendHeader(dst []byte, h *Header) []byte {
 	dst = binary.AppendUvarint(dst, uint64(h.SrcTask))
 	dst = binary.AppendUvarint(dst, uint64(h.Stream))
 	dst = binary.LittleEndian.AppendUint64(dst, h.Edge)
@@ -50,7 +55,7 @@ func AppendRecord(dst []byte, h *Header, values []byte) []byte {
 		dst = binary.AppendUvarint(dst, uint64(r.Task))
 		dst = binary.LittleEndian.AppendUint64(dst, r.ID)
 	}
-	return append(dst, values...)
+	return dst
 }
 
 // BeginRecord starts a record whose values the caller encodes in place,
@@ -58,16 +63,7 @@ func AppendRecord(dst []byte, h *Header, values []byte) []byte {
 // completes it. It appends h after one byte reserved for the length.
 func BeginRecord(dst []byte, h *Header) (out []byte, start int) {
 	start = len(dst)
-	dst = append(dst, 0)
-	dst = binary.AppendUvarint(dst, uint64(h.SrcTask))
-	dst = binary.AppendUvarint(dst, uint64(h.Stream))
-	dst = binary.LittleEndian.AppendUint64(dst, h.Edge)
-	dst = binary.AppendUvarint(dst, uint64(len(h.Roots)))
-	for _, r := range h.Roots {
-		dst = binary.AppendUvarint(dst, uint64(r.Task))
-		dst = binary.LittleEndian.AppendUint64(dst, r.ID)
-	}
-	return dst, start
+	return appendHeader(append(dst, 0), h), start
 }
 
 // EndRecord sets the length of the record BeginRecord started at start
