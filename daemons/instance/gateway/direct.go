@@ -116,17 +116,20 @@ func (k *inSink) fail(s *session, err error) error {
 }
 
 // startDirect makes s's outbound frames calls of reg.out and lets reg.in
-// deliver inbound ones. What was queued while disconnected is handed over
+// deliver inbound ones. What was queued before (while disconnected, or by
+// an instance that started emitting before its session) is handed over
 // first.
 func (g *gateway) startDirect(instCtx context.Context, s *session, reg *registration) {
 	ctx, cancel := context.WithCancel(instCtx)
 	s.cancel = cancel
 	d := &directOut{sink: reg.out, ctx: ctx, s: s}
 	g.dmu.Lock()
+	// Set before the queue is emptied: a push that missed it and queued
+	// its batch after this drain sees it then and drains again.
+	g.direct.Store(d)
 	if err := g.drainTo(d); err != nil {
 		d.fail(err)
 	}
-	g.direct.Store(d)
 	g.dmu.Unlock()
 	reg.in.s = s
 	close(reg.in.started)
@@ -189,12 +192,13 @@ func (g *gateway) handOver(d *directOut, b *wire.Batch) error {
 
 // push hands b to the stream manager's sink in a direct session, else
 // queues it for the writer. It takes b, and fails when the hand-off or
-// the push did (the session ends) .
+// the push did (the session ends). It never waits for room in the queue
+// holding dmu: startDirect, which empties the queue, needs it.
 func (g *gateway) push(ctx context.Context, b *wire.Batch) error {
 	g.dmu.Lock()
-	defer g.dmu.Unlock()
 	if d := g.direct.Load(); d != nil {
 		err := g.handOver(d, b)
+		g.dmu.Unlock()
 		g.recycle(b)
 		if err != nil {
 			d.fail(err)
@@ -202,14 +206,28 @@ func (g *gateway) push(ctx context.Context, b *wire.Batch) error {
 		}
 		return nil
 	}
+	g.dmu.Unlock()
+	n := int64(b.Count)
+	if b.Dest == ctlDest {
+		n = 0
+	}
 	err := g.out.Push(ctx, b)
 	if err == nil {
+		if d := g.direct.Load(); d != nil {
+			// A direct session started while b waited for room: hand
+			// over what is queued, b included.
+			g.dmu.Lock()
+			err = g.drainTo(d)
+			g.dmu.Unlock()
+			if err != nil {
+				d.fail(err)
+				return fmt.Errorf("stream manager: %w", err)
+			}
+		}
 		return nil
 	}
 	if errors.Is(err, wire.ErrQueueFull) {
-		if b.Dest != ctlDest {
-			g.stats.TuplesLost.Add(int64(b.Count))
-		}
+		g.stats.TuplesLost.Add(n)
 		err = fmt.Errorf("stream manager unreachable and the outbound queue full: %w", err)
 	}
 	g.recycle(b)
