@@ -123,6 +123,10 @@ func (g *gateway) startDirect(instCtx context.Context, s *session, reg *registra
 	ctx, cancel := context.WithCancel(instCtx)
 	s.cancel = cancel
 	d := &directOut{sink: reg.out, ctx: ctx, s: s}
+	// Inbound first: handing the queue over may wait for room (or for
+	// back pressure to end) downstream, which needs nothing from here.
+	reg.in.s = s
+	close(reg.in.started)
 	g.dmu.Lock()
 	// Set before the queue is emptied: a push that missed it and queued
 	// its batch after this drain sees it then and drains again.
@@ -131,8 +135,6 @@ func (g *gateway) startDirect(instCtx context.Context, s *session, reg *registra
 		d.fail(err)
 	}
 	g.dmu.Unlock()
-	reg.in.s = s
-	close(reg.in.started)
 }
 
 // drainTo hands the outbound queue to d's sink; batches that fail are
