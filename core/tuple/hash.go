@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"math/bits"
 	"reflect"
 	"time"
 
@@ -186,13 +187,80 @@ func FieldsHash(reg *Registry, tuple []any, fields []int) (uint64, error) {
 // shortKeyMax is the longest string hashShortString takes.
 const shortKeyMax = 119
 
-// hashShortString is the hash of one string value (its canonical input:
-// hBytes, its length as 8 little-endian bytes, its bytes). The input is
-// written with 8-byte stores only, each word built in a register, so that
-// the hash's 8-byte loads are forwarded from them: bytes written one by
-// one (the hasher's copy) make every such load wait for them to reach
-// the cache.
+// hashShortString is the hash of one string value: XXH64 of its
+// canonical input (hBytes, its length as 8 little-endian bytes, its
+// bytes). Inputs shorter than 32 bytes are hashed here, reading the words
+// of that input straight from the string; longer ones are written to a
+// buffer with 8-byte stores built in registers. Either way the hash never
+// loads bytes just written one by one (the hasher's copy), which stalls
+// the load until they reach the cache.
 func hashShortString(s string) uint64 {
+	n := 9 + len(s)
+	if n >= 32 {
+		return hashStringBuffered(s)
+	}
+	// XXH64 of an input under 32 bytes, seed 0: the whole-word, half-word
+	// and byte steps of the reference, over input[0:8] = hBytes and the
+	// length, then input[8] = 0 (the length's top byte) and s.
+	h := xxPrime5 + uint64(n)
+	h = xxWord(h, uint64(hBytes)|uint64(len(s))<<8)
+	p, rem := -1, n-8 // input[8+k] is s[p+k], with s[-1] = 0
+	for ; rem >= 8; p, rem = p+8, rem-8 {
+		var w uint64
+		if p >= 0 {
+			w = le64(s, p)
+		} else {
+			w = inputBytes(s, p, 8)
+		}
+		h = xxWord(h, w)
+	}
+	if rem >= 4 {
+		h ^= inputBytes(s, p, 4) * xxPrime1
+		h = bits.RotateLeft64(h, 23)*xxPrime2 + xxPrime3
+		p, rem = p+4, rem-4
+	}
+	for ; rem > 0; p, rem = p+1, rem-1 {
+		h ^= inputBytes(s, p, 1) * xxPrime5
+		h = bits.RotateLeft64(h, 11) * xxPrime1
+	}
+	h ^= h >> 33
+	h *= xxPrime2
+	h ^= h >> 29
+	h *= xxPrime3
+	return h ^ h>>32
+}
+
+// XXH64's primes.
+const (
+	xxPrime1 uint64 = 11400714785074694791
+	xxPrime2 uint64 = 14029467366897019727
+	xxPrime3 uint64 = 1609587929392839161
+	xxPrime4 uint64 = 9650029242287828579
+	xxPrime5 uint64 = 2870177450012600261
+)
+
+// xxWord is XXH64's step for one 8-byte word of a short input.
+func xxWord(h, w uint64) uint64 {
+	w *= xxPrime2
+	w = bits.RotateLeft64(w, 31) * xxPrime1
+	h ^= w
+	return bits.RotateLeft64(h, 27)*xxPrime1 + xxPrime4
+}
+
+// inputBytes returns k bytes of s starting at p as a little-endian word,
+// with s[-1] read as 0.
+func inputBytes(s string, p, k int) uint64 {
+	var x uint64
+	for j := range k {
+		if p+j >= 0 {
+			x |= uint64(s[p+j]) << (8 * j)
+		}
+	}
+	return x
+}
+
+// hashStringBuffered is hashShortString for inputs of 32 bytes or more.
+func hashStringBuffered(s string) uint64 {
 	var buf [9 + shortKeyMax]byte
 	n := 9 + len(s)
 	binary.LittleEndian.PutUint64(buf[0:], uint64(hBytes)|uint64(len(s))<<8)
@@ -203,14 +271,10 @@ func hashShortString(s string) uint64 {
 		switch {
 		case i >= 0 && i+8 <= len(s):
 			x = le64(s, i)
-		case i == -1 && len(s) >= 8:
+		case i == -1:
 			x = le64(s, 0) << 8
 		default:
-			for j := range 8 {
-				if k := i + j; k >= 0 && k < len(s) {
-					x |= uint64(s[k]) << (8 * j)
-				}
-			}
+			x = inputBytes(s, i, min(8, len(s)-i))
 		}
 		binary.LittleEndian.PutUint64(buf[w:], x)
 	}
