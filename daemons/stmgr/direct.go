@@ -52,6 +52,9 @@ type directInstance struct {
 
 // HandleData takes a data frame for task dest from the instance.
 func (d *directInstance) HandleData(ctx context.Context, dest uint32, count int, records []byte) error {
+	if n := 9 + len(records); n > d.s.set.maxFrame {
+		return d.fail(fmt.Errorf("%w: %d bytes, limit %d", wire.ErrFrameTooLarge, n, d.s.set.maxFrame))
+	}
 	if err := d.ready(ctx); err != nil {
 		return err
 	}

@@ -2,6 +2,8 @@ package stmgr_test
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"testing"
@@ -345,4 +347,77 @@ func testTManagerRestart(t *testing.T, keepVersions bool) {
 	if err := c.Count.Sink.CheckExactlyOnce(0, n); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// nullSink is an instance's frame handler that discards what it gets.
+type nullSink struct{}
+
+func (nullSink) HandleData(context.Context, uint32, int, []byte) error { return nil }
+func (nullSink) HandleFrame(context.Context, []byte) error             { return nil }
+
+// directPeer is what the stream manager attaches for an in-process
+// instance.
+type directPeer interface {
+	HandleData(ctx context.Context, dest uint32, count int, records []byte) error
+	HandleFrame(ctx context.Context, body []byte) error
+}
+
+// TestDirectBadFramesCloseTheConnection: an in-process instance that hands
+// the stream manager an oversized batch or a frame of an unknown type gets
+// the error a socket reader gives, its connection is closed and counted
+// rejected, and the other instances keep running.
+func TestDirectBadFramesCloseTheConnection(t *testing.T) {
+	c := stmgrtest.NewCluster(t, 1, func(int) int { return 1 })
+	c.InMemory = true
+	c.Settings[stmgr.KeyMaxFrameBytes] = "1MiB"
+	s := c.StartStMgr(1)
+	c.StartInstance(1, 1)
+	c.StartInstance(2, 1)
+	c.WaitConnected(map[int]int{1: 2})
+	cases := []struct {
+		name string
+		call func(directPeer) error
+		want error
+	}{
+		{"oversized batch", func(p directPeer) error {
+			return p.HandleData(context.Background(), 2, 1, make([]byte, 1<<20))
+		}, wire.ErrFrameTooLarge},
+		{"unknown frame type", func(p directPeer) error {
+			return p.HandleFrame(context.Background(), []byte{200})
+		}, wire.ErrCorrupt},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := s.Counters().ConnectionsRejected
+			conn, err := c.DialInMemory(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			conn.(interface{ Attach(any) }).Attach(nullSink{})
+			// Task 9 is not in the plan: it registers and waits.
+			if err := wire.WriteMessage(conn, &egretpb.RegisterInstanceRequest{TopologyId: stmgrtest.TopologyID, TaskId: 9}); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, _, err := wire.ReadMessage(bufio.NewReader(conn), nil, 1<<20); err != nil {
+				t.Fatal(err)
+			}
+			peer, ok := conn.(interface{ Peer() any }).Peer().(directPeer)
+			if !ok {
+				t.Fatal("the stream manager attached no frame handler")
+			}
+			if err := tc.call(peer); !errors.Is(err, tc.want) {
+				t.Fatalf("error %v, want %v", err, tc.want)
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := conn.Read(make([]byte, 1)); err == nil {
+				t.Fatal("the connection is still open")
+			}
+			if got := s.Counters().ConnectionsRejected; got != before+1 {
+				t.Errorf("rejected connections %d, want %d", got, before+1)
+			}
+		})
+	}
+	c.Count.Limit.Set(1000)
+	stmgrtest.WaitFor(t, 20*time.Second, "tuples after the bad connections", func() bool { return c.Count.Sink.Total() >= 1000 })
 }

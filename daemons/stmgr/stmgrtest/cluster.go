@@ -274,6 +274,18 @@ func (c *Cluster) StopStMgr(container int) {
 	}
 }
 
+// DialInMemory connects to the in-memory listener of a container's stream
+// manager (InMemory), as an instance of its process does.
+func (c *Cluster) DialInMemory(ctx context.Context, container int) (net.Conn, error) {
+	c.mu.Lock()
+	ln := c.locals[container]
+	c.mu.Unlock()
+	if ln == nil {
+		return nil, fmt.Errorf("no stream manager in container %d", container)
+	}
+	return ln.Dial(ctx)
+}
+
 // StartInstance runs a task through the gateway, as an instance process
 // would; opts may change its config.
 func (c *Cluster) StartInstance(task, container int, opts ...func(*gateway.Config)) *Instance {
@@ -293,15 +305,7 @@ func (c *Cluster) StartInstance(task, container int, opts ...func(*gateway.Confi
 		ReconnectMax:  200 * time.Millisecond,
 	}
 	if c.InMemory {
-		cfg.Dial = func(ctx context.Context) (net.Conn, error) {
-			c.mu.Lock()
-			ln := c.locals[container]
-			c.mu.Unlock()
-			if ln == nil {
-				return nil, fmt.Errorf("no stream manager in container %d", container)
-			}
-			return ln.Dial(ctx)
-		}
+		cfg.Dial = func(ctx context.Context) (net.Conn, error) { return c.DialInMemory(ctx, container) }
 	}
 	for _, o := range opts {
 		o(&cfg)
