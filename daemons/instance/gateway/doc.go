@@ -29,6 +29,14 @@
 // while the component keeps running: batches are held up to the queue's
 // bound and the rest dropped and counted (Stats.TuplesLost).
 //
+// In a container process (topology.container.mode process-per-container)
+// the connection is in memory and, once registered, carries no frames:
+// the gateway and the stream manager hand them to each other by direct
+// calls (direct.go). Send then routes the batch in the instance's
+// goroutine, the stream manager's writer of the task puts inbound batches
+// on the inbox, and Idle reports whether the destination's queue in the
+// stream manager is empty.
+//
 // Instance counters, user counters and the process's cpu and memory are
 // published as MetricsPublish frames to the metrics manager's socket every
 // egret.metrics.export.interval; an absent metrics manager is tolerated.
