@@ -225,7 +225,19 @@ func TestWordCountOnSlurm(t *testing.T) {
 
 	// update to 3 containers: a new job with the new plan replaces the old.
 	oldJobs, _ := c.JobsNamed(ctx, slurm.JobName("wordcount"))
-	x.must("update", "slurm", "wordcount", "--container-number", "3")
+	// The restarted topology manager refuses to deactivate the topology
+	// (and the update rolls back) until every stream manager registered
+	// with it again, which can take longer than the counts take to rise.
+	waitFor(t, "the update to be accepted by the restarted topology manager", 2*time.Minute, func() bool {
+		out, errOut, code := x.run("update", "slurm", "wordcount", "--container-number", "3")
+		if code != 0 && strings.Contains(errOut, "have not registered") {
+			return false
+		}
+		if code != 0 {
+			t.Fatalf("egret update slurm wordcount --container-number 3: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+		}
+		return true
+	})
 	waitFor(t, "4 executors in a new job", 3*time.Minute, func() bool {
 		now := observe()
 		ids, _ := c.JobsNamed(ctx, slurm.JobName("wordcount"))
