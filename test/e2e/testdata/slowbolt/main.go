@@ -11,7 +11,8 @@
 // Both components write a report every 200ms, replacing it atomically:
 // <state>/source-<task>.json {"emitted", "acked", "acked_distinct",
 // "failed", "at"} and <state>/slow-<task>.json {"executed",
-// "distinct", "rate", "at"} ("at" is Unix nanoseconds). The runtime's own
+// "distinct", "rate", "at", "pid"} ("at" is Unix nanoseconds, "pid" the
+// bolt process's id: a restarted process's counters start from zero). The runtime's own
 // counters (instance.emitted, instance.executed) are in the topology
 // manager's /stats too.
 //
@@ -323,6 +324,7 @@ type SlowReport struct {
 	Distinct int64 `json:"distinct"`
 	Rate     int64 `json:"rate"`
 	At       int64 `json:"at"`
+	Pid      int   `json:"pid"`
 }
 
 func (b *slow) Prepare(ctx api.Context, out api.BoltCollector) error {
@@ -360,7 +362,7 @@ func (b *slow) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.stop = make(chan struct{})
 	go every(b.stop, func() {
 		readRate()
-		writeJSON(report, SlowReport{Executed: b.executed.Load(), Distinct: b.distinct.Load(), Rate: b.rate.Load(), At: time.Now().UnixNano()})
+		writeJSON(report, SlowReport{Executed: b.executed.Load(), Distinct: b.distinct.Load(), Rate: b.rate.Load(), At: time.Now().UnixNano(), Pid: os.Getpid()})
 	})
 	return nil
 }
