@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"maps"
 	"math"
 	"sort"
 	"strconv"
@@ -80,10 +81,17 @@ type sample struct {
 	tasks map[int]*values
 }
 
-// raw is what one poll read of a topology: per task, the raw metrics.
+// report is one task's running totals and levels as its instance read
+// them at a time of its own.
+type report struct {
+	at time.Time
+	m  map[string]float64
+}
+
+// raw is what one poll read of a topology: per task, its latest report.
 type raw struct {
 	at    time.Time
-	tasks map[int]map[string]float64
+	tasks map[int]report
 	comp  map[int]string
 }
 
@@ -95,14 +103,22 @@ type procTrack struct {
 }
 
 // topoTrack is the history of one topology (one submission).
+//
+// Rates are computed per task from two of its reports and their own
+// timestamps, never from the times of the polls: instances report every
+// export interval (10s by default) and the tracker polls at another pace
+// (5s), so two polls may see the same report (no new information, not a
+// rate of 0) or two reports apart (not twice the rate).
 type topoTrack struct {
 	id         string
 	spouts     []string
 	components []string
 	fine       []sample
 	coarse     []sample
-	prev       *raw // last poll, for fine samples
-	coarsePrev *raw // raw at the last coarse sample
+	last       map[int]report // each task's newest report
+	before     map[int]report // each task's report before that
+	coarsePrev map[int]report // the reports at the last coarse sample
+	coarseAt   time.Time      // the poll of the last coarse sample
 	procs      map[int]*procTrack
 }
 
@@ -115,10 +131,13 @@ func delta(cur, prev float64) float64 {
 	return cur
 }
 
-// derive computes the sample of the interval prev → cur.
-func derive(prev, cur *raw, components []string) sample {
-	s := sample{at: cur.at, comps: map[string]*values{}, tasks: map[int]*values{}}
-	dt := cur.at.Sub(prev.at).Seconds()
+// derive computes the sample at poll time at from each task's report in
+// prev to its report in cur (the rates over the tasks' own intervals).
+// A task with no earlier report, or the same one, has unknown rates, and
+// so has a task whose newest report is stale (older than three of its
+// intervals and 15s: its instance stopped reporting).
+func derive(at time.Time, prev, cur map[int]report, comp map[int]string, components []string) sample {
+	s := sample{at: at, comps: map[string]*values{}, tasks: map[int]*values{}}
 	type acc struct {
 		rates       [nSeries]float64
 		has         [nSeries]bool
@@ -129,30 +148,32 @@ func derive(prev, cur *raw, components []string) sample {
 	for _, c := range components {
 		accs[c] = &acc{}
 	}
-	for task, m := range cur.tasks {
-		comp := cur.comp[task]
-		a := accs[comp]
+	for task, r := range cur {
+		a := accs[comp[task]]
 		if a == nil {
 			continue
 		}
 		v := nanValues()
-		p := prev.tasks[task]
-		if p != nil && dt > 0 {
-			for _, r := range rateOf {
-				c, ok1 := m[r.metric]
-				o, ok2 := p[r.metric]
+		p, ok := prev[task]
+		dt := r.at.Sub(p.at).Seconds()
+		stale := at.Sub(r.at).Seconds() > max(3*dt, 15)
+		if ok && dt > 0 && !stale {
+			m := r.m
+			for _, rt := range rateOf {
+				c, ok1 := m[rt.metric]
+				o, ok2 := p.m[rt.metric]
 				if ok1 && ok2 {
 					d := delta(c, o)
-					v[r.series] = d / dt
-					a.rates[r.series] += d / dt
-					a.has[r.series] = true
+					v[rt.series] = d / dt
+					a.rates[rt.series] += d / dt
+					a.has[rt.series] = true
 				}
 			}
 			for i, l := range latencyOf {
 				cn, ok1 := m[l.nanos]
-				on, ok2 := p[l.nanos]
+				on, ok2 := p.m[l.nanos]
 				cc, ok3 := m[l.counts]
-				oc, ok4 := p[l.counts]
+				oc, ok4 := p.m[l.counts]
 				if ok1 && ok2 && ok3 && ok4 {
 					dn, dc := delta(cn, on), delta(cc, oc)
 					a.nanos[i] += dn
@@ -165,7 +186,7 @@ func derive(prev, cur *raw, components []string) sample {
 			}
 		}
 		for _, l := range levelOf {
-			if x, ok := m[l.metric]; ok {
+			if x, ok := r.m[l.metric]; ok {
 				v[l.series] = x
 				a.levels[l.series] += x
 				a.has[l.series] = true
@@ -195,9 +216,11 @@ func derive(prev, cur *raw, components []string) sample {
 	return s
 }
 
-// rawFromStats extracts the raw metrics of every task of a /stats answer.
+// rawFromStats extracts the latest report of every task of a /stats
+// answer, stamped with the instance's own report time (the poll's time
+// when the topology manager gives none).
 func rawFromStats(st *tmStats, at time.Time, maxTasks int) *raw {
-	r := &raw{at: at, tasks: map[int]map[string]float64{}, comp: map[int]string{}}
+	r := &raw{at: at, tasks: map[int]report{}, comp: map[int]string{}}
 	comps := make([]string, 0, len(st.Components))
 	for c := range st.Components {
 		comps = append(comps, c)
@@ -215,7 +238,14 @@ func rawFromStats(st *tmStats, at time.Time, maxTasks int) *raw {
 					m[n] = v
 				}
 			}
-			r.tasks[task], r.comp[task] = m, c
+			when := at
+			switch {
+			case ts.InstanceUnixNanos > 0:
+				when = time.Unix(0, ts.InstanceUnixNanos)
+			case ts.UnixNanos > 0:
+				when = time.Unix(0, ts.UnixNanos)
+			}
+			r.tasks[task], r.comp[task] = report{at: when, m: m}, c
 		}
 	}
 	return r
@@ -231,8 +261,41 @@ func (tt *topoTrack) record(st *tmStats, at time.Time, o *Options) {
 			sort.Strings(tt.components)
 		}
 	}
-	for c, cs := range st.Components {
-		_ = c
+	tt.recordProcs(st, o)
+	if tt.last == nil {
+		tt.last, tt.before = map[int]report{}, map[int]report{}
+	}
+	newer := false
+	for task, r := range cur.tasks {
+		l, ok := tt.last[task]
+		switch {
+		case !ok:
+			tt.last[task] = r
+		case !r.at.Equal(l.at):
+			tt.before[task], tt.last[task] = l, r
+			newer = true
+		}
+	}
+	for task := range tt.last {
+		if _, ok := cur.tasks[task]; !ok { // gone (rescaled away)
+			delete(tt.last, task)
+			delete(tt.before, task)
+		}
+	}
+	if newer || len(tt.fine) > 0 {
+		tt.fine = appendRing(tt.fine, derive(at, tt.before, tt.last, cur.comp, tt.components), o.fineLen())
+	}
+	if tt.coarsePrev == nil {
+		tt.coarsePrev, tt.coarseAt = maps.Clone(tt.last), at
+	} else if at.Sub(tt.coarseAt) >= coarseStep {
+		tt.coarse = appendRing(tt.coarse, derive(at, tt.coarsePrev, tt.last, cur.comp, tt.components), o.coarseLen())
+		tt.coarsePrev, tt.coarseAt = maps.Clone(tt.last), at
+	}
+}
+
+// recordProcs counts the restarts of every task's process.
+func (tt *topoTrack) recordProcs(st *tmStats, o *Options) {
+	for _, cs := range st.Components {
 		for tk, ts := range cs.Tasks {
 			task, err := strconv.Atoi(tk)
 			if err != nil {
@@ -257,16 +320,6 @@ func (tt *topoTrack) record(st *tmStats, at time.Time, o *Options) {
 			}
 			p.container = int(ts.Container)
 		}
-	}
-	if tt.prev != nil {
-		tt.fine = appendRing(tt.fine, derive(tt.prev, cur, tt.components), o.fineLen())
-	}
-	tt.prev = cur
-	if tt.coarsePrev == nil {
-		tt.coarsePrev = cur
-	} else if at.Sub(tt.coarsePrev.at) >= coarseStep {
-		tt.coarse = appendRing(tt.coarse, derive(tt.coarsePrev, cur, tt.components), o.coarseLen())
-		tt.coarsePrev = cur
 	}
 }
 

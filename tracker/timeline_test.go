@@ -9,27 +9,15 @@ import (
 func statsOf(id string, tasks map[string]map[string]float64, comp map[string]string) *tmStats {
 	st := &tmStats{TopologyID: id}
 	st.Components = map[string]struct {
-		Tasks map[string]struct {
-			Container int32              `json:"container"`
-			UnixNanos int64              `json:"unix_nanos"`
-			Metrics   map[string]float64 `json:"metrics"`
-		} `json:"tasks"`
-		Sums map[string]float64 `json:"sums"`
+		Tasks map[string]tmTaskStats `json:"tasks"`
+		Sums  map[string]float64     `json:"sums"`
 	}{}
 	for task, m := range tasks {
 		c := st.Components[comp[task]]
 		if c.Tasks == nil {
-			c.Tasks = map[string]struct {
-				Container int32              `json:"container"`
-				UnixNanos int64              `json:"unix_nanos"`
-				Metrics   map[string]float64 `json:"metrics"`
-			}{}
+			c.Tasks = map[string]tmTaskStats{}
 		}
-		c.Tasks[task] = struct {
-			Container int32              `json:"container"`
-			UnixNanos int64              `json:"unix_nanos"`
-			Metrics   map[string]float64 `json:"metrics"`
-		}{Container: 1, Metrics: m}
+		c.Tasks[task] = tmTaskStats{Container: 1, Metrics: m}
 		st.Components[comp[task]] = c
 	}
 	return st

@@ -42,6 +42,8 @@ type Options struct {
 	// Client talks to topology managers (default: a client with a 5s
 	// timeout).
 	Client *http.Client
+	// Now is the clock of the samples (default time.Now).
+	Now func() time.Time
 }
 
 func (o *Options) fineLen() int   { return max(1, int(o.FineWindow/o.SampleInterval)) }
@@ -105,6 +107,9 @@ func New(o Options) (*Tracker, error) {
 	}
 	if o.Client == nil {
 		o.Client = &http.Client{Timeout: 5 * time.Second}
+	}
+	if o.Now == nil {
+		o.Now = time.Now
 	}
 	t := &Tracker{opts: o, log: o.Log, clusters: map[string]*clusterState{}, tracks: map[trackKey]*topoTrack{}}
 	for _, c := range o.Clusters {
@@ -234,7 +239,7 @@ func (t *Tracker) pollAll(ctx context.Context) {
 				}
 				return err
 			})
-			t.record(k, st, spouts, time.Now())
+			t.record(k, st, spouts, t.opts.Now())
 		}
 	}
 	t.mu.Lock()
@@ -276,18 +281,23 @@ type tmStats struct {
 	Topology   string `json:"topology"`
 	TopologyID string `json:"topology_id"`
 	Components map[string]struct {
-		Tasks map[string]struct {
-			Container int32              `json:"container"`
-			UnixNanos int64              `json:"unix_nanos"`
-			Metrics   map[string]float64 `json:"metrics"`
-		} `json:"tasks"`
-		Sums map[string]float64 `json:"sums"`
+		Tasks map[string]tmTaskStats `json:"tasks"`
+		Sums  map[string]float64     `json:"sums"`
 	} `json:"components"`
 	Containers map[string]map[string]struct {
 		UnixNanos int64              `json:"unix_nanos"`
 		Metrics   map[string]float64 `json:"metrics"`
 	} `json:"containers"`
 	Totals map[string]float64 `json:"totals"`
+}
+
+// tmTaskStats is one task's latest metrics; InstanceUnixNanos is when
+// its instance read its running totals.
+type tmTaskStats struct {
+	Container         int32              `json:"container"`
+	UnixNanos         int64              `json:"unix_nanos"`
+	InstanceUnixNanos int64              `json:"instance_unix_nanos"`
+	Metrics           map[string]float64 `json:"metrics"`
 }
 
 type tmException struct {

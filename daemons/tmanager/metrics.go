@@ -196,9 +196,14 @@ type componentStatsJSON struct {
 }
 
 type taskStatsJSON struct {
-	Container int32              `json:"container"`
-	UnixNanos int64              `json:"unix_nanos"`
-	Metrics   map[string]float64 `json:"metrics"`
+	Container int32 `json:"container"`
+	// UnixNanos is the newest report of the task (instance or executor);
+	// InstanceUnixNanos the instance's own last report, the time its
+	// running totals (instance.*, process.*) were read: rates are
+	// computed from it.
+	UnixNanos         int64              `json:"unix_nanos"`
+	InstanceUnixNanos int64              `json:"instance_unix_nanos,omitempty"`
+	Metrics           map[string]float64 `json:"metrics"`
 }
 
 type valuesTS struct {
@@ -237,6 +242,9 @@ func (s *metricsStore) stats(name, id string, components []string) *statsJSON {
 				cs.Tasks[tk] = ts
 			}
 			ts.UnixNanos = max(ts.UnixNanos, src.unixNanos)
+			if k.source == "instance" {
+				ts.InstanceUnixNanos = src.unixNanos
+			}
 			for n, v := range src.values {
 				ts.Metrics[n] = v
 				cs.Sums[n] += v

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -303,6 +304,21 @@ func TestTrackerAPI(t *testing.T) {
 		}
 		return *s[len(s)-1] > 0, fmt.Sprintf("%d samples, last emit rate %v", len(s), *s[len(s)-1])
 	})
+	// Every one of 15 samples a second apart (the instances report every
+	// 10s) shows the spout's known rate, 200 sentences/s per task, within
+	// 5%: rates come from the reports' own times, never 0 or twice.
+	sc, _ := def.Component(spout)
+	wantRate := 200.0 * float64(sc.Parallelism)
+	await(t, "15 samples of the spout's emit rate", trackerTimeout, func() (bool, string) {
+		checked(t, doc, base, "/topologies/metrics/timeline", q, &tl)
+		return len(tl.Components[spout]["emit_rate"]) >= 20, fmt.Sprintf("%d samples", len(tl.Timestamps))
+	})
+	s := tl.Components[spout]["emit_rate"]
+	for i, v := range s[len(s)-15:] {
+		if v == nil || math.Abs(*v-wantRate) > 0.05*wantRate {
+			t.Errorf("emit rate sample %d of the last 15: %v, want %v within 5%% (all: %s)", i, fmtPoint(v), wantRate, fmtPoints(s))
+		}
+	}
 	checked(t, doc, base, "/topologies/metrics/timeline", url.Values{"cluster": {c.name}, "topology": {"wordcount"},
 		"instance": {fmt.Sprint(pp.Containers[0].Instances[0].Task)}, "resolution": {"coarse"}}, nil)
 
@@ -375,4 +391,19 @@ func TestTrackerAPI(t *testing.T) {
 		return code == 404, fmt.Sprintf("status %d", code)
 	})
 	c.waitGone(t)
+}
+
+func fmtPoint(v *float64) string {
+	if v == nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%.1f", *v)
+}
+
+func fmtPoints(s []*float64) string {
+	out := make([]string, len(s))
+	for i, v := range s {
+		out[i] = fmtPoint(v)
+	}
+	return strings.Join(out, " ")
 }
