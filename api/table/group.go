@@ -1,0 +1,151 @@
+package table
+
+import (
+	"errors"
+	"time"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/window"
+)
+
+// End says where the end-of-input markers of a bounded input come from:
+// one tuple on Stream from every task of Component.
+type End struct {
+	Component, Stream string
+	// OnEnd runs once the markers of every task arrived (after the
+	// bolt's final flush).
+	OnEnd func(out api.BoltCollector)
+}
+
+// endTracker counts end-of-input markers.
+type endTracker struct {
+	end   End
+	tasks int
+	seen  map[int]bool
+	done  bool
+}
+
+func (e *endTracker) prepare(ctx api.Context) {
+	if e.end.Component != "" {
+		e.tasks = len(ctx.ComponentTasks(e.end.Component))
+		e.seen = map[int]bool{}
+	}
+}
+
+// marker reports whether t is an end marker, and whether it completed the
+// end of the input.
+func (e *endTracker) marker(t api.Tuple) (isMarker, complete bool) {
+	if e.end.Component == "" || t.SourceComponent() != e.end.Component || t.SourceStream() != e.end.Stream {
+		return false, false
+	}
+	e.seen[t.SourceTask()] = true
+	if !e.done && len(e.seen) >= e.tasks {
+		e.done = true
+		return true, true
+	}
+	return true, false
+}
+
+// GroupSpec describes a GroupBolt.
+type GroupSpec[K comparable, IN, ACC, OUT any] struct {
+	// Key returns a tuple's group (required).
+	Key func(api.Tuple) K
+	// Value returns what is aggregated (required).
+	Value func(api.Tuple) IN
+	// Aggregate folds a group's values (required); Merge is not used.
+	Aggregate window.AggregateFunc[IN, ACC, OUT]
+	// Output turns a group's result into the emitted values (required);
+	// it may emit more than one tuple, or none.
+	Output func(key K, result OUT, emit func(api.Values))
+	// OutputFields names the emitted fields (required).
+	OutputFields []string
+	// Flush is the mini-batch interval (default 1s): changed groups are
+	// emitted at the first tick after it.
+	Flush time.Duration
+	// End, when set, flushes at the end of a bounded input.
+	End End
+	// Accept, when set, drops the tuples it rejects (a filter before the
+	// aggregation).
+	Accept func(api.Tuple) bool
+}
+
+// GroupBolt aggregates groups over the whole stream and emits upserts.
+type GroupBolt[K comparable, IN, ACC, OUT any] struct {
+	spec  GroupSpec[K, IN, ACC, OUT]
+	out   api.BoltCollector
+	accs  map[K]ACC
+	dirty map[K]struct{}
+	last  time.Time
+	end   endTracker
+	vals  []api.Values
+}
+
+// NewGroupBolt returns a bolt of spec, or what is missing from it.
+func NewGroupBolt[K comparable, IN, ACC, OUT any](spec GroupSpec[K, IN, ACC, OUT]) (*GroupBolt[K, IN, ACC, OUT], error) {
+	if spec.Key == nil || spec.Value == nil || spec.Aggregate == nil || spec.Output == nil || len(spec.OutputFields) == 0 {
+		return nil, errors.New("table: a GroupSpec needs Key, Value, Aggregate, Output and OutputFields")
+	}
+	if spec.Flush <= 0 {
+		spec.Flush = time.Second
+	}
+	return &GroupBolt[K, IN, ACC, OUT]{spec: spec, end: endTracker{end: spec.End}}, nil
+}
+
+// Prepare implements api.Bolt.
+func (b *GroupBolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) error {
+	b.out = out
+	b.accs, b.dirty = map[K]ACC{}, map[K]struct{}{}
+	b.last = time.Now()
+	b.end.prepare(ctx)
+	return nil
+}
+
+// Execute implements api.Bolt.
+func (b *GroupBolt[K, IN, ACC, OUT]) Execute(t api.Tuple) {
+	defer b.out.Ack(t)
+	if t.IsTick() {
+		if time.Since(b.last) >= b.spec.Flush {
+			b.flush()
+		}
+		return
+	}
+	if marker, complete := b.end.marker(t); marker {
+		if complete {
+			b.flush()
+			if b.spec.End.OnEnd != nil {
+				b.spec.End.OnEnd(b.out)
+			}
+		}
+		return
+	}
+	if b.spec.Accept != nil && !b.spec.Accept(t) {
+		return
+	}
+	k := b.spec.Key(t)
+	acc, ok := b.accs[k]
+	if !ok {
+		acc = b.spec.Aggregate.Init()
+	}
+	b.accs[k] = b.spec.Aggregate.Add(acc, b.spec.Value(t))
+	b.dirty[k] = struct{}{}
+}
+
+func (b *GroupBolt[K, IN, ACC, OUT]) flush() {
+	b.last = time.Now()
+	emit := func(v api.Values) { b.out.Emit(v) }
+	for k := range b.dirty {
+		b.spec.Output(k, b.spec.Aggregate.Result(b.accs[k]), emit)
+	}
+	clear(b.dirty)
+}
+
+// Groups returns the number of groups the task holds.
+func (b *GroupBolt[K, IN, ACC, OUT]) Groups() int { return len(b.accs) }
+
+// Cleanup implements api.Bolt.
+func (b *GroupBolt[K, IN, ACC, OUT]) Cleanup() {}
+
+// DeclareOutputFields implements api.Bolt.
+func (b *GroupBolt[K, IN, ACC, OUT]) DeclareOutputFields(d api.OutputDeclarer) {
+	d.Declare(b.spec.OutputFields...)
+}
