@@ -10,8 +10,10 @@ import (
 // The brute-force references: each computes a query's result from the
 // whole list of events, the plain way, following the query's SQL.
 var references = map[string]reference{
-	"q0":  {rows: eachBid("q0", func(b *generator.Bid) []any { return []any{b.Auction, b.Bidder, b.Price, b.DateTime, b.Extra} }), final: 2},
-	"q1":  {rows: eachBid("q1", func(b *generator.Bid) []any { return []any{b.Auction, b.Bidder, 0.908 * float64(b.Price), b.DateTime, b.Extra} }), final: 2},
+	"q0": {rows: eachBid("q0", func(b *generator.Bid) []any { return []any{b.Auction, b.Bidder, b.Price, b.DateTime, b.Extra} }), final: 2},
+	"q1": {rows: eachBid("q1", func(b *generator.Bid) []any {
+		return []any{b.Auction, b.Bidder, 0.908 * float64(b.Price), b.DateTime, b.Extra}
+	}), final: 2},
 	"q2":  {rows: eachBid("q2", q2), final: 2},
 	"q14": {rows: eachBid("q14", q14), final: 2},
 	"q21": {rows: eachBid("q21", q21), final: 2},
