@@ -13,11 +13,11 @@ import (
 	"github.com/egret-stream/egret/examples/nexmark/queries"
 )
 
-// Test runs: events per run, the event-time rate (2,000 events per second
-// of event time: 50,000 events span 25 s, several windows), seeds.
+// Test runs: events per run, the event-time rate (1,000 events per second
+// of event time: 50,000 events span 50 s, several windows), seeds.
 const (
 	testEvents    = 50_000
-	testEventRate = 2000
+	testEventRate = 1000
 )
 
 var testSeeds = []uint64{1, 7}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"sort"
 	"strings"
 
 	"github.com/egret-stream/egret/examples/nexmark/generator"
@@ -18,6 +19,13 @@ var references = map[string]reference{
 	"q14": {rows: eachBid("q14", q14), final: 2},
 	"q21": {rows: eachBid("q21", q21), final: 2},
 	"q22": {rows: eachBid("q22", q22), final: 2},
+	"q3":  {rows: q3, final: 2},
+	"q20": {rows: q20, final: 2},
+	"q15": {rows: q15, keyCols: 1, final: 2},
+	"q16": {rows: q16, keyCols: 2, final: 2},
+	"q17": {rows: q17, keyCols: 2, final: 2},
+	"q18": {rows: q18, keyCols: 2, final: 2},
+	"q19": {rows: q19, keyCols: 2, final: 2},
 }
 
 func eachBid(q string, fn func(b *generator.Bid) []any) func([]generator.Event) []string {
@@ -83,4 +91,195 @@ func q22(b *generator.Bid) []any {
 		return nil
 	}
 	return []any{b.Auction, b.Bidder, b.Price, b.Channel, dir(3), dir(4), dir(5)}
+}
+
+func q3(evs []generator.Event) []string {
+	persons := map[int64]*generator.Person{}
+	for _, e := range evs {
+		if e.Kind == generator.KindPerson {
+			persons[e.Person.ID] = e.Person
+		}
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Kind != generator.KindAuction || e.Auction.Category != 10 {
+			continue
+		}
+		if p, ok := persons[e.Auction.Seller]; ok && (p.State == "OR" || p.State == "ID" || p.State == "CA") {
+			out = append(out, queries.FormatRow("q3", p.Name, p.City, p.State, e.Auction.ID))
+		}
+	}
+	return out
+}
+
+func q20(evs []generator.Event) []string {
+	auctions := map[int64]*generator.Auction{}
+	for _, e := range evs {
+		if e.Kind == generator.KindAuction && e.Auction.Category == 10 {
+			auctions[e.Auction.ID] = e.Auction
+		}
+	}
+	var out []string
+	for _, e := range evs {
+		if e.Kind == generator.KindBid {
+			if a, ok := auctions[e.Bid.Auction]; ok {
+				out = append(out, queries.FormatRow("q20", queries.Q20Row(a, e.Bid)...))
+			}
+		}
+	}
+	return out
+}
+
+func bids(evs []generator.Event) []*generator.Bid {
+	var out []*generator.Bid
+	for _, e := range evs {
+		if e.Kind == generator.KindBid {
+			out = append(out, e.Bid)
+		}
+	}
+	return out
+}
+
+// stats is the plain count of q15 and q16: bids, distinct bidders and
+// auctions, in total and per price rank.
+type stats struct {
+	bids              [4]int64
+	bidders, auctions [4]map[int64]bool
+	minute            string
+}
+
+func (s *stats) add(b *generator.Bid) {
+	for i := range s.bidders {
+		if s.bidders[i] == nil {
+			s.bidders[i], s.auctions[i] = map[int64]bool{}, map[int64]bool{}
+		}
+	}
+	rank := 3
+	if b.Price < 10_000 {
+		rank = 1
+	} else if b.Price < 1_000_000 {
+		rank = 2
+	}
+	for _, r := range []int{0, rank} {
+		s.bids[r]++
+		s.bidders[r][b.Bidder] = true
+		s.auctions[r][b.Auction] = true
+	}
+	if m := queries.Minute(b.DateTime); m > s.minute {
+		s.minute = m
+	}
+}
+
+func (s *stats) row() []any {
+	var out []any
+	for _, n := range s.bids {
+		out = append(out, n)
+	}
+	for _, m := range s.bidders {
+		out = append(out, int64(len(m)))
+	}
+	for _, m := range s.auctions {
+		out = append(out, int64(len(m)))
+	}
+	return out
+}
+
+func q15(evs []generator.Event) []string {
+	days := map[string]*stats{}
+	for _, b := range bids(evs) {
+		d := queries.Day(b.DateTime)
+		if days[d] == nil {
+			days[d] = &stats{}
+		}
+		days[d].add(b)
+	}
+	var out []string
+	for d, s := range days {
+		out = append(out, queries.FormatRow("q15", append([]any{d}, s.row()...)...))
+	}
+	return out
+}
+
+func q16(evs []generator.Event) []string {
+	type key struct{ channel, day string }
+	groups := map[key]*stats{}
+	for _, b := range bids(evs) {
+		k := key{b.Channel, queries.Day(b.DateTime)}
+		if groups[k] == nil {
+			groups[k] = &stats{}
+		}
+		groups[k].add(b)
+	}
+	var out []string
+	for k, s := range groups {
+		out = append(out, queries.FormatRow("q16", append([]any{k.channel, k.day, s.minute}, s.row()...)...))
+	}
+	return out
+}
+
+func q17(evs []generator.Event) []string {
+	type key struct {
+		auction int64
+		day     string
+	}
+	groups := map[key][]int64{}
+	for _, b := range bids(evs) {
+		k := key{b.Auction, queries.Day(b.DateTime)}
+		groups[k] = append(groups[k], b.Price)
+	}
+	var out []string
+	for k, prices := range groups {
+		var n [4]int64
+		lo, hi, sum := prices[0], prices[0], int64(0)
+		for _, p := range prices {
+			n[0]++
+			switch {
+			case p < 10_000:
+				n[1]++
+			case p < 1_000_000:
+				n[2]++
+			default:
+				n[3]++
+			}
+			lo, hi, sum = min(lo, p), max(hi, p), sum+p
+		}
+		out = append(out, queries.FormatRow("q17", k.auction, k.day, n[0], n[1], n[2], n[3], lo, hi, sum/n[0], sum))
+	}
+	return out
+}
+
+func q18(evs []generator.Event) []string {
+	type key struct{ bidder, auction int64 }
+	last := map[key]*generator.Bid{}
+	for _, b := range bids(evs) {
+		k := key{b.Bidder, b.Auction}
+		if l := last[k]; l == nil || b.DateTime >= l.DateTime {
+			last[k] = b
+		}
+	}
+	var out []string
+	for _, b := range last {
+		out = append(out, queries.FormatRow("q18", b.Auction, b.Bidder, b.Price, b.Channel, b.URL, b.DateTime, b.Extra))
+	}
+	return out
+}
+
+func q19(evs []generator.Event) []string {
+	per := map[int64][]*generator.Bid{}
+	for _, b := range bids(evs) {
+		per[b.Auction] = append(per[b.Auction], b)
+	}
+	var out []string
+	for _, bs := range per {
+		sort.SliceStable(bs, func(i, j int) bool {
+			if bs[i].Price != bs[j].Price {
+				return bs[i].Price > bs[j].Price
+			}
+			return bs[i].DateTime < bs[j].DateTime
+		})
+		for i, b := range bs[:min(10, len(bs))] {
+			out = append(out, queries.FormatRow("q19", b.Auction, int64(i+1), b.Bidder, b.Price, b.Channel, b.URL, b.DateTime, b.Extra))
+		}
+	}
+	return out
 }
