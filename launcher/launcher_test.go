@@ -541,6 +541,7 @@ func TestUpdateValidatesBeforeChanging(t *testing.T) {
 	}{
 		{"unknown component", launcher.UpdateOptions{Parallelism: map[string]int{"nosuch": 2}}, nil, `no component "nosuch" (components: sentence, count)`, true},
 		{"zero tasks", launcher.UpdateOptions{Parallelism: map[string]int{"count": 0}}, nil, "at least 1", true},
+		{"more tasks than key groups", launcher.UpdateOptions{Parallelism: map[string]int{"count": 129}}, nil, `component "count": parallelism 129 exceeds the max parallelism 128`, true},
 		{"more containers than tasks", launcher.UpdateOptions{Containers: 9}, nil, "repack", false},
 		{"scheduler down", launcher.UpdateOptions{Parallelism: map[string]int{"count": 3}}, errors.New("the scheduler service is not running"), "cannot update topology \"wc\": the scheduler service is not running", false},
 	} {

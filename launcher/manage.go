@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/egret-stream/egret/core/keygroup"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
@@ -517,6 +518,9 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 		}
 		if n < 1 {
 			return nil, badInput(fmt.Errorf("component %q: parallelism %d must be at least 1", comp, n))
+		}
+		if err := keygroup.Check(n, r.t.MaxParallelism(comp)); err != nil {
+			return nil, badInput(fmt.Errorf("component %q: %w", comp, err))
 		}
 		if n != c.Parallelism && r.t.DeliveryMode() == topology.EffectivelyOnce {
 			// Checkpointed state belongs to task ids: a new task set would

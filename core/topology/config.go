@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/egret-stream/egret/core/keygroup"
 )
 
 // DeliveryMode is the delivery guarantee of a topology.
@@ -139,6 +141,12 @@ const (
 	// parallelism is max(current+1, ceil(current × factor)), capped by
 	// the bound. Component.
 	KeyHealthMgrScaleFactor = "topology.healthmgr.scale.factor"
+
+	// KeyMaxParallelism is the number of key groups a component's keyed
+	// state is partitioned into (core/keygroup), hence the most tasks it
+	// may ever have: the fields grouping routes a key to the task owning
+	// its key group (integer in [1, 32768]; default 128). Component.
+	KeyMaxParallelism = "topology.max.parallelism"
 )
 
 // Defaults of the typed settings.
@@ -155,6 +163,8 @@ const (
 	DefaultHealthMgrInterval       = 10 * time.Second
 	DefaultHealthMgrMaxParallelism = 8
 	DefaultHealthMgrScaleFactor    = 2.0
+
+	DefaultMaxParallelism = keygroup.DefaultMaxParallelism
 )
 
 type keyType int
@@ -182,6 +192,7 @@ type keySpec struct {
 	// the instances and stream managers when they start.
 	fixed string
 	min   float64
+	max   float64 // 0: no upper bound
 }
 
 // Why the settings in keySpecs cannot change in a running topology.
@@ -191,6 +202,7 @@ const (
 	fixedCheckpoint    = "it changes the checkpoint semantics of an effectively-once topology, which the topology manager reads at its start; kill the topology and submit it again"
 	fixedContainerMode = "the executors read it when a container starts; kill the topology and submit it again"
 	fixedHealthMgr     = "the health manager reads it in container 0, which a rolling restart does not restart (it holds no topology code); kill the topology and submit it again"
+	fixedKeyGroups     = "it is the number of key groups the component's keyed state is partitioned into, fixed for the topology's life; kill the topology and submit it again"
 )
 
 var keySpecs = map[string]keySpec{
@@ -226,6 +238,8 @@ var keySpecs = map[string]keySpec{
 	KeyHealthMgrInterval:       {typ: typeDuration, min: 1, fixed: fixedHealthMgr},
 	KeyHealthMgrMaxParallelism: {typ: typeInt, component: true, min: 1, fixed: fixedHealthMgr},
 	KeyHealthMgrScaleFactor:    {typ: typeFloat, component: true, min: 1, fixed: fixedHealthMgr},
+
+	KeyMaxParallelism: {typ: typeInt, component: true, min: 1, max: keygroup.Limit, fixed: fixedKeyGroups},
 }
 
 // checkValue validates one config value; the returned message names the
@@ -286,6 +300,9 @@ func checkValue(key, value string, component bool) (string, bool) {
 	}
 	if n < spec.min || n < 0 {
 		return fmt.Sprintf("%q is below the minimum %v", value, spec.min), false
+	}
+	if spec.max > 0 && n > spec.max {
+		return fmt.Sprintf("%q is above the maximum %v", value, spec.max), false
 	}
 	return "", true
 }
@@ -508,6 +525,16 @@ func (t *Topology) HealthMgrMaxParallelism(component string) int {
 	n, err := strconv.Atoi(t.Setting(component, KeyHealthMgrMaxParallelism))
 	if err != nil || n < 1 {
 		return DefaultHealthMgrMaxParallelism
+	}
+	return n
+}
+
+// MaxParallelism returns the number of key groups of component (its
+// topology.max.parallelism, else DefaultMaxParallelism).
+func (t *Topology) MaxParallelism(component string) int {
+	n, err := strconv.Atoi(t.Setting(component, KeyMaxParallelism))
+	if err != nil || n < 1 || n > keygroup.Limit {
+		return DefaultMaxParallelism
 	}
 	return n
 }

@@ -267,3 +267,22 @@ func TestHealthMgrSettings(t *testing.T) {
 		t.Errorf("the per-component bound refused")
 	}
 }
+
+func TestMaxParallelism(t *testing.T) {
+	topo := &Topology{Name: "t", Config: map[string]string{}, Components: []Component{{Name: "b"}, {Name: "c", Config: map[string]string{KeyMaxParallelism: "16"}}}}
+	if n := topo.MaxParallelism("b"); n != DefaultMaxParallelism || DefaultMaxParallelism != 128 {
+		t.Fatalf("default max parallelism %d", n)
+	}
+	topo.Config[KeyMaxParallelism] = "512"
+	if topo.MaxParallelism("b") != 512 || topo.MaxParallelism("c") != 16 {
+		t.Fatalf("max parallelism b %d, c %d", topo.MaxParallelism("b"), topo.MaxParallelism("c"))
+	}
+	for _, v := range []string{"0", "32769", "many"} {
+		if msg, ok := checkValue(KeyMaxParallelism, v, true); ok {
+			t.Errorf("%s=%s accepted (%s)", KeyMaxParallelism, v, msg)
+		}
+	}
+	if _, _, err := SplitRestartConfig(map[string]string{KeyMaxParallelism: "256"}); err == nil {
+		t.Errorf("the max parallelism may change in a running topology")
+	}
+}

@@ -34,7 +34,8 @@ const (
 	// Shuffle spreads tuples evenly over the tasks.
 	Shuffle Grouping = iota + 1
 	// Fields routes tuples with equal values of the grouping fields to the
-	// same task (core/tuple.FieldsHash mapped by core/tuple.TaskIndex).
+	// same task: the one owning the key's key group (core/tuple.FieldsHash
+	// mapped by core/keygroup.TaskIndex).
 	Fields
 	// All sends a copy of every tuple to every task.
 	All

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/egret-stream/egret/core/keygroup"
 	"github.com/egret-stream/egret/core/names"
 )
 
@@ -90,6 +91,8 @@ func (v *validator) check() {
 		}
 		if c.Parallelism < 1 {
 			v.addf("%s: parallelism %d must be at least 1", label, c.Parallelism)
+		} else if err := keygroup.Check(c.Parallelism, t.MaxParallelism(c.Name)); err != nil {
+			v.addf("%s: %v", label, err)
 		}
 		if c.Kind == Spout && len(c.Inputs) > 0 {
 			v.addf("%s: a spout cannot have inputs", label)

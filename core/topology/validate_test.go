@@ -113,6 +113,25 @@ func TestValidateProblems(t *testing.T) {
 			want:   [][]string{{`component "count"`, `"wrod"`, "undeclared field", "stream fields: word, pos"}},
 		},
 		{
+			name:   "parallelism above the max parallelism",
+			mutate: func(tp *Topology) { tp.Components[2].Parallelism = 129 },
+			want:   [][]string{{`component "count"`, "parallelism 129 exceeds the max parallelism 128", "topology.max.parallelism"}},
+		},
+		{
+			name: "parallelism above a component's max parallelism",
+			mutate: func(tp *Topology) {
+				tp.Config = map[string]string{KeyMaxParallelism: "1000"}
+				tp.Components[2].Parallelism = 9
+				tp.Components[2].Config = map[string]string{KeyMaxParallelism: "8"}
+			},
+			want: [][]string{{`component "count"`, "parallelism 9 exceeds the max parallelism 8"}},
+		},
+		{
+			name:   "max parallelism above the limit",
+			mutate: func(tp *Topology) { tp.Config = map[string]string{KeyMaxParallelism: "32769"} },
+			want:   [][]string{{"topology config topology.max.parallelism", `"32769" is above the maximum 32768`}},
+		},
+		{
 			name:   "fields grouping without fields",
 			mutate: func(tp *Topology) { tp.Components[2].Inputs[0].Fields = nil },
 			want:   [][]string{{`component "count"`, "at least one field"}},

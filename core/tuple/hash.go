@@ -320,26 +320,6 @@ func HashEncodedFields(src []byte, fields []int) (uint64, error) {
 	return h.sum(), nil
 }
 
-// TaskIndex maps a fields-grouping hash to one of n tasks with jump
-// consistent hashing (Lamping and Veach, "A Fast, Minimal Memory,
-// Consistent Hash Algorithm", 2014). The result indexes the consumer's
-// tasks sorted by task id. When n grows to m, a key either stays on its
-// task or moves to one of the new tasks (indexes n..m-1), and about
-// (m-n)/m of the keys move; when n shrinks, only the keys of the removed
-// tasks (the highest indexes) move. It returns 0 when n <= 0.
-func TaskIndex(hash uint64, n int) int {
-	if n <= 1 {
-		return 0
-	}
-	key, b, j := hash, int64(-1), int64(0)
-	for j < int64(n) {
-		b = j
-		key = key*2862933555777941757 + 1
-		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
-	}
-	return int(b)
-}
-
 func hashValue(h *hasher, v any, reg *Registry, depth int) error {
 	switch x := v.(type) {
 	case nil:

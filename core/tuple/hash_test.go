@@ -285,59 +285,6 @@ func TestHashErrors(t *testing.T) {
 	}
 }
 
-func TestTaskIndex(t *testing.T) {
-	// Reference values of jump consistent hashing (the paper's algorithm
-	// as published); a change here re-routes every key of every
-	// running topology.
-	for _, tc := range []struct {
-		h    uint64
-		n    int
-		want int
-	}{{0, 1, 0}, {0, 10, 0}, {1, 10, 6}, {0xdeadbeef, 100, 87}, {math.MaxUint64, 10, 9}, {5, 0, 0}, {5, -2, 0}} {
-		if got := TaskIndex(tc.h, tc.n); got != tc.want {
-			t.Errorf("TaskIndex(%d, %d) = %d, want %d", tc.h, tc.n, got, tc.want)
-		}
-	}
-	// Routing spreads keys over the tasks.
-	counts := make([]int, 8)
-	for i := 0; i < 8000; i++ {
-		h, _ := HashValues(nil, fmt.Sprintf("key-%d", i))
-		counts[TaskIndex(h, len(counts))]++
-	}
-	for i, c := range counts {
-		if c < 800 || c > 1200 {
-			t.Errorf("task %d got %d of 8000 keys", i, c)
-		}
-	}
-}
-
-// TestTaskIndexMovesFewKeys: a rescale moves only the keys it must.
-func TestTaskIndexMovesFewKeys(t *testing.T) {
-	const keys = 20000
-	for _, tc := range []struct{ from, to int }{{3, 4}, {4, 8}, {8, 5}, {1, 2}, {6, 1}} {
-		moved := 0
-		for i := 0; i < keys; i++ {
-			h, _ := HashValues(nil, fmt.Sprintf("key-%d", i))
-			a, b := TaskIndex(h, tc.from), TaskIndex(h, tc.to)
-			if a == b {
-				continue
-			}
-			moved++
-			if tc.to > tc.from && b < tc.from {
-				t.Fatalf("%d -> %d tasks: key %d moved from task %d to the old task %d", tc.from, tc.to, i, a, b)
-			}
-			if tc.to < tc.from && a < tc.to {
-				t.Fatalf("%d -> %d tasks: key %d moved off the kept task %d", tc.from, tc.to, i, a)
-			}
-		}
-		big, small := max(tc.from, tc.to), min(tc.from, tc.to)
-		want := float64(keys) * float64(big-small) / float64(big)
-		if f := float64(moved); f < want*0.9 || f > want*1.1 {
-			t.Errorf("%d -> %d tasks: %d of %d keys moved, want about %.0f", tc.from, tc.to, moved, keys, want)
-		}
-	}
-}
-
 func TestHashDoesNotAllocate(t *testing.T) {
 	tuple := []any{"user-42", int64(7), uint8(1), 2.5, true, nil, time.Unix(5, 6), time.Second,
 		[]byte("b"), strings.Repeat("a long key that crosses the hash buffer ", 5), []any{1, "x"}, map[string]any{"k": 1}}

@@ -172,7 +172,7 @@ func (m *Manager) Step(ctx context.Context) error {
 	if !ok {
 		return nil // not in the definition any more (only bolts of it are culprits)
 	}
-	info := ComponentInfo{Parallelism: c.Parallelism, Max: t.HealthMgrMaxParallelism(comp), Factor: t.HealthMgrScaleFactor(comp)}
+	info := ComponentInfo{Parallelism: c.Parallelism, Max: min(t.HealthMgrMaxParallelism(comp), t.MaxParallelism(comp)), Factor: t.HealthMgrScaleFactor(comp)}
 	d := m.pol.decide(now, comp, lasted, info, t.DeliveryMode() == topology.EffectivelyOnce)
 	m.episodeNs.Store(0)
 	if d.Action == ActionScaleUp {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/keygroup"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/core/tuple"
@@ -21,9 +22,11 @@ type target struct {
 	// local-or-shuffle when there are any, else every task.
 	shuffle  []int
 	fieldIdx []int
-	custom   api.CustomGroupingFunc
-	types    *tuple.Registry
-	next     int
+	// maxParallelism is the bolt's number of key groups (fields grouping).
+	maxParallelism int
+	custom         api.CustomGroupingFunc
+	types          *tuple.Registry
+	next           int
 }
 
 // route is everything an emitter needs for one of its streams.
@@ -56,6 +59,10 @@ func buildRoutes(t *api.Topology, streams *wire.StreamTable, layout *plan.Layout
 			tg.shuffle = tg.tasks
 			switch sub.Grouping {
 			case topology.Fields:
+				tg.maxParallelism = t.Logical.MaxParallelism(sub.Bolt)
+				if err := keygroup.Check(len(tg.tasks), tg.maxParallelism); err != nil {
+					return nil, fmt.Errorf("bolt %q: %w", sub.Bolt, err)
+				}
 				for _, f := range sub.Fields {
 					tg.fieldIdx = append(tg.fieldIdx, indexOf(s.Fields, f))
 				}
@@ -107,7 +114,7 @@ func (tg *target) choose(values []any, dst []int) ([]int, error) {
 		if err != nil {
 			return dst, fmt.Errorf("fields grouping toward %q: %w", tg.bolt, err)
 		}
-		dst = append(dst, tg.tasks[tuple.TaskIndex(h, len(tg.tasks))])
+		dst = append(dst, tg.tasks[keygroup.TaskIndex(h, len(tg.tasks), tg.maxParallelism)])
 	case topology.All:
 		dst = append(dst, tg.tasks...)
 	case topology.Global:

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/keygroup"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/core/tuple"
@@ -29,7 +30,7 @@ func (nopBolt) DeclareOutputFields(api.OutputDeclarer) {}
 
 // routeTopology has two spouts and one bolt per grouping kind, each bolt
 // with 4 tasks.
-func routeTopology(t *testing.T, custom api.CustomGroupingFunc) *api.Topology {
+func routeTopology(t testing.TB, custom api.CustomGroupingFunc) *api.Topology {
 	t.Helper()
 	declare := func(d api.OutputDeclarer) {
 		d.Declare("key", "n")
@@ -77,7 +78,7 @@ func twoContainerLayout(top *api.Topology) *plan.Layout {
 	return pp.Layout()
 }
 
-func routesOf(t *testing.T, top *api.Topology, layout *plan.Layout, component string) map[string]*route {
+func routesOf(t testing.TB, top *api.Topology, layout *plan.Layout, component string) map[string]*route {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(1, 2))
 	routes, err := buildRoutes(top, wire.NewStreamTable(top.Logical), layout, component, layout.ContainerOf[layout.Tasks[component][0]], rng, top.Types)
@@ -87,7 +88,7 @@ func routesOf(t *testing.T, top *api.Topology, layout *plan.Layout, component st
 	return routes
 }
 
-func targetFor(t *testing.T, r *route, bolt string) *target {
+func targetFor(t testing.TB, r *route, bolt string) *target {
 	t.Helper()
 	for _, tg := range r.targets {
 		if tg.bolt == bolt {
@@ -209,7 +210,7 @@ func TestChoose(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := tasks[tuple.TaskIndex(h, len(tasks))]; len(dst) != 1 || dst[0] != want {
+			if want := tasks[keygroup.TaskIndex(h, len(tasks), keygroup.DefaultMaxParallelism)]; len(dst) != 1 || dst[0] != want {
 				t.Fatalf("fields(%v) chose %v, want [%d]", vals[0], dst, want)
 			}
 			counts[dst[0]]++
@@ -309,4 +310,25 @@ func sortedKeys(m map[int]int) []int {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// BenchmarkChooseFields measures the fields grouping's choice of a task:
+// the key's hash and its task.
+func BenchmarkChooseFields(b *testing.B) {
+	top := routeTopology(b, func([]any, []int) []int { return nil })
+	tg := targetFor(b, routesOf(b, top, twoContainerLayout(top), "src")["default"], "fields")
+	vals := make([][]any, 256)
+	for i := range vals {
+		vals[i] = keyed(i)
+	}
+	dst := make([]int, 0, 1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		var err error
+		if dst, err = tg.choose(vals[i&255], dst[:0]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/keygroup"
 	"github.com/egret-stream/egret/core/tuple"
 )
 
@@ -70,7 +71,7 @@ var cases = []*Case{
 				if err != nil {
 					t.Fatalf("hash %q: %v", rec.Key, err)
 				}
-				if want := tasks[tuple.TaskIndex(hash, len(tasks))]; rec.Task != want {
+				if want := tasks[keygroup.TaskIndex(hash, len(tasks), keygroup.DefaultMaxParallelism)]; rec.Task != want {
 					t.Fatalf("key %q reached task %d, the fields hash says %d", rec.Key, rec.Task, want)
 				}
 			}
