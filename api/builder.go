@@ -233,6 +233,25 @@ func (d *BoltDeclarer) SetTickFrequency(every time.Duration) *BoltDeclarer {
 	return d
 }
 
+// SetStateless marks the bolt as keeping no state outside the
+// checkpointed states (see NotCheckpointed): an effectively-once
+// topology then accepts it although it declares that it cannot be
+// checkpointed. A bolt that does keep such state would count the tuples
+// replayed after a rollback twice.
+func (d *BoltDeclarer) SetStateless() *BoltDeclarer {
+	d.set(topology.KeyStateless, "true")
+	return d
+}
+
+// SetStateless marks the spout as keeping no state outside the
+// checkpointed states (see BoltDeclarer.SetStateless). A spout that
+// cannot rewind to a checkpoint's position loses or repeats the tuples
+// it emitted after it.
+func (d *SpoutDeclarer) SetStateless() *SpoutDeclarer {
+	d.set(topology.KeyStateless, "true")
+	return d
+}
+
 // SetConfig sets a component setting.
 func (d *SpoutDeclarer) SetConfig(key, value string) *SpoutDeclarer { d.set(key, value); return d }
 
@@ -335,23 +354,26 @@ func (b *TopologyBuilder) Build() (*Topology, error) {
 	}
 	for _, name := range b.order {
 		var c topology.Component
-		var outputs []topology.Stream
-		var err error
+		var create func() any
 		if s, ok := b.spouts[name]; ok && s.factory != nil {
 			c = topology.Component{Name: name, Kind: topology.Spout, Parallelism: s.parallelism, Config: cloneStrings(s.config)}
-			outputs, err = declareOutputs(func(d OutputDeclarer) { s.factory().DeclareOutputFields(d) })
+			create = func() any { return s.factory() }
 			t.Spouts[name] = s.factory
 		} else if bd, ok := b.bolts[name]; ok && bd.factory != nil {
 			c = topology.Component{Name: name, Kind: topology.Bolt, Parallelism: bd.parallelism, Config: cloneStrings(bd.config), Inputs: bd.inputs}
-			outputs, err = declareOutputs(func(d OutputDeclarer) { bd.factory().DeclareOutputFields(d) })
+			create = func() any { return bd.factory() }
 			t.Bolts[name] = bd.factory
 		} else {
 			continue
 		}
+		outputs, why, err := describe(create)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("component %q: %v", name, err))
 		}
 		c.Outputs = outputs
+		if why != "" {
+			c.Config[topology.KeyNotCheckpointed] = why
+		}
 		t.Logical.Components = append(t.Logical.Components, c)
 	}
 	if err := topology.Validate(t.Logical); err != nil {
@@ -363,17 +385,22 @@ func (b *TopologyBuilder) Build() (*Topology, error) {
 	return t, nil
 }
 
-// declareOutputs calls declare with a recording declarer; a panicking
-// factory or DeclareOutputFields becomes an error.
-func declareOutputs(declare func(OutputDeclarer)) (streams []topology.Stream, err error) {
+// describe creates one component and collects its declared streams and
+// why it cannot be checkpointed (NotCheckpointed); a panicking factory,
+// DeclareOutputFields or NotCheckpointed becomes an error.
+func describe(create func() any) (streams []topology.Stream, notCheckpointed string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("panic while creating the component or declaring its outputs: %v", r)
 		}
 	}()
+	comp := create()
 	d := &recordingDeclarer{}
-	declare(d)
-	return d.streams, nil
+	comp.(interface{ DeclareOutputFields(OutputDeclarer) }).DeclareOutputFields(d)
+	if nc, ok := comp.(NotCheckpointed); ok {
+		notCheckpointed = nc.NotCheckpointed()
+	}
+	return d.streams, notCheckpointed, nil
 }
 
 type recordingDeclarer struct{ streams []topology.Stream }

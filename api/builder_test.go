@@ -310,3 +310,41 @@ func TestBuildIsRepeatable(t *testing.T) {
 		t.Errorf("spout factory called %d times by two Builds, want 2 (once per Build, to declare outputs)", calls)
 	}
 }
+
+type uncheckpointedBolt struct{ testBolt }
+
+func (uncheckpointedBolt) NotCheckpointed() string { return "keeps a cache" }
+
+// TestBuildRecordsNotCheckpointed: what a component declares with
+// NotCheckpointed, and SetStateless, reach the definition, where the
+// effectively-once check reads them.
+func TestBuildRecordsNotCheckpointed(t *testing.T) {
+	b := NewTopologyBuilder("t").SetDeliveryMode(topology.EffectivelyOnce)
+	b.SetSpout("s", spout, 1)
+	b.SetBolt("cache", func() Bolt { return &uncheckpointedBolt{} }, 1).ShuffleGrouping("s")
+	b.SetShellBolt("py", ShellBolt("python3", "x.py").Declare("w"), 1).ShuffleGrouping("s")
+	b.SetBolt("plain", bolt, 1).ShuffleGrouping("s")
+	top, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"cache": "keeps a cache", "py": "a shell bolt: its subprocess keeps its state outside Egret's checkpoints", "plain": "", "s": ""} {
+		c, _ := top.Logical.Component(name)
+		if got := c.Config[topology.KeyNotCheckpointed]; got != want {
+			t.Errorf("%s: %s = %q, want %q", name, topology.KeyNotCheckpointed, got, want)
+		}
+	}
+	if err := topology.CheckEffectivelyOnce(top.Logical); err == nil || !strings.Contains(err.Error(), `"cache"`) || !strings.Contains(err.Error(), `"py"`) {
+		t.Errorf("CheckEffectivelyOnce = %v, want cache and py named", err)
+	}
+
+	b = NewTopologyBuilder("t").SetDeliveryMode(topology.EffectivelyOnce)
+	b.SetSpout("s", spout, 1)
+	b.SetBolt("cache", func() Bolt { return &uncheckpointedBolt{} }, 1).ShuffleGrouping("s").SetStateless()
+	if top, err = b.Build(); err != nil {
+		t.Fatal(err)
+	}
+	if err := topology.CheckEffectivelyOnce(top.Logical); err != nil {
+		t.Errorf("a stateless-marked component refused: %v", err)
+	}
+}

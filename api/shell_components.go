@@ -52,6 +52,12 @@ func (s *shellSpout) Close()      { s.close() }
 func (s *shellSpout) Ack(msgID any)  { s.settle(multilang.CmdAck, msgID) }
 func (s *shellSpout) Fail(msgID any) { s.settle(multilang.CmdFail, msgID) }
 
+// NotCheckpointed implements NotCheckpointed: the subprocess's state
+// (its position in its source, anything it counts) is its own.
+func (s *shellSpout) NotCheckpointed() string {
+	return "a shell spout: its subprocess keeps its state outside Egret's checkpoints"
+}
+
 func (s *shellSpout) DeclareOutputFields(d OutputDeclarer) {
 	if s.spec != nil {
 		s.spec.declareOutputFields(d)
@@ -175,6 +181,11 @@ func (b *shellBolt) Prepare(ctx Context, out BoltCollector) error {
 	b.out = out
 	b.tasks, _ = out.(BoltTaskEmitter)
 	return b.open(ctx, out.ReportError)
+}
+
+// NotCheckpointed implements NotCheckpointed.
+func (b *shellBolt) NotCheckpointed() string {
+	return "a shell bolt: its subprocess keeps its state outside Egret's checkpoints"
 }
 
 func (b *shellBolt) DeclareOutputFields(d OutputDeclarer) {

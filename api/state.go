@@ -40,6 +40,24 @@ type CheckpointListener interface {
 	CheckpointComplete(checkpoint int64)
 }
 
+// NotCheckpointed is implemented by a component that holds state the
+// runtime cannot checkpoint, such as a shell component's subprocess or a
+// window engine whose open windows live outside the checkpointed states.
+// NotCheckpointed returns why, in one phrase ("" when it can be
+// checkpointed after all). TopologyBuilder.Build asks the instance it
+// creates and records the answer in the definition
+// (topology.KeyNotCheckpointed); egret submit then refuses the topology
+// in effectively-once mode, naming the component, unless its declarer's
+// SetStateless says it keeps no state.
+//
+// Nothing can tell whether a user component keeps state outside the
+// States it binds (a field counting tuples, a file, a database): under
+// effectively-once every such component must either keep its state in
+// States, declare NotCheckpointed, or be stateless.
+type NotCheckpointed interface {
+	NotCheckpointed() string
+}
+
 // States is the set of named states of one task. The runtime encodes every
 // state bound with NewState when the task saves, and keeps the states it
 // restored that nothing bound, so a state is never lost by not being read.

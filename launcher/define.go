@@ -86,6 +86,9 @@ func define(ctx context.Context, binary string, args []string, tmp string, timeo
 	if err := topology.Validate(t); err != nil {
 		return nil, "", badInput(errors.New(oneLine(err.Error())))
 	}
+	if err := topology.CheckEffectivelyOnce(t); err != nil {
+		return nil, "", badInput(err)
+	}
 	return t, defn, nil
 }
 

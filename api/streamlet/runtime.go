@@ -104,6 +104,12 @@ func (s *sourceSpout) Close() {
 	}
 }
 
+// NotCheckpointed implements api.NotCheckpointed: a Supplier keeps its
+// position itself, so a rollback cannot rewind it.
+func (s *sourceSpout) NotCheckpointed() string {
+	return "a streamlet source: its supplier's position is not checkpointed"
+}
+
 func (s *sourceSpout) DeclareOutputFields(d api.OutputDeclarer) { declare(d, s.out) }
 
 func declare(d api.OutputDeclarer, o output) {

@@ -379,6 +379,13 @@ func (b *Bolt[K, IN, ACC, OUT]) Watermark() int64 { return b.e.wm }
 // Stats returns what the bolt's windows did so far and hold now.
 func (b *Bolt[K, IN, ACC, OUT]) Stats() Stats { return b.e.snapshot() }
 
+// NotCheckpointed implements api.NotCheckpointed: open windows,
+// accumulators, watermarks and timers live outside the checkpointed
+// states, so a rollback would add the replayed tuples to them again.
+func (b *Bolt[K, IN, ACC, OUT]) NotCheckpointed() string {
+	return "a window bolt: its open windows are not in checkpointed state yet"
+}
+
 // Cleanup implements api.Bolt.
 func (b *Bolt[K, IN, ACC, OUT]) Cleanup() {}
 

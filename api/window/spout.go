@@ -107,6 +107,13 @@ func (s *WatermarkSpout) observe(stream string, values api.Values) {
 // Watermark is the last watermark the spout emitted.
 func (s *WatermarkSpout) Watermark() int64 { return s.last }
 
+// NotCheckpointed implements api.NotCheckpointed: the watermark is not
+// checkpointed, and the wrapper does not pass the wrapped spout's
+// checkpointed state through.
+func (s *WatermarkSpout) NotCheckpointed() string {
+	return "a watermark spout: its watermark is not in checkpointed state yet"
+}
+
 // DeclareOutputFields implements api.Spout.
 func (s *WatermarkSpout) DeclareOutputFields(d api.OutputDeclarer) {
 	s.Spout.DeclareOutputFields(d)

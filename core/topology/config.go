@@ -116,6 +116,17 @@ const (
 	// KeyCheckpointsKept is how many complete checkpoints are kept in
 	// checkpoint storage (integer ≥ 1; default 2).
 	KeyCheckpointsKept = "topology.stateful.checkpoints.keep"
+	// KeyNotCheckpointed says why a component's state cannot be
+	// checkpointed (one phrase); the topology builder records it from
+	// the component's api.NotCheckpointed declaration. An
+	// effectively-once topology with such a component is refused at
+	// submission unless the component is marked stateless. Component.
+	KeyNotCheckpointed = "topology.stateful.not.checkpointed"
+	// KeyStateless marks a component as keeping no state outside the
+	// checkpointed state API, so it may run in an effectively-once
+	// topology although it declares KeyNotCheckpointed (the user's
+	// word; the builder's SetStateless sets it). Boolean. Component.
+	KeyStateless = "topology.stateful.stateless"
 
 	// Health manager settings (docs/operations.md, "Health manager").
 
@@ -231,6 +242,8 @@ var keySpecs = map[string]keySpec{
 	KeyCheckpointInterval: {typ: typeDuration, min: 1, fixed: fixedCheckpoint},
 	KeyAlignmentTimeout:   {typ: typeDuration, min: 1, fixed: fixedCheckpoint},
 	KeyCheckpointsKept:    {typ: typeInt, min: 1, fixed: fixedCheckpoint},
+	KeyNotCheckpointed:    {typ: typeString, component: true, fixed: fixedCheckpoint},
+	KeyStateless:          {typ: typeBool, component: true, fixed: fixedCheckpoint},
 
 	KeyHealthMgrEnabled:        {typ: typeBool, fixed: fixedHealthMgr},
 	KeyHealthMgrThreshold:      {typ: typeDuration, min: 1, fixed: fixedHealthMgr},

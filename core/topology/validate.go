@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/egret-stream/egret/core/keygroup"
@@ -248,4 +249,34 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// CheckEffectivelyOnce refuses an effectively-once topology holding a
+// component whose state cannot be checkpointed (it declares
+// KeyNotCheckpointed) and that the user did not mark stateless
+// (KeyStateless): after a rollback such a component would hold what it
+// built from tuples that are then replayed, and count them twice. The
+// error is one line naming every such component; other delivery modes
+// pass.
+func CheckEffectivelyOnce(t *Topology) error {
+	if t.DeliveryMode() != EffectivelyOnce {
+		return nil
+	}
+	var bad []string
+	for i := range t.Components {
+		c := &t.Components[i]
+		why := c.Config[KeyNotCheckpointed]
+		if why == "" {
+			continue
+		}
+		if stateless, _ := strconv.ParseBool(c.Config[KeyStateless]); stateless {
+			continue
+		}
+		bad = append(bad, fmt.Sprintf("component %q cannot be checkpointed (%s)", c.Name, why))
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	return fmt.Errorf("topology %q cannot run %s: %s; if such a component keeps no state, mark it stateless (SetStateless() on its declarer), else choose %s",
+		t.Name, EffectivelyOnce, strings.Join(bad, "; "), AtLeastOnce)
 }

@@ -491,3 +491,35 @@ func TestValidateDoesNotModify(t *testing.T) {
 	_ = Validate(topo)
 	assertTopologyEqual(t, topo, before)
 }
+
+func TestCheckEffectivelyOnce(t *testing.T) {
+	topo := func(mode DeliveryMode, cfg map[string]string) *Topology {
+		return &Topology{Name: "t", Config: map[string]string{KeyDeliveryMode: string(mode)}, Components: []Component{
+			{Name: "s", Kind: Spout, Parallelism: 1, Config: map[string]string{}, Outputs: []Stream{{ID: DefaultStream, Fields: []string{"x"}}}},
+			{Name: "b", Kind: Bolt, Parallelism: 1, Config: cfg, Inputs: []Input{{Component: "s", Stream: DefaultStream, Grouping: Shuffle}}},
+			{Name: "c", Kind: Bolt, Parallelism: 1, Config: map[string]string{KeyNotCheckpointed: "a shell bolt"}, Inputs: []Input{{Component: "s", Stream: DefaultStream, Grouping: Shuffle}}},
+		}}
+	}
+	if err := CheckEffectivelyOnce(topo(AtLeastOnce, map[string]string{KeyNotCheckpointed: "x"})); err != nil {
+		t.Errorf("at-least-once refused: %v", err)
+	}
+	err := CheckEffectivelyOnce(topo(EffectivelyOnce, map[string]string{KeyNotCheckpointed: "a window bolt"}))
+	if err == nil || strings.Contains(err.Error(), "\n") ||
+		!strings.Contains(err.Error(), `component "b" cannot be checkpointed (a window bolt)`) ||
+		!strings.Contains(err.Error(), `component "c" cannot be checkpointed (a shell bolt)`) ||
+		!strings.Contains(err.Error(), "SetStateless") {
+		t.Errorf("want one line naming b and c, got %v", err)
+	}
+	err = CheckEffectivelyOnce(topo(EffectivelyOnce, map[string]string{KeyNotCheckpointed: "a window bolt", KeyStateless: "true"}))
+	if err == nil || strings.Contains(err.Error(), `"b"`) || !strings.Contains(err.Error(), `"c"`) {
+		t.Errorf("b is marked stateless; want only c named, got %v", err)
+	}
+	tp := topo(EffectivelyOnce, map[string]string{KeyStateless: "true"})
+	tp.Components[2].Config[KeyStateless] = "true"
+	if err := CheckEffectivelyOnce(tp); err != nil {
+		t.Errorf("every component stateless or checkpointable, refused: %v", err)
+	}
+	if err := Validate(tp); err != nil {
+		t.Errorf("the keys do not validate: %v", err)
+	}
+}

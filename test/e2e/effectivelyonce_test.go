@@ -281,3 +281,28 @@ func TestEffectivelyOnceContainerMode(t *testing.T) {
 	t.Logf("%s; restores %v", res, r.checkpointMetric("checkpoint.restores"))
 	r.kill()
 }
+
+// TestEffectivelyOnceRefusesUncheckpointable: an effectively-once submit
+// holding a component that cannot be checkpointed (a shell bolt) is
+// refused before anything happens, in one line naming it; marked
+// stateless, the same topology is accepted and counts exactly.
+func TestEffectivelyOnceRefusesUncheckpointable(t *testing.T) {
+	c := newCluster(t, "local")
+	eo := binary(t, "effectivelyonce")
+	_, stderr, code := c.egret("submit", c.name, eo, "--", "--name", "eoshell", "--shell-split")
+	oneLineError(t, "an effectively-once topology with a shell bolt", stderr, code, 2,
+		`component "split" cannot be checkpointed`, "shell bolt", "SetStateless", "effectively-once")
+	if present, err := c.store().Present(context.Background(), "eoshell"); err != nil || len(present) > 0 {
+		t.Errorf("the refused submit left state: %v (%v)", present, err)
+	}
+	if procs := c.processes(); len(procs) > 0 {
+		t.Errorf("the refused submit started processes: %v", procs)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(c.home, "topologies")); len(entries) > 0 {
+		t.Errorf("the refused submit created topology directories: %d", len(entries))
+	}
+
+	r := startEOCount(t, c, "eoshell", 5000, "--shell-split", "--stateless-split", "--rate", "4000", "--interval", "500ms")
+	t.Logf("%s", r.waitCounted("every word to be counted exactly", 1, allAckedTimeout))
+	r.kill()
+}

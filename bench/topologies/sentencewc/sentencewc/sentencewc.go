@@ -142,6 +142,7 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 	b.SetSpout(SpoutName, func() api.Spout { return &SentenceSpout{} }, o.Spouts)
 	if len(o.ShellSplit) > 0 {
 		b.SetShellBolt(SplitName, api.ShellBolt(o.ShellSplit[0], o.ShellSplit[1:]...).Declare("word", "scheduled"), o.Splits).
+			SetStateless(). // a splitter: nothing to checkpoint
 			LocalOrShuffleGrouping(SpoutName)
 	} else {
 		b.SetBolt(SplitName, func() api.Bolt { return &SplitBolt{} }, o.Splits).LocalOrShuffleGrouping(SpoutName)

@@ -58,6 +58,11 @@ type Options struct {
 	// ReportEvery is the count bolts' report interval (default 300ms).
 	ReportEvery time.Duration
 	Settings    map[string]string
+	// ShellSplit declares the split bolt as a shell bolt (a subprocess,
+	// which cannot be checkpointed), StatelessSplit marks it stateless.
+	// Only the definition sees them: instances start without the
+	// topology's flags and run the Go split bolt.
+	ShellSplit, StatelessSplit bool
 }
 
 // ParseArgs parses the topology's own flags out of args and returns the
@@ -74,6 +79,8 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 	fs.IntVar(&o.Bolts, "bolts", 2, "parallelism of each bolt")
 	fs.DurationVar(&o.Interval, "interval", time.Second, "checkpoint interval")
 	fs.DurationVar(&o.ReportEvery, "report-every", 300*time.Millisecond, "how often the count bolts rewrite their reports")
+	fs.BoolVar(&o.ShellSplit, "shell-split", false, "declare the split bolt as a shell bolt (refused by effectively-once unless --stateless-split)")
+	fs.BoolVar(&o.StatelessSplit, "stateless-split", false, "mark the split bolt stateless")
 	fs.Func("set", "a topology setting KEY=VALUE (repeatable)", func(v string) error {
 		k, val, ok := strings.Cut(v, "=")
 		if !ok || k == "" {
@@ -120,7 +127,16 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 		b.SetConfig(k, v)
 	}
 	b.SetSpout(Source, func() api.Spout { return &SentenceSpout{} }, o.Spouts)
-	b.SetBolt(Split, func() api.Bolt { return &SplitBolt{} }, o.Bolts).ShuffleGrouping(Source)
+	var split *api.BoltDeclarer
+	if o.ShellSplit {
+		split = b.SetShellBolt(Split, api.ShellBolt("python3", "split.py").Declare("word"), o.Bolts)
+	} else {
+		split = b.SetBolt(Split, func() api.Bolt { return &SplitBolt{} }, o.Bolts)
+	}
+	split.ShuffleGrouping(Source)
+	if o.StatelessSplit {
+		split.SetStateless()
+	}
 	if o.ReportEvery <= 0 {
 		o.ReportEvery = 300 * time.Millisecond
 	}
