@@ -145,6 +145,12 @@ func (b *GroupBolt[K, IN, ACC, OUT]) Groups() int { return len(b.accs) }
 // Cleanup implements api.Bolt.
 func (b *GroupBolt[K, IN, ACC, OUT]) Cleanup() {}
 
+// NotCheckpointed implements api.NotCheckpointed: the accumulators live
+// in the task's memory.
+func (b *GroupBolt[K, IN, ACC, OUT]) NotCheckpointed() string {
+	return "a table group bolt: its accumulators are not in checkpointed state"
+}
+
 // DeclareOutputFields implements api.Bolt.
 func (b *GroupBolt[K, IN, ACC, OUT]) DeclareOutputFields(d api.OutputDeclarer) {
 	d.Declare(b.spec.OutputFields...)

@@ -93,6 +93,12 @@ func (b *JoinBolt[K, L, R]) Execute(t api.Tuple) {
 // Cleanup implements api.Bolt.
 func (b *JoinBolt[K, L, R]) Cleanup() {}
 
+// NotCheckpointed implements api.NotCheckpointed: both sides' elements
+// live in the task's memory.
+func (b *JoinBolt[K, L, R]) NotCheckpointed() string {
+	return "a table join bolt: its elements are not in checkpointed state"
+}
+
 // DeclareOutputFields implements api.Bolt.
 func (b *JoinBolt[K, L, R]) DeclareOutputFields(d api.OutputDeclarer) {
 	d.Declare(b.spec.OutputFields...)
