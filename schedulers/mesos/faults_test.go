@@ -3,6 +3,7 @@ package mesos
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -190,5 +191,52 @@ func TestKillWithoutFramework(t *testing.T) {
 	})
 	if _, err := os.Stat(filepath.Join(e.base, topo)); !os.IsNotExist(err) {
 		t.Errorf("working directory left: %v", err)
+	}
+}
+
+// TestSubscriptionLostBeforeSubscribed: the connection of the first
+// subscription breaks after the master registered the framework and before
+// its SUBSCRIBED event arrived, so the framework never learnt its id; then
+// a subscription drops mid-stream. Neither leaves a second framework: the
+// framework finds the one the master kept (by its topology id label) and
+// fails over to it, and kill removes it.
+func TestSubscriptionLostBeforeSubscribed(t *testing.T) {
+	e := newEnv(t, mesostest.Options{}, nil)
+	const topo = "lost"
+	e.m.LoseNextSubscribed()
+	if err := e.launchErr(t, topo); err != nil {
+		t.Fatal(err)
+	}
+	fws := e.m.Frameworks(FrameworkName(topo))
+	if len(fws) != 1 || !fws[0].Connected || fws[0].Subscriptions != 1 {
+		t.Fatalf("frameworks after a subscription lost before SUBSCRIBED: %+v; want one, connected, subscribed once", fws)
+	}
+	id := fws[0].ID
+	subscribes := 0
+	for _, c := range e.m.Calls() {
+		if c.Type == "SUBSCRIBE" {
+			subscribes++
+		}
+	}
+	if subscribes != 2 {
+		t.Errorf("%d SUBSCRIBE calls; want 2 (the lost one, then the failover to its framework)", subscribes)
+	}
+	for range 3 {
+		if n := e.m.DropSubscription(FrameworkName(topo)); n != 1 {
+			t.Fatalf("dropped %d subscriptions", n)
+		}
+		waitFor(t, "the framework to subscribe again", 30*time.Second, func() (bool, string) {
+			fws := e.m.Frameworks(FrameworkName(topo))
+			return len(fws) == 1 && fws[0].Connected && fws[0].ID == id, fmt.Sprintf("%+v", fws)
+		})
+	}
+	if got, _ := e.containers(context.Background(), topo); len(got) != 2 {
+		t.Errorf("containers %v; want the topology manager's and one", got)
+	}
+	if err := e.sched(t, topo).Kill(context.Background(), topo); err != nil {
+		t.Fatal(err)
+	}
+	if fws := e.m.Frameworks(""); len(fws) != 0 || !e.m.Removed(id) {
+		t.Errorf("frameworks left after kill: %+v (removed %s: %v)", fws, id, e.m.Removed(id))
 	}
 }

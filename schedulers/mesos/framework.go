@@ -266,7 +266,7 @@ func (f *framework) run(ctx context.Context) error {
 			f.cancel()
 		}
 	}()
-	f.subscribe(ctx)
+	f.subscribeOwn(ctx)
 	for !f.done && f.fatal == nil {
 		select {
 		case <-ctx.Done():
@@ -382,7 +382,7 @@ func (f *framework) subscribeFailed(err error) {
 	f.lastErr = err
 	switch {
 	case apierrors.CodeNotAuthenticated.Matches(err):
-		f.fatal = fmt.Errorf("the Mesos master at %s refused the credentials of principal %q (401 Unauthorized): check %s and %s", f.s.master, f.s.principal, KeyPrincipal, KeySecret)
+		f.fatal = f.unauthorized()
 		return
 	case apierrors.CodeUnsubscribed.Matches(err), apierrors.CodeMalformedRequest.Matches(err):
 		f.fatal = fmt.Errorf("the Mesos master at %s refused the subscription: %v", f.s.master, err)
@@ -390,6 +390,10 @@ func (f *framework) subscribeFailed(err error) {
 	}
 	f.log.Warn("could not subscribe to the Mesos master; retrying", zap.String("master", f.s.master), zap.Error(err), zap.Duration("after", f.retryDelay))
 	f.scheduleRetry()
+}
+
+func (f *framework) unauthorized() error {
+	return fmt.Errorf("the Mesos master at %s refused the credentials of principal %q (401 Unauthorized): check %s and %s", f.s.master, f.s.principal, KeyPrincipal, KeySecret)
 }
 
 func (f *framework) scheduleRetry() {
@@ -415,7 +419,7 @@ func (f *framework) tick(ctx context.Context, now time.Time) {
 			f.fatal = fmt.Errorf("could not subscribe to the Mesos master at %s within %s (%s): %v", f.s.master, f.s.subscribeTimeout, KeySubscribeTimeout, f.lastErr)
 			return
 		}
-		f.subscribe(ctx)
+		f.subscribeOwn(ctx)
 		return
 	}
 	if !f.connected {
@@ -512,13 +516,18 @@ func (f *framework) onError(msg string) {
 	}
 }
 
+// setID records the framework id, in memory and in framework.json.
+func (f *framework) setID(id string) {
+	f.id = id
+	if err := writeJSON(filepath.Join(f.dir, frameworkFile), frameworkState{FrameworkID: id, Master: f.s.master}, 0o644); err != nil {
+		f.log.Error("could not save the framework id; a restarted framework cannot fail over", zap.Error(err))
+	}
+}
+
 func (f *framework) onSubscribed(sub *scheduler.Event_Subscribed) {
 	id := sub.GetFrameworkID().GetValue()
 	if id != f.id {
-		f.id = id
-		if err := writeJSON(filepath.Join(f.dir, frameworkFile), frameworkState{FrameworkID: id, Master: f.s.master}, 0o644); err != nil {
-			f.log.Error("could not save the framework id; a restarted framework cannot fail over", zap.Error(err))
-		}
+		f.setID(id)
 	}
 	f.connected, f.subscribed = true, true
 	f.retryDelay = 500 * time.Millisecond

@@ -130,9 +130,20 @@ type slowReport struct {
 
 // startSlowBolt writes the rate file, submits slowbolt with args and
 // checks the placement: the spout alone in container 1, the bolt in 2.
-// It returns once the submission succeeded (ok false: the cluster refused
-// it with exit code 2, the refusal's message in why).
-func startSlowBolt(t *testing.T, c *cluster, rate int, args ...string) (s *slowTopo, ok bool, why string) {
+// A refused submission fails the test.
+func startSlowBolt(t *testing.T, c *cluster, rate int, args ...string) *slowTopo {
+	t.Helper()
+	s, ok, why := trySlowBolt(t, c, rate, args...)
+	if !ok {
+		t.Fatalf("egret submit refused slowbolt %q: %s", args, why)
+	}
+	return s
+}
+
+// trySlowBolt is startSlowBolt for a submission that may be refused: ok
+// false when the cluster refused it with exit code 2, the refusal's
+// message in why.
+func trySlowBolt(t *testing.T, c *cluster, rate int, args ...string) (s *slowTopo, ok bool, why string) {
 	t.Helper()
 	s = &slowTopo{t: t, c: c, name: "slowbolt", state: filepath.Join(c.home, "slowbolt-state")}
 	if err := os.MkdirAll(s.state, 0o755); err != nil {
@@ -393,7 +404,7 @@ func checkRSS(t *testing.T, samples []rssSample, steadyFrom time.Time) {
 func TestBackPressureMemoryBounded(t *testing.T) {
 	c := newCluster(t, "local")
 	start := time.Now()
-	s, _, _ := startSlowBolt(t, c, bpSlowRate)
+	s := startSlowBolt(t, c, bpSlowRate)
 	engaged := s.waitBackPressure(true, start)
 	t.Logf("back pressure engaged %s after the submission returned", engaged.Round(time.Millisecond))
 
@@ -450,7 +461,7 @@ func TestBackPressureMemoryBounded(t *testing.T) {
 func TestBackPressureKillSlowInstance(t *testing.T) {
 	c := newCluster(t, "local")
 	start := time.Now()
-	s, _, _ := startSlowBolt(t, c, bpSlowRate)
+	s := startSlowBolt(t, c, bpSlowRate)
 	s.waitBackPressure(true, start)
 
 	name := fmt.Sprintf("instance-slow-%d", s.slowTask)
@@ -503,10 +514,7 @@ func TestBackPressureAtLeastOnce(t *testing.T) {
 	const ids, rate = 30000, 3000
 	c := newCluster(t, "local")
 	start := time.Now()
-	s, ok, why := startSlowBolt(t, c, rate, "--acking", "--ids", strconv.Itoa(ids), "--pending", "8000")
-	if !ok {
-		t.Skipf("the cluster refuses at-least-once topologies (acking across processes not there yet): %s", why)
-	}
+	s := startSlowBolt(t, c, rate, "--acking", "--ids", strconv.Itoa(ids), "--pending", "8000")
 	s.waitBackPressure(true, start)
 	await(t, fmt.Sprintf("every one of %d ids acked and received", ids), 3*time.Minute, func() (bool, string) {
 		src, ok1 := s.source()

@@ -19,215 +19,16 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/internal/zktest"
+	"github.com/egret-stream/egret/schedulers/nomad/nomadtest"
 )
 
 // These tests run topologies on a real Nomad agent: `nomad agent -dev`
-// (one server and client, raw_exec on), started by the test on free
-// ports with its own data directory. The binary is $EGRET_NOMAD_BIN, else
-// nomad on the PATH; without one the tests skip. Egret never depends on
-// Nomad's source: the binary is built or installed beside the project.
+// (one server and client, raw_exec on), started by nomadtest.StartAgent on
+// free ports with its own data directory. Egret never depends on Nomad's
+// source: scripts/nomad-agent.sh builds the binary beside the project.
 
-// nomadBinary returns the Nomad binary of the real-agent tests, or skips.
-func nomadBinary(t *testing.T) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts a real Nomad agent")
-	}
-	if p := os.Getenv("EGRET_NOMAD_BIN"); p != "" {
-		if _, err := os.Stat(p); err != nil {
-			t.Fatalf("EGRET_NOMAD_BIN=%s: %v", p, err)
-		}
-		return p
-	}
-	p, err := exec.LookPath("nomad")
-	if err != nil {
-		t.Skip("no Nomad agent binary: set EGRET_NOMAD_BIN to a nomad binary (1.6 or later) or put nomad on the PATH to run the real-agent tests")
-	}
-	return p
-}
-
-// nomadAgent is a dev agent run by one test.
-type nomadAgent struct {
-	addr    string // http://127.0.0.1:port
-	dataDir string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startNomad starts a dev agent and waits until its client node is ready
-// with the raw_exec driver. It is stopped, with everything it ran, when
-// the test ends.
-func startNomad(t *testing.T) *nomadAgent {
-	t.Helper()
-	bin := nomadBinary(t)
-	dir, err := os.MkdirTemp("", "nomad-dev-") // no "egret" in the agent's own command line
-	if err != nil {
-		t.Fatal(err)
-	}
-	httpPort, rpc, serf := freePort(t), freePort(t), freePort(t)
-	hcl := fmt.Sprintf("ports {\n  http = %d\n  rpc = %d\n  serf = %d\n}\n", httpPort, rpc, serf)
-	if err := os.WriteFile(filepath.Join(dir, "agent.hcl"), []byte(hcl), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "agent.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := &nomadAgent{addr: fmt.Sprintf("http://127.0.0.1:%d", httpPort), dataDir: filepath.Join(dir, "data"), exited: make(chan struct{})}
-	a.cmd = exec.Command(bin, "agent", "-dev", "-bind", "127.0.0.1", "-data-dir", a.dataDir, "-config", filepath.Join(dir, "agent.hcl"))
-	a.cmd.Stdout, a.cmd.Stderr = logf, logf
-	a.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = a.cmd.Wait(); logf.Close(); close(a.exited) }()
-	t.Cleanup(func() {
-		a.stop()
-		if t.Failed() {
-			if b, err := os.ReadFile(filepath.Join(dir, "agent.log")); err == nil {
-				lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-				t.Logf("== nomad agent log (last lines)\n%s", strings.Join(lines[max(0, len(lines)-30):], "\n"))
-			}
-		}
-		os.RemoveAll(dir)
-	})
-	waitFor(t, "the Nomad dev agent's client node with raw_exec", 2*time.Minute, func() bool {
-		var nodes []struct {
-			Status  string
-			Drivers map[string]struct{ Healthy bool }
-		}
-		if err := getJSON(a.addr+"/v1/nodes?resources=false&os=false", &nodes); err != nil {
-			return false
-		}
-		return len(nodes) == 1 && nodes[0].Status == "ready" && nodes[0].Drivers["raw_exec"].Healthy
-	})
-	return a
-}
-
-// stop stops the agent, then kills any process it started that is left.
-func (a *nomadAgent) stop() {
-	_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGINT)
-	select {
-	case <-a.exited:
-	case <-time.After(30 * time.Second):
-		_ = syscall.Kill(-a.cmd.Process.Pid, syscall.SIGKILL)
-		<-a.exited
-	}
-	for _, p := range a.processes("") {
-		_ = syscall.Kill(p.pid, syscall.SIGKILL)
-	}
-}
-
-type agentProc struct {
-	pid  int
-	args []string
-}
-
-// processes lists the processes run from the agent's data directory (the
-// allocations' executors, daemons and instances, and Nomad's executor
-// wrappers) whose command line also holds word.
-func (a *nomadAgent) processes(word string) []agentProc {
-	entries, _ := os.ReadDir("/proc")
-	var out []agentProc
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() || pid == a.cmd.Process.Pid {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !bytes.Contains(b, []byte(a.dataDir)) || !bytes.Contains(b, []byte(word)) {
-			continue
-		}
-		out = append(out, agentProc{pid, strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")})
-	}
-	return out
-}
-
-// executors returns the pid of each container's executor.
-func (a *nomadAgent) executors() map[int]int {
-	out := map[int]int{}
-	for _, p := range a.processes("executor") {
-		if len(p.args) < 2 || p.args[1] != "executor" {
-			continue
-		}
-		for i, arg := range p.args {
-			if arg == "--container" && i+1 < len(p.args) {
-				if c, err := strconv.Atoi(p.args[i+1]); err == nil {
-					out[c] = p.pid
-				}
-			}
-		}
-	}
-	return out
-}
-
-// jobs lists the IDs of the agent's jobs (stopped ones included).
-func (a *nomadAgent) jobs(t *testing.T) []string {
-	t.Helper()
-	var stubs []struct{ ID string }
-	if err := getJSON(a.addr+"/v1/jobs", &stubs); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, s := range stubs {
-		ids = append(ids, s.ID)
-	}
-	return ids
-}
-
-// allRunning reports whether every allocation Nomad wants running runs.
-func (a *nomadAgent) allRunning(t *testing.T) bool {
-	t.Helper()
-	var allocs []struct{ DesiredStatus, ClientStatus string }
-	if err := getJSON(a.addr+"/v1/allocations", &allocs); err != nil {
-		return false
-	}
-	n := 0
-	for _, al := range allocs {
-		if al.DesiredStatus == "run" {
-			n++
-			if al.ClientStatus != "running" {
-				return false
-			}
-		}
-	}
-	return n > 0
-}
-
-// listenAddrs returns the addresses the TCP listeners of the agent's egret
-// processes are bound to (from /proc/net/tcp and tcp6).
-func (a *nomadAgent) listenAddrs() []string {
-	inodes := map[string]bool{}
-	for _, p := range a.processes("egret") {
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", p.pid))
-		for _, fd := range fds {
-			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", p.pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
-				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
-			}
-		}
-	}
-	var out []string
-	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		b, _ := os.ReadFile(f)
-		for _, line := range strings.Split(string(b), "\n")[1:] {
-			fs := strings.Fields(line)
-			if len(fs) > 9 && fs[3] == "0A" && inodes[fs[9]] { // 0A: LISTEN
-				out = append(out, fs[1])
-			}
-		}
-	}
-	return out
-}
+// freePort returns a TCP port free on 127.0.0.1 right now.
+func freePort(t *testing.T) int { return nomadtest.FreePort(t) }
 
 // packageServer runs `egret serve-packages` for the cluster on a free port
 // and returns its upload URI.
@@ -252,7 +53,7 @@ func packageServer(t *testing.T, dir string) string {
 // nomadCluster is the nomad cluster of the docs' quick start against
 // agent: its defaults, with the state in local files (one machine) and a
 // small CPU share per core, as a dev agent has little to hand out.
-func nomadCluster(t *testing.T, agent *nomadAgent) (*cluster, string) {
+func nomadCluster(t *testing.T, agent *nomadtest.Agent) (*cluster, string) {
 	t.Helper()
 	pkgs, err := os.MkdirTemp("", "nomad-packages-")
 	if err != nil {
@@ -261,7 +62,7 @@ func nomadCluster(t *testing.T, agent *nomadAgent) (*cluster, string) {
 	t.Cleanup(func() { os.RemoveAll(pkgs) })
 	uri := packageServer(t, pkgs)
 	c := newCluster(t, "nomad",
-		"egret.nomad.address="+agent.addr,
+		"egret.nomad.address="+agent.Addr,
 		"egret.uploader.http.uri="+uri,
 		"egret.statemgr=localfs",
 		"egret.nomad.mhz.per.core=100",
@@ -311,7 +112,7 @@ func listRow(t *testing.T, c *cluster) string {
 // (Nomad restarts it), kill twice; then the failures: a topology that
 // cannot be placed, an agent that does not answer.
 func TestNomadRealAgent(t *testing.T) {
-	agent := startNomad(t)
+	agent := nomadtest.StartAgent(t)
 	c, pkgs := nomadCluster(t, agent)
 	wc := binary(t, "wordcount")
 
@@ -322,10 +123,10 @@ func TestNomadRealAgent(t *testing.T) {
 	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 3 6 ") {
 		t.Fatalf("list: %q, want wordcount running with 3 containers and 6 instances", row)
 	}
-	if got := agent.executors(); len(got) != 4 {
+	if got := agent.Executors(); len(got) != 4 {
 		t.Fatalf("executors %v, want containers 0..3", got)
 	}
-	for _, a := range agent.listenAddrs() {
+	for _, a := range agent.ListenAddrs() {
 		if !strings.HasPrefix(a, "0100007F:") { // 127.0.0.1, the dev agent's NOMAD_IP
 			t.Errorf("an egret daemon listens on %s, not on the address Nomad gave its port", a)
 		}
@@ -339,26 +140,26 @@ func TestNomadRealAgent(t *testing.T) {
 	c.mustEgret("activate", "nomad", "wordcount")
 	waitCounting(t, c, "after activate")
 
-	before := agent.executors()
+	before := agent.Executors()
 	if out := c.mustEgret("restart", "nomad", "wordcount", "2"); !strings.Contains(out, `restarted container 2 of topology "wordcount"`) {
 		t.Errorf("restart output %q", out)
 	}
 	waitFor(t, "a new executor in container 2", 2*time.Minute, func() bool {
-		p := agent.executors()[2]
+		p := agent.Executors()[2]
 		return p != 0 && p != before[2]
 	})
-	if after := agent.executors(); after[1] != before[1] || after[0] != before[0] {
+	if after := agent.Executors(); after[1] != before[1] || after[0] != before[0] {
 		t.Errorf("restarting container 2 restarted others: %v -> %v", before, after)
 	}
 	// Nomad reports container 2 pending until its client sees the task
 	// run again; a restart of all would leave it to start.
-	waitFor(t, "Nomad to report every allocation running", 2*time.Minute, func() bool { return agent.allRunning(t) })
-	before = agent.executors()
+	waitFor(t, "Nomad to report every allocation running", 2*time.Minute, func() bool { return agent.AllRunning() })
+	before = agent.Executors()
 	if out := c.mustEgret("restart", "nomad", "wordcount"); !strings.Contains(out, "restarted every container") {
 		t.Errorf("restart output %q", out)
 	}
 	waitFor(t, "new executors in every container", 2*time.Minute, func() bool {
-		now := agent.executors()
+		now := agent.Executors()
 		for i := 0; i <= 3; i++ {
 			if now[i] == 0 || now[i] == before[i] {
 				return false
@@ -377,7 +178,7 @@ func TestNomadRealAgent(t *testing.T) {
 	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 4 8 ") {
 		t.Errorf("list after --container-number 4: %q", row)
 	}
-	if got := agent.executors(); len(got) != 5 {
+	if got := agent.Executors(); len(got) != 5 {
 		t.Errorf("executors %v after growing to 4 containers", got)
 	}
 	waitCounting(t, c, "after update --container-number 4")
@@ -385,15 +186,15 @@ func TestNomadRealAgent(t *testing.T) {
 	if row := listRow(t, c); !strings.HasPrefix(row, "wordcount running 3 8 ") {
 		t.Errorf("list after --container-number 3: %q", row)
 	}
-	waitFor(t, "container 4's executor to stop", time.Minute, func() bool { _, ok := agent.executors()[4]; return !ok })
+	waitFor(t, "container 4's executor to stop", time.Minute, func() bool { _, ok := agent.Executors()[4]; return !ok })
 	waitCounting(t, c, "after update --container-number 3")
 
-	victim := agent.executors()[1]
+	victim := agent.Executors()[1]
 	if err := syscall.Kill(victim, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "Nomad to restart the killed executor of container 1", 2*time.Minute, func() bool {
-		p := agent.executors()[1]
+		p := agent.Executors()[1]
 		return p != 0 && p != victim
 	})
 	waitCounting(t, c, "after kill -9 of an executor")
@@ -419,16 +220,16 @@ func TestNomadRealAgent(t *testing.T) {
 }
 
 // assertNothingLeft: no Nomad job, no process, no package and no state.
-func assertNothingLeft(t *testing.T, c *cluster, agent *nomadAgent, pkgs string) {
+func assertNothingLeft(t *testing.T, c *cluster, agent *nomadtest.Agent, pkgs string) {
 	t.Helper()
-	if jobs := agent.jobs(t); len(jobs) != 0 {
+	if jobs := agent.Jobs(t); len(jobs) != 0 {
 		t.Errorf("Nomad jobs left: %v", jobs)
 	}
 	deadline := time.Now().Add(2 * time.Minute)
-	for left := agent.processes("egret"); len(left) > 0; left = agent.processes("egret") {
+	for left := agent.Processes("egret"); len(left) > 0; left = agent.Processes("egret") {
 		if time.Now().After(deadline) {
 			for _, p := range left {
-				t.Errorf("process %d left: %s", p.pid, strings.Join(p.args, " "))
+				t.Errorf("process %d left: %s", p.Pid, strings.Join(p.Args, " "))
 			}
 			break
 		}
@@ -448,7 +249,7 @@ func assertNothingLeft(t *testing.T, c *cluster, agent *nomadAgent, pkgs string)
 // TestNomadWaitTimeoutNamesTheCause: when the containers cannot start,
 // submit's --wait timeout says why, from the task events.
 func TestNomadWaitTimeoutNamesTheCause(t *testing.T) {
-	agent := startNomad(t)
+	agent := nomadtest.StartAgent(t)
 	c, pkgs := nomadCluster(t, agent)
 	// egret itself is to be downloaded from a URL that answers 404.
 	missing := ""
@@ -473,11 +274,11 @@ func TestNomadWaitTimeoutNamesTheCause(t *testing.T) {
 // ZooKeeper, the nomad cluster's default state manager), when the agent
 // offers exec (Linux, as root).
 func TestNomadExecDriver(t *testing.T) {
-	agent := startNomad(t)
+	agent := nomadtest.StartAgent(t)
 	var nodes []struct {
 		Drivers map[string]struct{ Healthy bool }
 	}
-	if err := getJSON(agent.addr+"/v1/nodes?resources=false", &nodes); err != nil || len(nodes) != 1 || !nodes[0].Drivers["exec"].Healthy {
+	if err := agent.Get("/v1/nodes?resources=false", &nodes); err != nil || len(nodes) != 1 || !nodes[0].Drivers["exec"].Healthy {
 		t.Skip("the dev agent offers no healthy exec driver here (it needs Linux, root and cgroups)")
 	}
 	zk := zktest.Start(t)
@@ -499,7 +300,7 @@ func TestNomadExecDriver(t *testing.T) {
 // service registry lists one egret-metrics-<topology> entry per container,
 // and a real Prometheus scrapes the addresses it lists.
 func TestNomadPrometheusService(t *testing.T) {
-	agent := startNomad(t)
+	agent := nomadtest.StartAgent(t)
 	prometheusBinary(t)
 	c, pkgs := nomadCluster(t, agent)
 	c.props = append(c.props, "egret.metrics.sinks=file,tmanager,prometheus")
@@ -513,7 +314,7 @@ func TestNomadPrometheusService(t *testing.T) {
 	var entries []entry
 	waitFor(t, "the metrics service of every container in Nomad's registry", 2*time.Minute, func() bool {
 		entries = nil
-		return getJSON(agent.addr+"/v1/service/egret-metrics-wordcount", &entries) == nil && len(entries) == 3
+		return agent.Get("/v1/service/egret-metrics-wordcount", &entries) == nil && len(entries) == 3
 	})
 	for _, e := range entries {
 		target := net.JoinHostPort(e.Address, strconv.Itoa(e.Port))

@@ -15,7 +15,9 @@
 // RESCIND, UPDATE, FAILURE and ERROR. A subscription the master refuses (a
 // role not in Options.Roles, a framework that has been removed, a second
 // subscription without force) gets a single ERROR event and the stream is
-// closed. Every other call is answered 202 Accepted, or:
+// closed. GET /master/frameworks lists the frameworks the master knows
+// (FrameworksJSON: the fields of Mesos' model a scheduler uses to find its
+// own). Every other call is answered 202 Accepted, or:
 //
 //	400 Bad Request   no framework_id, "Framework cannot be found", a missing
 //	                  Mesos-Stream-Id header, or a stream id that is not the
@@ -68,7 +70,9 @@
 //
 // # Faults
 //
-// DropSubscription closes a framework's stream, KillTask kills a task's
+// DropSubscription closes a framework's stream, LoseNextSubscribed breaks
+// the next new framework's connection after it was registered and before
+// SUBSCRIBED left (the framework stays, disconnected), KillTask kills a task's
 // process (SIGKILL), Rescind rescinds the outstanding offers, Failover
 // simulates a new leading master (every stream closed, the registrations
 // forgotten, the tasks kept: frameworks subscribe again with their ids and
@@ -77,7 +81,7 @@
 //
 // What is not modelled: more than one agent, reservations, persistent
 // volumes, task groups, custom executors, health checks, partition
-// awareness (TASK_UNREACHABLE), the operator API and master redirection.
+// awareness (TASK_UNREACHABLE), the v1 operator API and master redirection.
 // Wherever the real master's behaviour was not known for certain, the fake
 // follows the documentation and says so in docs/schedulers/mesos.md.
 package mesostest

@@ -88,7 +88,10 @@ type Master struct {
 	calls      []Call
 	seq        int
 	rr         int // round robin position of the allocator
-	closed     bool
+	// lostSubscribed is how many new registrations lose their stream
+	// before SUBSCRIBED reaches them (LoseNextSubscribed).
+	lostSubscribed int
+	closed         bool
 
 	done chan struct{}
 	wg   sync.WaitGroup
@@ -112,6 +115,8 @@ type framework struct {
 	suppressed bool
 	// failover fires when a disconnected framework did not come back.
 	failover *time.Timer
+	// registered is when the master first registered the framework.
+	registered time.Time
 	// subscriptions counts SUBSCRIBED events sent.
 	subscriptions int
 }
@@ -415,6 +420,10 @@ func (m *Master) record(c Call) {
 }
 
 func (m *Master) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == FrameworksPath {
+		m.serveFrameworks(w, r)
+		return
+	}
 	if r.URL.Path != Path {
 		http.NotFound(w, r)
 		return
@@ -772,12 +781,22 @@ func (m *Master) attachLocked(fi mesos.FrameworkInfo, s *stream, sub *scheduler.
 		m.seq++
 		id = fmt.Sprintf("%s-%04d", strings.TrimSuffix(m.agentID, "-S0"), m.seq)
 		fi.ID = &mesos.FrameworkID{Value: id}
-		fw = &framework{id: id}
+		fw = &framework{id: id, registered: time.Now()}
 		m.frameworks[id] = fw
+		if m.lostSubscribed > 0 {
+			// The connection breaks after the master registered the
+			// framework and before SUBSCRIBED went out: the scheduler
+			// never learns its id, and the master keeps the framework,
+			// disconnected, for its failover timeout.
+			m.lostSubscribed--
+			fw.info, fw.stream = fi, s
+			m.disconnectLocked(fw, "")
+			return fw, nil
+		}
 	case fw == nil:
 		// A framework id this master does not know: a scheduler that
 		// subscribes to a newly elected master. Its tasks are kept.
-		fw = &framework{id: id}
+		fw = &framework{id: id, registered: time.Now()}
 		m.frameworks[id] = fw
 	case fw.stream != nil:
 		m.disconnectLocked(fw, "Framework failed over")
@@ -1026,6 +1045,16 @@ func (m *Master) DropSubscription(name string) int {
 		}
 	}
 	return n
+}
+
+// LoseNextSubscribed makes the connection of the next subscription that
+// registers a new framework break after the master registered it and
+// before its SUBSCRIBED event left: the framework exists, disconnected, until
+// its failover timeout, and its scheduler never learnt its id.
+func (m *Master) LoseNextSubscribed() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lostSubscribed++
 }
 
 // Rescind rescinds the outstanding offers of the frameworks named name and
