@@ -2,6 +2,7 @@ package mesos
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -20,14 +21,39 @@ func harness(e *env, newSched func(t *testing.T, topology string) spi.Scheduler)
 		StrictErrors: true,
 		Timeout:      60 * time.Second,
 		PollInterval: 20 * time.Millisecond,
+		// The container's task process is killed (SIGKILL) as a machine
+		// failure would: the master reports TASK_FAILED and the framework
+		// relaunches it.
+		LoseContainer: func(ctx context.Context, topology string, container int) error {
+			running, err := e.containers(ctx, topology)
+			if err != nil {
+				return err
+			}
+			if task, ok := running[container]; !ok || !e.m.KillTask(task) {
+				return fmt.Errorf("container %d of %s runs no task to kill (%v)", container, topology, running)
+			}
+			return nil
+		},
+		// More CPUs than the agent has: no offer is ever big enough, and
+		// the launch fails after egret.mesos.offer.timeout (conformanceConfig).
+		Unplaceable: func(job *spi.Job) {
+			job.Plan.Containers[0].Required.CPU = 1000
+		},
+		// A new leading master: every subscription closed, registrations
+		// forgotten, tasks kept.
+		FailOver: func(*testing.T) { e.m.Failover() },
 	}
 }
+
+// conformanceConfig shortens the offer timeout so that the unplaceable
+// check fails within the suite's timeout.
+var conformanceConfig = spi.Config{KeyOfferTimeout: "5s"}
 
 // TestConformance runs the scheduler conformance suite against the fake
 // master, with the scheduler in process and real framework and task
 // processes.
 func TestConformance(t *testing.T) {
-	e := newEnv(t, mesostest.Options{}, nil)
+	e := newEnv(t, mesostest.Options{}, conformanceConfig)
 	schedulertest.Run(t, harness(e, func(t *testing.T, topology string) spi.Scheduler { return e.sched(t, topology) }))
 }
 
@@ -39,7 +65,7 @@ func TestConformancePlugin(t *testing.T) {
 		t.Skip("builds and starts the plugin binary")
 	}
 	bin := plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-mesos")
-	e := newEnv(t, mesostest.Options{}, spi.Config{KeyFrameworkBinary: bin})
+	e := newEnv(t, mesostest.Options{}, spi.Config{KeyFrameworkBinary: bin, KeyOfferTimeout: conformanceConfig[KeyOfferTimeout]})
 	dir := t.TempDir()
 	plugintest.Install(t, dir, plugins.KindScheduler, "mesosplugin", bin)
 	loader := plugintest.NewLoader(t, dir)

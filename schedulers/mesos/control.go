@@ -76,8 +76,11 @@ func (f *framework) routes() http.Handler {
 			http.Error(w, derr.Error(), http.StatusServiceUnavailable)
 			return
 		}
+		var ns *notSubscribedError
 		if errors.Is(err, spi.ErrNotFound) {
 			http.Error(w, err.Error(), http.StatusNotFound)
+		} else if errors.As(err, &ns) {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		} else if err != nil {
 			http.Error(w, err.Error(), http.StatusConflict)
 		}

@@ -759,6 +759,17 @@ func (f *framework) finishKill(err error) {
 	f.done = true
 }
 
+// notSubscribedError: the framework cannot act on its tasks until it has
+// subscribed again.
+type notSubscribedError struct {
+	master string
+	last   error
+}
+
+func (e *notSubscribedError) Error() string {
+	return fmt.Sprintf("the framework is not subscribed to the Mesos master at %s (%v); try again", e.master, e.last)
+}
+
 // restart kills the task of one container (all with spi.AllContainers);
 // each is relaunched at once.
 func (f *framework) restart(which int) error {
@@ -775,7 +786,7 @@ func (f *framework) restart(which int) error {
 		targets = append(targets, c)
 	}
 	if !f.connected {
-		return fmt.Errorf("the framework is not subscribed to the Mesos master at %s (%v); try again", f.s.master, f.lastErr)
+		return &notSubscribedError{master: f.s.master, last: f.lastErr}
 	}
 	for _, c := range targets {
 		if c.task == "" {

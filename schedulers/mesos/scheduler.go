@@ -292,9 +292,31 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	if container != spi.AllContainers {
 		path += "?container=" + strconv.Itoa(container)
 	}
-	_, err = sc.post(ctx, ep, path, nil)
-	return err
+	// A framework that has just lost its subscription (it learns of it
+	// from its stream, after a status may still have said subscribed)
+	// answers 503 until it has subscribed again.
+	for {
+		_, err = sc.post(ctx, ep, path, nil)
+		if !errors.Is(err, errUnavailable) || !ep.alive() {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(sc.poll):
+		}
+	}
 }
+
+// errUnavailable: the framework cannot do it now (503); it may later.
+var errUnavailable = errors.New("unavailable")
+
+// unavailableError is a 503 answer of the framework: its message, and
+// errors.Is(err, errUnavailable).
+type unavailableError struct{ msg string }
+
+func (e *unavailableError) Error() string        { return e.msg }
+func (e *unavailableError) Is(target error) bool { return target == errUnavailable }
 
 // Update hands the new packing plan to the framework, which launches the
 // new containers and kills those gone from the plan, and waits until every
@@ -392,11 +414,16 @@ func (sc *Scheduler) Close() error { return nil }
 // Status returns the framework's view of the topology's containers.
 func (sc *Scheduler) Status(ctx context.Context) (Status, error) { return sc.status(ctx) }
 
-// ensure returns the endpoint of the topology's framework, restarting a
-// framework whose process died (it subscribes with its framework id: a
-// failover).
+// ensure returns the endpoint of the topology's framework once it is
+// subscribed, restarting a framework whose process died (it subscribes
+// with its framework id: a failover). A running framework that lost its
+// subscription (a new leading master, a broken stream) is waited for
+// while it subscribes again.
 func (sc *Scheduler) ensure(ctx context.Context, topology string) (endpoint, error) {
 	if ep, err := sc.endpoint(); err == nil && ep.alive() {
+		if err := sc.waitSubscribed(ctx); err != nil {
+			return endpoint{}, err
+		}
 		return ep, nil
 	}
 	if !exists(sc.path(jobFile)) {
@@ -412,7 +439,7 @@ func (sc *Scheduler) ensure(ctx context.Context, topology string) (endpoint, err
 	return sc.endpoint()
 }
 
-// waitSubscribed waits until a (re)started framework subscribed.
+// waitSubscribed waits until the framework is subscribed.
 func (sc *Scheduler) waitSubscribed(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, sc.s.subscribeTimeout+10*time.Second)
 	defer cancel()
@@ -424,11 +451,11 @@ func (sc *Scheduler) waitSubscribed(ctx context.Context) error {
 			return nil
 		}
 		if ep, eperr := sc.endpoint(); eperr != nil || !ep.alive() {
-			return fmt.Errorf("mesos scheduler: the restarted framework stopped: %s", sc.failure())
+			return fmt.Errorf("mesos scheduler: the framework stopped: %s", sc.failure())
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("mesos scheduler: the restarted framework did not subscribe to %s: %w", sc.s.master, ctx.Err())
+			return fmt.Errorf("mesos scheduler: the framework did not subscribe to %s: %w", sc.s.master, ctx.Err())
 		case <-tick.C:
 		}
 	}
@@ -489,6 +516,8 @@ func (sc *Scheduler) post(ctx context.Context, ep endpoint, path string, body []
 		return b, nil
 	case http.StatusNotFound:
 		return nil, fmt.Errorf("mesos scheduler: %s: %w", msg, spi.ErrNotFound)
+	case http.StatusServiceUnavailable:
+		return nil, &unavailableError{msg: fmt.Sprintf("mesos scheduler: %s: %s", path, msg)}
 	}
 	return nil, fmt.Errorf("mesos scheduler: %s: %s", path, msg)
 }
