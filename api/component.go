@@ -157,6 +157,16 @@ type Pumper interface {
 	Pump()
 }
 
+// Syncer is implemented by a bolt that holds tuples outside its Execute
+// calls, such as a shell bolt whose subprocess processes the tuples given
+// to it on its own schedule. Sync, called on the task's goroutine, returns
+// once every tuple given to Execute before the call has been processed and
+// what it emitted, acked and failed handed to the collector. A drain calls
+// it so that no tuple queued toward or inside a subprocess is lost.
+type Syncer interface {
+	Sync()
+}
+
 // TupleReuser is implemented by a bolt that keeps no tuple past Execute.
 // When ReuseTuples returns true (it is asked once, when the task starts),
 // the runtime passes the same Tuple to every Execute, filled with the next

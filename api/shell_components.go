@@ -3,6 +3,7 @@ package api
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -168,6 +169,7 @@ type shellBolt struct {
 var (
 	_ Bolt   = (*shellBolt)(nil)
 	_ Pumper = (*shellBolt)(nil)
+	_ Syncer = (*shellBolt)(nil)
 )
 
 func newShellBolt(s *Shell) *shellBolt {
@@ -240,6 +242,46 @@ func (b *shellBolt) Pump() {
 		case b.wake <- struct{}{}:
 		default:
 		}
+	}
+}
+
+// Sync implements Syncer with Storm's heartbeat tuple as a barrier: it
+// handles what the subprocess sends until it answered the heartbeat, that
+// is until every tuple given to it before has been processed and what it
+// emitted, acked and failed handed to the collector. A hung subprocess is
+// killed at its heartbeat timeout, which ends the wait.
+func (b *shellBolt) Sync() {
+	if b.proc == nil {
+		return // ended: its tuples were failed
+	}
+	retry := time.NewTicker(time.Millisecond)
+	defer retry.Stop()
+	var n uint64
+	for {
+		var ok bool
+		if n, ok = b.proc.AskSync(); ok {
+			break
+		}
+		// The queue toward the subprocess is full: handle what it sends
+		// while it makes room.
+		if m := b.next(false); m != nil {
+			b.handle(m)
+			continue
+		}
+		select {
+		case <-retry.C:
+		case <-b.proc.Done():
+			b.drain()
+			return
+		}
+	}
+	for b.syncs < n {
+		m := b.next(true)
+		if m == nil {
+			b.drain()
+			return
+		}
+		b.handle(m)
 	}
 }
 

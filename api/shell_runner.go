@@ -45,6 +45,7 @@ type shellRunner struct {
 	restartAt time.Time
 	backoff   time.Duration
 	backlog   []*multilang.Message // read while a send waited for room
+	syncs     uint64               // syncs the process sent, handed out by next
 	warned    int                  // warnings of warnOnce given
 }
 
@@ -104,6 +105,7 @@ func (r *shellRunner) start() error {
 		return fmt.Errorf("shell component %s/%d: %w", r.ctx.ComponentName(), r.ctx.TaskID(), err)
 	}
 	r.proc = p
+	r.syncs = 0
 	r.gen++
 	r.startedAt = time.Now()
 	r.log.Info("subprocess started", zap.Int("subprocess_pid", p.Pid()), zap.String("path", command),
@@ -191,6 +193,14 @@ func (r *shellRunner) send(b []byte) bool {
 // With block it waits for one; it returns nil when none is ready (without
 // block) or when the process ended and everything it sent was returned.
 func (r *shellRunner) next(block bool) *multilang.Message {
+	m := r.nextMessage(block)
+	if m != nil && m.Command == multilang.CmdSync {
+		r.syncs++
+	}
+	return m
+}
+
+func (r *shellRunner) nextMessage(block bool) *multilang.Message {
 	if len(r.backlog) > 0 {
 		m := r.backlog[0]
 		r.backlog[0] = nil

@@ -112,6 +112,10 @@ type Process struct {
 	await  atomic.Int64 // answers (syncs) awaited
 	since  atomic.Int64 // unix nanos when await became non-zero
 	stderr sync.WaitGroup
+	// beatMu orders the heartbeat tuples queued by the watchdog and by
+	// AskSync; beats counts them.
+	beatMu sync.Mutex
+	beats  uint64
 }
 
 // Start starts the subprocess, performs the handshake and returns the
@@ -254,6 +258,32 @@ func (p *Process) Expect(n int) {
 	if p.await.Add(int64(n)) == int64(n) {
 		p.since.Store(time.Now().UnixNano())
 	}
+}
+
+// AskSync queues Storm's heartbeat tuple unless the queue toward the
+// subprocess is full (ok false: handle its messages and ask again). The
+// subprocess answers each heartbeat with a sync once it has processed
+// everything queued before it, so once its n-th sync (counted from its
+// start, answers to the watchdog's heartbeats included) has been handled,
+// every tuple queued before the call has been processed and what it
+// emitted handled: the barrier of a drain. A bolt subprocess sends no
+// sync of its own except after an error (pystorm), which can end the
+// barrier one answer early.
+func (p *Process) AskSync() (n uint64, ok bool) { return p.queueBeat() }
+
+// queueBeat queues a heartbeat tuple if there is room and returns how
+// many have been queued.
+func (p *Process) queueBeat() (uint64, bool) {
+	p.beatMu.Lock()
+	defer p.beatMu.Unlock()
+	select {
+	case p.out <- heartbeat:
+	default:
+		return p.beats, false
+	}
+	p.beats++
+	p.Expect(1)
+	return p.beats, true
 }
 
 // Err says why the process ended (nil while it runs).
@@ -429,12 +459,9 @@ func (p *Process) watch() {
 			}
 		}
 		if p.cfg.Heartbeats && now.Sub(lastBeat) >= heartbeatEvery {
-			select {
-			case p.out <- heartbeat:
-				p.Expect(1)
+			if _, ok := p.queueBeat(); ok {
 				lastBeat = now
-			default: // the queue is full: the subprocess is busy, or hung (the awaited answers tell)
-			}
+			} // else the queue is full: the subprocess is busy, or hung (the awaited answers tell)
 		}
 	}
 }

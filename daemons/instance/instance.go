@@ -449,6 +449,11 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 					exec.execute(api.NewTickTuple())
 					in.em.flushAll()
 				}
+			case MsgSync:
+				if s, ok := b.(api.Syncer); ok {
+					_ = in.call("Sync", func() error { s.Sync(); return nil })
+					in.em.flushAll()
+				}
 			}
 			if m.Handled != nil {
 				m.Handled()

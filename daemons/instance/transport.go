@@ -40,6 +40,12 @@ const (
 	// emitted was sent. The in-process runner's drain sends it as the
 	// final tick of the bolts that have a tick frequency. Spouts ignore it.
 	MsgTick
+	// MsgSync makes a bolt that holds tuples outside its Execute calls
+	// (api.Syncer: a shell bolt's subprocess) process them; Handled is
+	// called after what they emitted was sent. The in-process runner's
+	// drain sends it to every bolt, upstream first. Spouts and other
+	// bolts ignore it.
+	MsgSync
 )
 
 // Msg is one message delivered to an instance.

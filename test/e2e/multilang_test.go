@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ import (
 func init() {
 	packages["multilang"] = "./test/e2e/testdata/multilang"
 	packages["ackcheckpy"] = "./test/e2e/testdata/multilang/ackcheckpy"
+	packages["pysplit"] = "./test/e2e/testdata/pysplit"
 }
 
 var (
@@ -103,6 +105,38 @@ func (c *cluster) userCounter(t *testing.T, topology, component, name string) fl
 		return -1
 	}
 	return s[component]["user."+name]
+}
+
+// TestMultilangLocalDrainLosesNoWord: a local run (--local) of a sentence
+// word count at 1,000 sentences/s whose split bolt is a pystorm subprocess
+// that takes 1ms a sentence, so that sentences queue toward and inside
+// the subprocesses when the run ends: the drain syncs each subprocess
+// (Storm's heartbeat tuple, answered by a sync once everything before it
+// is processed), and every word the sentences hold reaches the count bolt.
+func TestMultilangLocalDrainLosesNoWord(t *testing.T) {
+	cmd := exec.Command(binary(t, "pysplit"), "--rate", "1000", "--split-delay", "1ms", "--python-path", pythonBin(t),
+		"--resources", filepath.Join(repoRoot(), "test", "e2e", "testdata", "pysplit", "resources"), "--local", "--duration", "5s")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("pysplit --local: %v\n%s", err, out)
+	}
+	counter := func(name string) int64 {
+		m := regexp.MustCompile(`(?m)^\s*` + regexp.QuoteMeta(name) + ` = (\d+)$`).FindSubmatch(out)
+		if m == nil {
+			t.Fatalf("no counter %s in the summary:\n%s", name, out)
+		}
+		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		return n
+	}
+	sent, counted := counter("sentences.words"), counter("count.words")
+	if sent < 10000 {
+		t.Fatalf("only %d words sent in 5s at 1,000 sentences/s:\n%s", sent, out)
+	}
+	if counted != sent || !strings.Contains(string(out), "drained in") {
+		t.Fatalf("the sentences held %d words, the count bolt received %d (%d lost):\n%s", sent, counted, sent-counted, out)
+	}
+	t.Logf("%d words sent and counted", sent)
 }
 
 // TestMultilangPystorm: a pystorm spout (resources/source.py), reliable

@@ -73,6 +73,9 @@ type Runner struct {
 	// ticks are the tasks of the bolts with a tick frequency, by level
 	// (upstream first): the order of the drain's final ticks.
 	ticks []tickLevel
+	// bolts are the tasks of every bolt by level (upstream first): the
+	// order of the drain's syncs (api.Syncer).
+	bolts []tickLevel
 }
 
 // New prepares every task of t.
@@ -137,7 +140,8 @@ func New(t *api.Topology, opts Options) (*Runner, error) {
 			r.timeout = max(r.timeout, t.Logical.MessageTimeout(r.layout.ComponentOf[id]))
 		}
 	}
-	r.ticks = tickLevels(t.Logical, r.layout)
+	r.ticks = tickLevels(t.Logical, r.layout, func(c *topology.Component) bool { return t.Logical.TickFrequency(c.Name) > 0 })
+	r.bolts = tickLevels(t.Logical, r.layout, func(*topology.Component) bool { return true })
 	return r, nil
 }
 
@@ -294,23 +298,43 @@ func (r *Runner) drain() DrainReport {
 	if err := r.SetActive(ctx, false); err != nil {
 		return end("the spouts to deactivate", 0)
 	}
-	if !r.waitUntil(ctx, r.idle) {
-		return end("the in-flight tuples", 0)
+	if w := r.settle(ctx); w != "" {
+		return end(w, 0)
 	}
 	for i, l := range r.ticks {
-		if err := r.finalTick(ctx, l.tasks); err != nil {
+		if err := r.send(ctx, l.tasks, instance.MsgTick); err != nil {
 			return end("the final ticks of "+strings.Join(l.components, ", "), i)
 		}
 		rep.FinalTicks += len(l.tasks)
 		rep.Ticked = append(rep.Ticked, l.components...)
-		if !r.waitUntil(ctx, r.idle) {
-			return end("what the final ticks of "+strings.Join(l.components, ", ")+" emitted", i+1)
+		if w := r.settle(ctx); w != "" {
+			return end("what the final ticks of "+strings.Join(l.components, ", ")+" emitted: "+w, i+1)
 		}
 	}
 	if !r.waitUntil(ctx, func() bool { return r.idle() && r.pendingRoots() == 0 }) {
 		return end("the pending roots", len(r.ticks))
 	}
 	return end("", len(r.ticks))
+}
+
+// settle waits until nothing is in flight, also inside the bolts that
+// hold tuples outside Execute (a shell bolt's subprocess): level by level,
+// upstream first, every bolt task is synced (api.Syncer) and what that
+// emitted processed, so that a level receives nothing more once synced.
+// It returns what it was waiting for when ctx ended ("" once settled).
+func (r *Runner) settle(ctx context.Context) string {
+	if !r.waitUntil(ctx, r.idle) {
+		return "the in-flight tuples"
+	}
+	for _, l := range r.bolts {
+		if err := r.send(ctx, l.tasks, instance.MsgSync); err != nil {
+			return "the tuples held by " + strings.Join(l.components, ", ")
+		}
+		if !r.waitUntil(ctx, r.idle) {
+			return "what " + strings.Join(l.components, ", ") + " emitted"
+		}
+	}
+	return ""
 }
 
 // idle reports whether no batch is in flight: every inbound queue is
@@ -338,14 +362,14 @@ func (r *Runner) waitUntil(ctx context.Context, cond func() bool) bool {
 	}
 }
 
-// finalTick makes each of tasks execute one tick tuple and waits until
-// they have (and sent what they emitted).
-func (r *Runner) finalTick(ctx context.Context, tasks []int) error {
+// send gives each of tasks a message of kind (a final tick, a sync) and
+// waits until they have handled it (and sent what they emitted).
+func (r *Runner) send(ctx context.Context, tasks []int, kind instance.MsgKind) error {
 	var wg sync.WaitGroup
 	for _, id := range tasks {
 		wg.Add(1)
 		select {
-		case r.inboxes[id] <- instance.Msg{Kind: instance.MsgTick, Handled: wg.Done}:
+		case r.inboxes[id] <- instance.Msg{Kind: kind, Handled: wg.Done}:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -367,11 +391,12 @@ type tickLevel struct {
 	tasks      []int
 }
 
-// tickLevels orders the bolts with a tick frequency by depth, the length
-// of the longest path from a spout to them, so that every bolt upstream
-// of a bolt is in an earlier level. Validation refuses cycles; a bolt on
-// one would be put at the depth where the cycle was entered.
-func tickLevels(t *topology.Topology, layout *plan.Layout) []tickLevel {
+// tickLevels orders the bolts that keep (those with a tick frequency, or
+// all) by depth, the length of the longest path from a spout to them, so
+// that every bolt upstream of a bolt is in an earlier level. Validation
+// refuses cycles; a bolt on one would be put at the depth where the cycle
+// was entered.
+func tickLevels(t *topology.Topology, layout *plan.Layout, keep func(*topology.Component) bool) []tickLevel {
 	depth := map[string]int{}
 	var visit func(name string) int
 	visit = func(name string) int {
@@ -393,7 +418,7 @@ func tickLevels(t *topology.Topology, layout *plan.Layout) []tickLevel {
 	byDepth := map[int]*tickLevel{}
 	var depths []int
 	for _, c := range t.Components {
-		if c.Kind != topology.Bolt || t.TickFrequency(c.Name) <= 0 {
+		if c.Kind != topology.Bolt || !keep(&c) {
 			continue
 		}
 		d := visit(c.Name)
