@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -83,7 +84,7 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 }
 
 func killCmd(g *globals) *cobra.Command {
-	var now bool
+	var now, ignoreNotFound bool
 	var drain time.Duration
 	cmd := &cobra.Command{
 		Use:   "kill cluster[/role[/env]] <topology>",
@@ -110,7 +111,12 @@ func killCmd(g *globals) *cobra.Command {
 					return usageError{err}
 				}
 			}
-			if err := l.Kill(cmd.Context(), args[1], o); err != nil {
+			err = l.Kill(cmd.Context(), args[1], o)
+			if ignoreNotFound && errors.Is(err, launcher.ErrNothingToKill) {
+				fmt.Fprintln(cmd.OutOrStdout(), err.Error())
+				return nil
+			}
+			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "killed topology %q\n", args[1])
@@ -119,6 +125,7 @@ func killCmd(g *globals) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.BoolVar(&now, "now", false, "stop at once, without draining")
+	f.BoolVar(&ignoreNotFound, "ignore-not-found", false, "exit 0 when there is no such topology (nothing to stop)")
 	f.DurationVar(&drain, "drain-timeout", 0, "how long to drain before stopping (default egret.kill.drain.timeout, 30s; 0: no drain)")
 	return cmd
 }

@@ -605,3 +605,67 @@ func TestLockSerializesCommands(t *testing.T) {
 		t.Fatalf("Kill once the lock was released: %v", err)
 	}
 }
+
+// noProbe is the fake scheduler without its Prober side: a scheduler that
+// cannot tell whether it runs a topology's job.
+type noProbe struct{ spi.Scheduler }
+
+type noProbeBackends struct{ *backends }
+
+func (b noProbeBackends) Scheduler(context.Context, spi.Config) (spi.Scheduler, error) {
+	return noProbe{b.sched}, nil
+}
+
+// TestKillOfNothing: a kill of a misspelled name names the nearest
+// topology and touches nothing; a second kill says that nothing was left
+// to stop; a kill of a topology whose state is gone but whose job the
+// scheduler still runs stops its containers; a scheduler that cannot tell
+// is asked to stop any container left, and the kill still says that there
+// was no topology. Each error matches ErrNothingToKill.
+func TestKillOfNothing(t *testing.T) {
+	f := newFixture(t, "local")
+	ctx := ctxFor(t)
+	f.submitState(t, "wordcount", egretpb.TopologyState_TOPOLOGY_STATE_RUNNING)
+	f.sched.probeErr = fmt.Errorf("no job: %w", spi.ErrNotFound)
+	err := f.l.Kill(ctx, "wordcuont", launcher.KillOptions{})
+	if !errors.Is(err, launcher.ErrNothingToKill) || !strings.Contains(err.Error(), `did you mean "wordcount"?`) {
+		t.Fatalf("kill of a misspelled name: %v; want no topology, did you mean wordcount", err)
+	}
+	if calls := f.sched.Calls(); len(calls) != 0 {
+		t.Errorf("the scheduler was called: %v", calls)
+	}
+	if present, _ := f.store.Present(ctx, "wordcount"); len(present) == 0 {
+		t.Error("the kill of another name removed wordcount's state")
+	}
+
+	f.sched.probeErr = nil
+	if err := f.l.Kill(ctx, "wordcount", launcher.KillOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	f.sched.probeErr = fmt.Errorf("no job: %w", spi.ErrNotFound)
+	err = f.l.Kill(ctx, "wordcount", launcher.KillOptions{})
+	if !errors.Is(err, launcher.ErrNothingToKill) || !strings.Contains(err.Error(), "nothing left to stop") {
+		t.Fatalf("second kill: %v; want nothing left to stop", err)
+	}
+	if calls := f.sched.Calls(); len(calls) != 1 {
+		t.Errorf("scheduler calls %v, want the first kill's only", calls)
+	}
+
+	f.sched.probeErr = nil // the job runs without state
+	if err := f.l.Kill(ctx, "leftover", launcher.KillOptions{}); err != nil {
+		t.Fatalf("kill of a job without state: %v", err)
+	}
+	if calls := f.sched.Calls(); len(calls) != 2 || calls[1] != "kill leftover" {
+		t.Errorf("scheduler calls %v, want the leftover's containers stopped", calls)
+	}
+
+	l := *f.l
+	l.Backends = noProbeBackends{f.l.Backends.(*backends)}
+	err = l.Kill(ctx, "gone", launcher.KillOptions{})
+	if !errors.Is(err, launcher.ErrNothingToKill) || !strings.Contains(err.Error(), "asked to stop any container") {
+		t.Fatalf("kill with a scheduler that cannot tell: %v", err)
+	}
+	if calls := f.sched.Calls(); len(calls) != 3 || calls[2] != "kill gone" {
+		t.Errorf("scheduler calls %v, want any container of gone stopped", calls)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/keygroup"
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
@@ -88,9 +89,18 @@ func (l *Launcher) lock(ctx context.Context, store *state.Store, name string) (f
 	}, nil
 }
 
+// ErrNothingToKill is matched (errors.Is) by the error of a Kill that
+// found nothing of the topology: no state, and no job the scheduler can
+// tell of. It also matches spi.ErrNotFound.
+var ErrNothingToKill = fmt.Errorf("nothing to kill: %w", spi.ErrNotFound)
+
 // Kill stops a topology and removes its state and package. It succeeds for
-// a topology that is not there, only partly there, or whose state nodes
-// are corrupt: kill is the way out of a damaged topology.
+// a topology only partly there, or whose state nodes are corrupt: kill is
+// the way out of a damaged topology. A topology of which nothing is left
+// (a misspelled name, a second kill) is an error matching
+// ErrNothingToKill that names the nearest topology of the cluster; the
+// scheduler is still asked to stop any container left of it when it
+// cannot tell whether it runs one.
 //
 // It holds the topology's lock throughout, and removes the package before
 // the state, so that a submit of the same name waiting for the lock never
@@ -105,12 +115,23 @@ func (l *Launcher) Kill(ctx context.Context, name string, o KillOptions) error {
 		return err
 	}
 	defer release()
+	present, err := store.Present(ctx, name)
+	if err != nil {
+		return err
+	}
+	_, tmErr := store.TManagerLocation(ctx, name)
+	if tmErr == nil || errors.Is(tmErr, spi.ErrCorrupt) {
+		present = append(present, "topology manager")
+	}
 	es, esErr := store.ExecutionState(ctx, name)
 	sched, err := l.Backends.Scheduler(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("scheduler: %w", err)
 	}
 	defer sched.Close()
+	if len(present) == 0 {
+		return l.killLeftovers(ctx, store, sched, name)
+	}
 	deactivated := false
 	if o.DrainTimeout > 0 {
 		deactivated = l.drain(ctx, store, name, o.DrainTimeout)
@@ -137,6 +158,42 @@ func (l *Launcher) Kill(ctx context.Context, name string, o KillOptions) error {
 	l.removeCheckpoints(ctx, cfg, store, name)
 	l.progress("removing the state of %q", name)
 	return store.Kill(ctx, name)
+}
+
+// killLeftovers handles the kill of a topology without state: the
+// containers a scheduler still runs of it are stopped (a kill interrupted
+// after the state went), and otherwise the error says that nothing was
+// there, with the nearest name.
+func (l *Launcher) killLeftovers(ctx context.Context, store *state.Store, sched spi.Scheduler, name string) error {
+	var known []string
+	if names, err := store.Names(ctx); err == nil {
+		known = names
+	}
+	missing := fmt.Sprintf("no topology %q in cluster %q", name, l.Cluster.Name)
+	if near, ok := names.Nearest(name, known); ok {
+		missing += fmt.Sprintf(" (did you mean %q?)", near)
+	} else if len(known) > 0 && len(known) <= 10 {
+		missing += fmt.Sprintf(" (it runs %s)", strings.Join(known, ", "))
+	}
+	if p, ok := sched.(spi.Prober); ok {
+		err := p.Probe(ctx, name)
+		if errors.Is(err, spi.ErrNotFound) {
+			return fmt.Errorf("%s: nothing left to stop: %w", missing, ErrNothingToKill)
+		}
+		// The scheduler still has a job of it: stop its containers.
+		l.progress("%q has no state left, but the scheduler still runs its job: stopping its containers", name)
+		if err := sched.Kill(ctx, name); err != nil {
+			return fmt.Errorf("kill the containers left of %q: %w", name, err)
+		}
+		return nil
+	}
+	// The scheduler cannot tell whether it runs containers of the
+	// topology: it is asked to stop any, and the kill still says that
+	// there was no topology.
+	if err := sched.Kill(ctx, name); err != nil {
+		return fmt.Errorf("%s; stopping any container left of it failed: %w", missing, err)
+	}
+	return fmt.Errorf("%s: nothing in its state manager (the scheduler was asked to stop any container left of it): %w", missing, ErrNothingToKill)
 }
 
 // removeCheckpoints deletes the checkpoints of a killed effectively-once

@@ -135,3 +135,22 @@ func FuzzCheck(f *testing.F) {
 		}
 	})
 }
+
+func TestNearest(t *testing.T) {
+	cands := []string{"wordcount", "exclamation", "windowed"}
+	for _, tc := range []struct {
+		s, want string
+		ok      bool
+	}{
+		{"wordcuont", "wordcount", true}, {"wordcount", "wordcount", true}, {"exclamatoin", "exclamation", true},
+		{"zzz", "", false}, {"kafka", "", false},
+	} {
+		got, ok := Nearest(tc.s, cands)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Nearest(%q) = %q, %v; want %q, %v", tc.s, got, ok, tc.want, tc.ok)
+		}
+	}
+	if _, ok := Nearest("x", nil); ok {
+		t.Error("a nearest name among none")
+	}
+}

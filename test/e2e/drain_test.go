@@ -93,7 +93,9 @@ func TestDeactivateDrains(t *testing.T) {
 }
 
 // TestKillNowAndNoDrain: --now, and a zero egret.kill.drain.timeout, stop
-// at once; a bad --drain-timeout is refused before anything happens.
+// at once; a bad --drain-timeout is refused before anything happens; a
+// kill of a misspelled name or a second kill says that there was nothing
+// to stop (exit 1; 0 with --ignore-not-found).
 func TestKillNowAndNoDrain(t *testing.T) {
 	c := newCluster(t, "local")
 	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--", "--containers", "1")
@@ -105,6 +107,12 @@ func TestKillNowAndNoDrain(t *testing.T) {
 	}
 	if _, stderr, code := c.egret("kill", c.name, "wordcount", "--drain-timeout", "-1s"); code != 2 || !strings.Contains(stderr, "negative") {
 		t.Fatalf("a negative --drain-timeout: exit %d, %q", code, stderr)
+	}
+	// A misspelled name: no such topology, the nearest named, exit 1,
+	// the real one untouched.
+	if out, stderr, code := c.egret("kill", c.name, "wordcuont"); code != 1 || !strings.Contains(stderr, `no topology "wordcuont"`) ||
+		!strings.Contains(stderr, `did you mean "wordcount"?`) || strings.Contains(out, "killed") {
+		t.Fatalf("kill of a misspelled name: exit %d, stdout %q, stderr %q", code, out, stderr)
 	}
 	if !strings.Contains(c.mustEgret("list", c.name), "running") {
 		t.Fatal("a refused kill stopped the topology")
@@ -121,6 +129,14 @@ func TestKillNowAndNoDrain(t *testing.T) {
 		t.Fatalf("--now drained:\n%s", out)
 	}
 	c.waitGone(t)
+	// A second kill: nothing left to stop (exit 1, or 0 with
+	// --ignore-not-found), and no claim that it stopped anything.
+	if out, stderr, code := c.egret("kill", c.name, "wordcount"); code != 1 || !strings.Contains(stderr, "nothing left to stop") || strings.Contains(out, "killed") {
+		t.Fatalf("a second kill: exit %d, stdout %q, stderr %q", code, out, stderr)
+	}
+	if out := c.mustEgret("kill", c.name, "wordcount", "--ignore-not-found"); !strings.Contains(out, "nothing left to stop") || strings.Contains(out, "killed") {
+		t.Fatalf("a second kill with --ignore-not-found: %q", out)
+	}
 }
 
 // TestRescaleDrainsFirst: a rescale that stops instances (a scale-down)
