@@ -26,6 +26,10 @@ var references = map[string]reference{
 	"q17": {rows: q17, keyCols: 2, final: 2},
 	"q18": {rows: q18, keyCols: 2, final: 2},
 	"q19": {rows: q19, keyCols: 2, final: 2},
+	"q5":  {rows: q5, final: 1},
+	"q7":  {rows: q7, final: 1},
+	"q8":  {rows: q8, final: 2},
+	"q11": {rows: q11, final: 2},
 }
 
 func eachBid(q string, fn func(b *generator.Bid) []any) func([]generator.Event) []string {
@@ -280,6 +284,102 @@ func q19(evs []generator.Event) []string {
 		for i, b := range bs[:min(10, len(bs))] {
 			out = append(out, queries.FormatRow("q19", b.Auction, int64(i+1), b.Bidder, b.Price, b.Channel, b.URL, b.DateTime, b.Extra))
 		}
+	}
+	return out
+}
+
+func floorTo(ts, size int64) int64 {
+	s := ts - ts%size
+	if ts%size < 0 {
+		s -= size
+	}
+	return s
+}
+
+// q5: per 10 s window sliding by 2 s, the auctions with the most bids.
+func q5(evs []generator.Event) []string {
+	type key struct{ start, auction int64 }
+	counts := map[key]int64{}
+	for _, b := range bids(evs) {
+		for s := floorTo(b.DateTime, 2000); s > b.DateTime-10_000; s -= 2000 {
+			counts[key{s, b.Auction}]++
+		}
+	}
+	best := map[int64]int64{}
+	for k, n := range counts {
+		best[k.start] = max(best[k.start], n)
+	}
+	var out []string
+	for k, n := range counts {
+		if n == best[k.start] {
+			out = append(out, queries.FormatRow("q5", k.auction, n))
+		}
+	}
+	return out
+}
+
+// q7: per 10 s tumbling window, the bids with the highest price.
+func q7(evs []generator.Event) []string {
+	per := map[int64][]*generator.Bid{}
+	for _, b := range bids(evs) {
+		s := floorTo(b.DateTime, 10_000)
+		switch l := per[s]; {
+		case len(l) == 0 || l[0].Price == b.Price:
+			per[s] = append(l, b)
+		case b.Price > l[0].Price:
+			per[s] = []*generator.Bid{b}
+		}
+	}
+	var out []string
+	for _, l := range per {
+		for _, b := range l {
+			out = append(out, queries.FormatRow("q7", b.Auction, b.Price, b.Bidder, b.DateTime, b.Extra))
+		}
+	}
+	return out
+}
+
+// q8: persons who opened an auction in the 10 s tumbling window in which
+// they were created.
+func q8(evs []generator.Event) []string {
+	type key struct{ id, start int64 }
+	names := map[key]string{}
+	sellers := map[key]bool{}
+	for _, e := range evs {
+		switch e.Kind {
+		case generator.KindPerson:
+			names[key{e.Person.ID, floorTo(e.Person.DateTime, 10_000)}] = e.Person.Name
+		case generator.KindAuction:
+			sellers[key{e.Auction.Seller, floorTo(e.Auction.DateTime, 10_000)}] = true
+		}
+	}
+	var out []string
+	for k, name := range names {
+		if sellers[k] {
+			out = append(out, queries.FormatRow("q8", k.id, name, k.start))
+		}
+	}
+	return out
+}
+
+// q11: per bidder, sessions of bids less than 10 s apart.
+func q11(evs []generator.Event) []string {
+	per := map[int64][]int64{}
+	for _, b := range bids(evs) {
+		per[b.Bidder] = append(per[b.Bidder], b.DateTime)
+	}
+	var out []string
+	for bidder, ts := range per {
+		sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
+		start, n := ts[0], int64(0)
+		for i, t := range ts {
+			if i > 0 && t >= ts[i-1]+10_000 {
+				out = append(out, queries.FormatRow("q11", bidder, n, start, ts[i-1]+10_000))
+				start, n = t, 0
+			}
+			n++
+		}
+		out = append(out, queries.FormatRow("q11", bidder, n, start, ts[len(ts)-1]+10_000))
 	}
 	return out
 }

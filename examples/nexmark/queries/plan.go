@@ -195,13 +195,27 @@ type rows struct {
 	res *Results
 }
 
-func (r *rows) Emit(values api.Values, _ ...api.Tuple) { r.res.Row(values...) }
+func (r *rows) Emit(values api.Values, _ ...api.Tuple) { r.EmitStream("default", values) }
 
 func (r *rows) EmitStream(stream string, values api.Values, _ ...api.Tuple) {
-	if stream == "default" {
+	switch {
+	case stream != "default" || len(values) == 0:
+	case len(values) == 1:
+		if m, ok := values[0].(multiRows); ok {
+			for _, row := range m {
+				r.res.Row(row...)
+			}
+			return
+		}
+		r.res.Row(values...)
+	default:
 		r.res.Row(values...)
 	}
 }
+
+// multiRows is several rows in one emitted value, from a final operator
+// whose one result is several rows (a window's ties).
+type multiRows [][]any
 
 // End reports the end of the input (table.End.OnEnd of a final operator).
 func (r *rows) End() { r.res.End() }
