@@ -61,10 +61,17 @@ bench: ## run the benchmark suite (calibration, T1-T3 on local clusters 3 runs e
 bench-quick: ## a one-minute subset of make bench, one run each (results in bench/results/*-quick.json; docs untouched)
 	$(GO) run ./bench/cmd/egret-bench -quick
 
+NEXMARK_EVENTS ?= 2000000
+nexmark: ## run every Nexmark query (examples/nexmark) on local clusters, both container modes, at-least-once and effectively-once for the stateful ones; rewrites the Nexmark section of docs/benchmarks.md (NEXMARK_EVENTS per run)
+	$(GO) run ./bench/cmd/egret-nexmark -events $(NEXMARK_EVENTS) -report docs/benchmarks.md
+
+nexmark-quick: ## four Nexmark queries on 100,000 events each, default container mode, at-least-once (docs untouched)
+	$(GO) run ./bench/cmd/egret-nexmark -quick
+
 demo: ## run word count on a local 2-container cluster for 15 s, print live counts and throughput, kill it
 	@scripts/demo.sh
 
 demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test test-deps lint proto thrift bench bench-quick demo demo-local
+.PHONY: help build test test-deps lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local
