@@ -12,9 +12,10 @@
 // at most MaxPollRecords of what is buffered.
 //
 // Partitions come from a consumer group (SpoutConfig.Group, outside
-// effectively-once mode) or are assigned manually: the sorted (topic,
-// partition) list (or SpoutConfig.Partitions) is dealt round-robin over
-// the component's tasks by task index. What is committed depends on the topology's delivery mode:
+// effectively-once mode) or are assigned manually: partition p of topic t
+// belongs to task index (fnv1a32(t)+p) mod tasks, so adding partitions or
+// topics moves no other partition. What is committed depends on the
+// topology's delivery mode:
 //
 //   - at-least-once: every record is emitted with a MsgID. Each
 //     CommitInterval the spout commits to the group, per partition, the
@@ -33,8 +34,11 @@
 //     PositionsState and advance as records are emitted; InitState (at the
 //     start and after every rollback) drops everything fetched, and
 //     consumes this task's partitions again from the restored positions
-//     (StartOffset where none is saved). Nothing is committed to Kafka and
-//     no group is joined.
+//     (StartOffset where none is saved). Positions are keyed by
+//     partition: a task keeps those of the partitions it owns and drops
+//     the others, so given the union of every task's positions (a
+//     restore with another parallelism) each partition resumes where it
+//     was. Nothing is committed to Kafka and no group is joined.
 //
 // # Sink
 //
@@ -46,20 +50,17 @@
 //     produce fails (after franz-go's retries, within ProduceTimeout).
 //     Acks are handed to the task goroutine through api.Pumper.
 //   - at-most-once: produce and ack at once; failures are logged.
-//   - effectively-once: a two-phase-commit sink. The records of a
-//     checkpoint interval are buffered and moved into the api.State named
-//     BatchesState in PreSave(id) as batch id, so they are saved with the
-//     checkpoint (phase one). CheckpointComplete(id) writes the batches of
-//     every checkpoint ≤ id in one Kafka transaction under the stable
-//     transactional id "<TransactionalID>-<task index>", together with a
-//     marker record (key: the transactional id, value: the last checkpoint
-//     id) in the compacted MarkerTopic, and then drops them from the state
-//     (phase two). Before its first commit (and after a rollback or a
-//     failure) a sink initialises its producer id, which fences any earlier
-//     producer of the same transactional id and aborts its open
-//     transaction, and then reads its last marker back (read_committed, up
-//     to a probe record it writes), so that batches already committed
-//     before a crash are dropped, not written again. Consumers reading
+//   - effectively-once: a two-phase-commit sink over Kafka transactions.
+//     Execute produces into an open transaction at once (memory bounded
+//     by MaxBufferedBytes, nothing kept in state). PreSave(c) flushes it
+//     and records its transactional id slot, producer id and epoch in the
+//     state TransactionsState under c; CheckpointComplete(c) commits the
+//     transactions of checkpoints ≤ c with EndTxn by that id and epoch,
+//     from whichever process holds the state. Task i cycles through the
+//     transactional ids "<TransactionalID>-<i>-<slot>"; a slot is reused
+//     only when no restorable state can name its last transaction, and
+//     InitState fences every slot the restored state does not name,
+//     aborting what a dead or zombie producer left open. Consumers reading
 //     read_committed see every record exactly once.
 //
 // # Configuration

@@ -191,41 +191,51 @@ func committed(t *testing.T, adm *kadm.Client, group, topic string, p int32) int
 	return -1
 }
 
-const sentinel = "__sentinel__"
-
 // readCommitted returns every record of topic a read_committed consumer
-// sees: it appends a sentinel record to each partition and reads up to
-// them (sentinels are left out).
+// sees now: the records below each partition's last stable offset (an
+// open transaction holds it back). It reads control records too, so it
+// knows when it has reached the last stable offset.
 func readCommitted(t *testing.T, b *kafkatest.Broker, topic string, partitions int32) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
-	p := b.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	stop := map[int32]int64{}
-	for i := int32(0); i < partitions; i++ {
-		r, err := p.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: i, Value: []byte(sentinel)}).First()
-		if err != nil {
-			t.Fatalf("sentinel to %s/%d: %v", topic, i, err)
-		}
-		stop[i] = r.Offset
+	adm := kadm.NewClient(b.Client(t))
+	lso, err := adm.ListCommittedOffsets(ctx, topic)
+	if err != nil {
+		t.Fatalf("last stable offsets of %s: %v", topic, err)
 	}
-	p.Close()
+	if lso.Error() != nil {
+		t.Fatalf("last stable offsets of %s: %v", topic, lso.Error())
+	}
+	stop := map[int32]int64{}
+	for p := int32(0); p < partitions; p++ {
+		o, ok := lso.Lookup(topic, p)
+		if !ok {
+			t.Fatalf("no last stable offset for %s/%d", topic, p)
+		}
+		if o.Offset > 0 {
+			stop[p] = o.Offset
+		}
+	}
 	cl := b.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())
 	defer cl.Close()
 	var out []*kgo.Record
-	reached := map[int32]bool{}
-	for len(reached) < int(partitions) {
+	for len(stop) > 0 {
 		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
-			t.Fatalf("read %s: timed out (%d records)", topic, len(out))
+			t.Fatalf("read %s: timed out (%d records, partitions left %v)", topic, len(out), stop)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
-			if r.Offset >= stop[r.Partition] {
-				reached[r.Partition] = true
+			end, ok := stop[r.Partition]
+			if !ok || r.Offset >= end {
+				return
 			}
-			if string(r.Value) != sentinel {
+			if !r.Attrs.IsControl() {
 				out = append(out, r)
+			}
+			if r.Offset == end-1 {
+				delete(stop, r.Partition)
 			}
 		})
 	}

@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"context"
-	"fmt"
+	"os"
+	"runtime"
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -98,147 +100,179 @@ func TestSinkAtLeastOnceAcksAfterTheBrokerAcks(t *testing.T) {
 	}
 }
 
-// batchIDs returns the checkpoint ids of the sink's batches state.
-func batchIDs(t *testing.T, states *api.States) []int64 {
+// preparedIDs returns the checkpoint ids of the sink's prepared
+// transactions in states.
+func preparedIDs(t *testing.T, states *api.States) []int64 {
 	t.Helper()
-	st, err := api.NewState[int64, []Rec](states, BatchesState)
+	st, err := api.NewState[int64, PreparedTxn](states, TransactionsState)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
-	st.Range(func(id int64, _ []Rec) bool { ids = append(ids, id); return true })
+	st.Range(func(id int64, _ PreparedTxn) bool { ids = append(ids, id); return true })
 	slices.Sort(ids)
 	return ids
 }
 
 // checkExactly fails unless the read_committed view of topic holds
-// exactly the values want, once each, each record carrying its
-// checkpoint header.
+// exactly the values want, once each.
+//
+// A commit's markers reach the partitions shortly after EndTxn returns,
+// so it reads again until the view is complete; a record read twice or
+// not wanted fails at once.
 func checkExactly(t *testing.T, b *kafkatest.Broker, topic string, want []string) {
 	t.Helper()
-	recs := readCommitted(t, b, topic, 2)
-	got := recValues(recs)
-	sort.Strings(got)
 	w := slices.Clone(want)
 	sort.Strings(w)
-	if !slices.Equal(got, w) {
-		t.Fatalf("read_committed sees %d records %v, want %d: %v", len(got), got, len(w), w)
+	end := time.Now().Add(30 * time.Second)
+	for {
+		got := recValues(readCommitted(t, b, topic, 2))
+		sort.Strings(got)
+		if slices.Equal(got, w) {
+			return
+		}
+		seen := map[string]bool{}
+		for _, v := range got {
+			if seen[v] || !slices.Contains(w, v) {
+				t.Fatalf("read_committed sees %q twice or unwanted: %d records %v, want %d: %v", v, len(got), got, len(w), w)
+			}
+			seen[v] = true
+		}
+		if time.Now().After(end) {
+			t.Fatalf("read_committed sees %d records %v, want %d: %v", len(got), got, len(w), w)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
-	for _, r := range recs {
-		found := false
-		for _, h := range r.Headers {
-			found = found || h.Key == CheckpointHeader
-		}
-		if !found {
-			t.Fatalf("record %q has no %s header", r.Value, CheckpointHeader)
-		}
+}
+
+// eoSinks builds effectively-once sinks of task 0 and plays the runtime's
+// part: InitState with a state, and "kill -9" (the clients vanish without
+// ending anything).
+type eoSinks struct {
+	t    *testing.T
+	cfg  SinkConfig
+	exit []int // exit codes the sinks asked for
+}
+
+func (e *eoSinks) start(states *api.States) (*Sink, *boltOut) {
+	e.t.Helper()
+	s, out := prepareSink(e.t, e.cfg, newCtx(e.t, topology.EffectivelyOnce, "sink", 0, 1))
+	s.tx.exit = func(code int) { e.exit = append(e.exit, code) }
+	if err := s.InitState(states); err != nil {
+		e.t.Fatal(err)
+	}
+	return s, out
+}
+
+// kill drops s as a dying process would: nothing flushed, aborted or
+// committed.
+func kill(s *Sink) {
+	if s.tx.open != nil {
+		s.tx.open.Close()
+		s.tx.open = nil
+	}
+}
+
+func execAll(s *Sink, vs ...string) {
+	for _, v := range vs {
+		s.Execute(tuple("k-"+v, v))
 	}
 }
 
 func TestSinkTwoPhaseCommit(t *testing.T) {
 	b := kafkatest.Start(t)
 	b.CreateTopic(t, "out", 2, nil)
-	cfg := SinkConfig{Brokers: []string{b.Addr}, Topic: "out", MarkerTopic: "markers", ProduceTimeout: 10 * time.Second}
-	newSink := func(states *api.States) (*Sink, *boltOut) {
-		s, out := prepareSink(t, cfg, newCtx(t, topology.EffectivelyOnce, "sink", 0, 1))
-		if err := s.InitState(states); err != nil {
-			t.Fatal(err)
-		}
-		return s, out
-	}
-	exec := func(s *Sink, vs ...string) {
-		for _, v := range vs {
-			s.Execute(tuple("k-"+v, v))
-		}
-	}
+	e := &eoSinks{t: t, cfg: SinkConfig{Brokers: []string{b.Addr}, Topic: "out", ProduceTimeout: 10 * time.Second, TransactionSlots: 4}}
 	var want []string
 
 	states := api.NewStates()
-	s, out := newSink(states)
-	exec(s, vals("a", 0, 5)...)
+	s, out := e.start(states)
+	execAll(s, vals("a", 0, 5)...)
 	if err := s.PreSave(1); err != nil {
 		t.Fatal(err)
 	}
-	exec(s, vals("b", 0, 3)...)
+	execAll(s, vals("b", 0, 3)...)
 	if err := s.PreSave(2); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := out.counts(); a != 8 {
 		t.Fatalf("acked %d, want 8", a)
 	}
-	checkExactly(t, b, "out", nil) // nothing before a checkpoint completes
-	if ids := batchIDs(t, snapshot(t, states)); !slices.Equal(ids, []int64{1, 2}) {
-		t.Fatalf("batches in state %v, want [1 2]", ids)
+	checkExactly(t, b, "out", nil) // in Kafka, in open transactions: invisible
+	if ids := preparedIDs(t, snapshot(t, states)); !slices.Equal(ids, []int64{1, 2}) {
+		t.Fatalf("prepared transactions in state %v, want [1 2]", ids)
+	}
+	if err := s.PreSave(3); err != nil { // nothing since 2: nothing prepared
+		t.Fatal(err)
 	}
 
 	s.CheckpointComplete(1)
+	if len(out.errs) > 0 {
+		t.Fatalf("commit of checkpoint 1: %v", out.errs)
+	}
 	want = append(want, vals("a", 0, 5)...)
 	checkExactly(t, b, "out", want)
 	s.CheckpointComplete(1) // again: idempotent
 	checkExactly(t, b, "out", want)
-	s.CheckpointComplete(2)
+	s.CheckpointComplete(3) // commits 2 (≤ 3)
 	want = append(want, vals("b", 0, 3)...)
 	checkExactly(t, b, "out", want)
-	if ids := batchIDs(t, snapshot(t, states)); len(ids) != 0 {
-		t.Fatalf("committed batches still in state: %v", ids)
+	if ids := preparedIDs(t, snapshot(t, states)); len(ids) != 0 {
+		t.Fatalf("committed transactions still in state: %v", ids)
 	}
 
-	// Crash after checkpoint 3 is complete but before the sink wrote it
-	// to Kafka: a new sink restores checkpoint 3's states and the runtime
-	// calls CheckpointComplete(3) again.
-	exec(s, vals("c", 0, 4)...)
-	if err := s.PreSave(3); err != nil {
-		t.Fatal(err)
-	}
-	cp3 := snapshot(t, states)
-	s.closeClients()                 // the process dies: nothing is flushed or committed
-	s, _ = newSink(snapshot(t, cp3)) // a copy: cp3 is restored again below
-	s.CheckpointComplete(3)
-	want = append(want, vals("c", 0, 4)...)
-	checkExactly(t, b, "out", want)
-
-	// Crash after the Kafka commit of checkpoint 4 but before checkpoint
-	// 5 saved a state without its batch: the restored state still holds
-	// batch 4, and the marker makes the retry skip it.
-	states = snapshot(t, cp3)
-	s, _ = newSink(states)
-	s.CheckpointComplete(3) // batch 3 is already in Kafka: dropped, not written
-	checkExactly(t, b, "out", want)
-	exec(s, vals("d", 0, 6)...)
+	// Crash after checkpoint 4 is complete but before the sink committed
+	// it: a new process restores checkpoint 4's state and the runtime
+	// calls CheckpointComplete(4) again. The records it produced after
+	// the barrier are in an open transaction of the dead process, which
+	// the new one aborts by fencing.
+	execAll(s, vals("c", 0, 4)...)
 	if err := s.PreSave(4); err != nil {
 		t.Fatal(err)
 	}
 	cp4 := snapshot(t, states)
-	if ids := batchIDs(t, snapshot(t, cp4)); !slices.Equal(ids, []int64{4}) {
-		t.Fatalf("batches in checkpoint 4 %v, want [4]", ids)
-	}
+	execAll(s, "after-4-lost")
+	kill(s)
+	s, _ = e.start(snapshot(t, cp4))
 	s.CheckpointComplete(4)
-	want = append(want, vals("d", 0, 6)...)
-	checkExactly(t, b, "out", want)
-	s.closeClients()
-	s, _ = newSink(snapshot(t, cp4))
+	want = append(want, vals("c", 0, 4)...)
+	checkExactly(t, b, "out", want) // reads up to the last stable offset: no transaction left open
+
+	// Crash after the commit of checkpoint 4 but before a later state
+	// without it: the restored state names it again, and committing a
+	// committed transaction again changes nothing.
+	kill(s)
+	states = snapshot(t, cp4)
+	s, _ = e.start(states)
 	s.CheckpointComplete(4)
 	checkExactly(t, b, "out", want)
 
-	// A rollback drops what was buffered since the last checkpoint (the
-	// topology replays it).
-	exec(s, "lost-in-rollback")
-	if err := s.InitState(snapshot(t, cp4)); err != nil {
-		t.Fatal(err)
-	}
-	exec(s, vals("e", 0, 2)...)
+	// A rollback in the same process drops the open transaction (the
+	// topology replays its tuples).
+	execAll(s, vals("d", 0, 6)...)
 	if err := s.PreSave(5); err != nil {
 		t.Fatal(err)
 	}
+	execAll(s, "lost-in-rollback")
+	cp5 := snapshot(t, states)
+	if err := s.InitState(snapshot(t, cp5)); err != nil {
+		t.Fatal(err)
+	}
 	s.CheckpointComplete(5)
+	want = append(want, vals("d", 0, 6)...)
+	checkExactly(t, b, "out", want)
+	execAll(s, vals("e", 0, 2)...)
+	if err := s.PreSave(6); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckpointComplete(6)
 	want = append(want, vals("e", 0, 2)...)
 	checkExactly(t, b, "out", want)
 
-	// Crash in the middle of a transaction: a zombie of the same
-	// transactional id has produced into an open transaction and died.
-	// The new sink fences it (its transaction is aborted) and writes the
-	// batch once; the zombie can no longer commit.
-	zombie := b.Client(t, kgo.TransactionalID("egret-kt-sink-0"), kgo.TransactionTimeout(time.Minute))
+	// A zombie (an old process still running) holds a transaction open
+	// on one of the task's transactional ids. A restore fences it: its
+	// transaction is aborted and it can no longer commit.
+	zombie := b.Client(t, kgo.TransactionalID("egret-kt-sink-0-3"), kgo.TransactionTimeout(time.Minute))
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	if err := zombie.BeginTransaction(); err != nil {
@@ -247,66 +281,140 @@ func TestSinkTwoPhaseCommit(t *testing.T) {
 	if err := zombie.ProduceSync(ctx, &kgo.Record{Topic: "out", Value: []byte("zombie")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	s.closeClients()
-	st6 := api.NewStates()
-	bt, _ := api.NewState[int64, []Rec](st6, BatchesState)
-	bt.Put(6, []Rec{{Key: []byte("k"), Value: []byte("f0")}})
-	s, out = newSink(snapshot(t, st6))
-	s.CheckpointComplete(6)
+	kill(s)
+	s, out = e.start(snapshot(t, states))
+	execAll(s, "f0")
+	if err := s.PreSave(7); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckpointComplete(7)
 	want = append(want, "f0")
 	checkExactly(t, b, "out", want)
 	if err := zombie.EndTransaction(ctx, kgo.TryCommit); err == nil {
 		t.Fatal("the fenced zombie committed its transaction")
 	}
 	checkExactly(t, b, "out", want)
-	if len(out.errs) != 0 {
-		t.Fatalf("sink reported errors: %v", out.errs)
+	if len(out.errs) != 0 || len(e.exit) != 0 {
+		t.Fatalf("sink reported errors %v, exits %v", out.errs, e.exit)
 	}
+
+	// Cleanup (a graceful stop) aborts the open transaction: nothing
+	// stays open to hold read_committed consumers back.
+	execAll(s, "aborted-at-cleanup")
+	s.Cleanup()
+	checkExactly(t, b, "out", want)
 }
 
 // TestSinkTwoPhaseCommitRetriesAfterBrokerRestart: a commit that fails
-// because the broker is down leaves the batches in state; after the
-// restart the next CheckpointComplete writes them, once.
+// because the broker is down keeps the transaction in state; after the
+// restart the next CheckpointComplete commits it, once.
 func TestSinkTwoPhaseCommitRetriesAfterBrokerRestart(t *testing.T) {
 	b := kafkatest.Start(t)
 	b.CreateTopic(t, "out", 2, nil)
-	cfg := SinkConfig{Brokers: []string{b.Addr}, Topic: "out", MarkerTopic: "markers", ProduceTimeout: 2 * time.Second}
-	s, out := prepareSink(t, cfg, newCtx(t, topology.EffectivelyOnce, "sink", 0, 1))
+	e := &eoSinks{t: t, cfg: SinkConfig{Brokers: []string{b.Addr}, Topic: "out", ProduceTimeout: 2 * time.Second}}
 	states := api.NewStates()
-	if err := s.InitState(states); err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i < 3; i++ {
-		s.Execute(tuple("k", fmt.Sprint("x", i)))
-	}
+	s, out := e.start(states)
+	execAll(s, vals("x", 0, 3)...)
 	if err := s.PreSave(1); err != nil {
 		t.Fatal(err)
 	}
 	s.CheckpointComplete(1)
-	b.Stop()
-	for i := 3; i < 6; i++ {
-		s.Execute(tuple("k", fmt.Sprint("x", i)))
-	}
+	execAll(s, vals("x", 3, 6)...)
 	if err := s.PreSave(2); err != nil {
 		t.Fatal(err)
 	}
+	b.Stop()
 	s.CheckpointComplete(2) // fails: the broker is down
 	if len(out.errs) == 0 {
 		t.Fatal("a commit with the broker down reported no error")
 	}
-	if ids := batchIDs(t, snapshot(t, states)); !slices.Equal(ids, []int64{2}) {
-		t.Fatalf("batches after the failed commit %v, want [2]", ids)
+	if ids := preparedIDs(t, snapshot(t, states)); !slices.Equal(ids, []int64{2}) {
+		t.Fatalf("prepared transactions after the failed commit %v, want [2]", ids)
 	}
+	execAll(s, "x6") // buffered while the broker is down
 	if err := b.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	s.Execute(tuple("k", "x6"))
-	if err := s.PreSave(3); err != nil {
+	id := int64(3)
+	until(t, "the transactions committed after the restart", func() {
+		if err := s.PreSave(id); err == nil {
+			s.CheckpointComplete(id)
+		}
+		id++
+	}, func() bool { return len(preparedIDs(t, snapshot(t, states))) == 0 })
+	checkExactly(t, b, "out", vals("x", 0, 7))
+	if len(e.exit) != 0 {
+		t.Fatalf("the sink asked to exit: %v", e.exit)
+	}
+}
+
+// rss returns the resident set size of this process.
+func rss(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
 		t.Fatal(err)
 	}
-	until(t, "the batches written after the restart", func() { s.CheckpointComplete(3) }, func() bool {
-		ids := batchIDs(t, snapshot(t, states))
-		return len(ids) == 0
-	})
-	checkExactly(t, b, "out", vals("x", 0, 7))
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
+}
+
+// TestSinkLargeInterval: one checkpoint interval with more than 100 MiB
+// of output commits, while the sink's memory stays bounded by its
+// producer buffer (MaxBufferedBytes), not by the interval's output.
+func TestSinkLargeInterval(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "big", 2, nil)
+	const (
+		size    = 64 << 10
+		records = 1700 // 106 MiB
+		buffer  = 8 << 20
+	)
+	e := &eoSinks{t: t, cfg: SinkConfig{Brokers: []string{b.Addr}, Topic: "big", ProduceTimeout: time.Minute, MaxBufferedBytes: buffer}}
+	states := api.NewStates()
+	s, out := e.start(states)
+	runtime.GC()
+	base, peak := rss(t), int64(0)
+	for i := 0; i < records; i++ {
+		v := make([]byte, size) // a fresh value per record, as tuples bring them
+		copy(v, strconv.Itoa(i)+"/")
+		s.Execute(api.NewTuple("up", "default", 1, sinkFields, strconv.Itoa(i), v))
+		if i%50 == 0 {
+			peak = max(peak, rss(t))
+		}
+	}
+	if err := s.PreSave(1); err != nil {
+		t.Fatal(err)
+	}
+	peak = max(peak, rss(t))
+	growth := peak - base
+	t.Logf("%d MiB through one interval: RSS %d MiB at the start, peak %d MiB (+%d MiB; producer buffer %d MiB)",
+		records*size>>20, base>>20, peak>>20, growth>>20, buffer>>20)
+	if growth > 64<<20 {
+		t.Errorf("RSS grew by %d MiB for %d MiB of output: the sink's memory is not bounded by its buffer", growth>>20, records*size>>20)
+	}
+	s.CheckpointComplete(1)
+	if len(out.errs) > 0 || len(e.exit) > 0 {
+		t.Fatalf("errors %v, exits %v", out.errs, e.exit)
+	}
+	seen := map[string]bool{}
+	until(t, "every record visible to read_committed", func() {
+		clear(seen)
+		for _, r := range readCommitted(t, b, "big", 2) {
+			id, _, _ := strings.Cut(string(r.Value[:16]), "/")
+			if len(r.Value) != size || seen[id] {
+				t.Fatalf("record %s: %d bytes, seen before %v", id, len(r.Value), seen[id])
+			}
+			seen[id] = true
+		}
+	}, func() bool { return len(seen) == records })
 }

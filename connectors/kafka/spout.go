@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"slices"
 	"sort"
 	"strconv"
@@ -247,9 +248,21 @@ func (s *Spout) openGroup() error {
 	return nil
 }
 
+// owner returns the index of the task that reads partition p of topic
+// when partitions are assigned manually: the topic's partitions are dealt
+// round-robin over the tasks, starting at a task chosen by a hash of the
+// topic's name (FNV-1a). A partition's owner depends on its topic, its
+// number and the number of tasks only, so partitions added to a topic,
+// or topics added to the spout, leave every other partition where it
+// was.
+func owner(topic string, p int32, tasks int) int {
+	h := fnv.New32a()
+	h.Write([]byte(topic))
+	return int((uint64(h.Sum32()) + uint64(p)) % uint64(tasks))
+}
+
 // assignment returns the partitions of the spout's topics this task reads
-// when partitions are assigned manually: the sorted list dealt
-// round-robin over the component's tasks.
+// when partitions are assigned manually (see owner).
 func (s *Spout) assignment() ([]topicPartition, error) {
 	cl, err := kgo.NewClient(s.baseOpts()...)
 	if err != nil {
@@ -285,8 +298,8 @@ func (s *Spout) assignment() ([]topicPartition, error) {
 		tasks = 1
 	}
 	var mine []topicPartition
-	for i, tp := range all {
-		if i%tasks == s.ctx.TaskIndex() {
+	for _, tp := range all {
+		if owner(tp.topic, tp.partition, tasks) == s.ctx.TaskIndex() {
 			mine = append(mine, tp)
 		}
 	}
@@ -409,6 +422,13 @@ func (s *Spout) forget(m map[string][]int32) {
 // InitState implements api.Stateful (effectively-once mode): it binds
 // the positions state and (re)starts consuming this task's partitions
 // from the positions it holds, forgetting every record fetched before.
+//
+// Positions are keyed by topic and partition, not by task: the task takes
+// the positions of the partitions it owns (see owner) from whatever
+// positions it is given, and drops the others from its state. Given the
+// union of every task's positions — what a restore with another
+// parallelism hands each task — every partition resumes from its
+// position; a partition without one starts at StartOffset.
 func (s *Spout) InitState(states *api.States) error {
 	st, err := api.NewState[string, int64](states, PositionsState)
 	if err != nil {
@@ -433,7 +453,14 @@ func (s *Spout) InitState(states *api.States) error {
 	if err := s.openManual(pos); err != nil {
 		return err
 	}
-	s.log.Info("state initialised", zap.Int("positions", len(pos)))
+	s.mu.Lock()
+	for tp := range pos {
+		if _, ok := s.parts[tp]; !ok {
+			st.Delete(tp.key()) // another task's partition
+		}
+	}
+	s.mu.Unlock()
+	s.log.Info("state initialised", zap.Int("positions", len(pos)), zap.Int("own", st.Len()))
 	return nil
 }
 

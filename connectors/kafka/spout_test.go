@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -202,21 +204,75 @@ func TestSpoutEffectivelyOnceRestoresPositions(t *testing.T) {
 		t.Fatalf("with Partitions {in: [1]} the spout emitted %d records from %v, want the 15 of partition 1", len(out1.emitted()), f)
 	}
 
-	// Two tasks split the partitions; each starts where its restored
-	// state says (task 0 owns partition 0, task 1 partition 1).
+	// Restores with another parallelism: each task is given the union of
+	// the positions (in/0 at 3, in/1 at 7), starts every partition it
+	// owns where the union says, and keeps only its own positions.
 	st := api.NewStates()
 	pos, _ := api.NewState[string, int64](st, PositionsState)
 	pos.Put("in/0", 3)
 	pos.Put("in/1", 7)
-	restored := snapshot(t, st)
-	for idx, want := range map[int]map[int32]int64{0: {0: 3}, 1: {1: 7}} {
-		s, out := openSpout(t, cfg, newCtx(t, topology.EffectivelyOnce, "spout", idx, 2))
-		if err := s.InitState(snapshot(t, restored)); err != nil {
-			t.Fatal(err)
+	union := snapshot(t, st)
+	start := map[int32]int64{0: 3, 1: 7}
+	for _, tasks := range []int{2, 3} {
+		owned := map[int32]bool{}
+		for idx := 0; idx < tasks; idx++ {
+			want := map[int32]int64{}
+			for p := int32(0); p < 2; p++ {
+				if owner("in", p, tasks) == idx {
+					want[p] = start[p]
+					owned[p] = true
+				}
+			}
+			s, out := openSpout(t, cfg, newCtx(t, topology.EffectivelyOnce, "spout", idx, tasks))
+			st := snapshot(t, union)
+			if err := s.InitState(st); err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for p := range want {
+				n += 15 - int(want[p])
+			}
+			until(t, "records emitted", s.NextTuple, func() bool { return len(out.emitted()) >= n })
+			for i := 0; i < 50; i++ {
+				s.NextTuple()
+			}
+			if f := firstOffsets(out.emitted()); !maps.Equal(f, want) || len(out.emitted()) != n {
+				t.Fatalf("%d tasks: task %d began at %v and emitted %d, want %v and %d", tasks, idx, f, len(out.emitted()), want, n)
+			}
+			kept := positionsOf(t, snapshot(t, st))
+			for k := range kept {
+				if p, _ := strconv.Atoi(k[len("in/"):]); owner("in", int32(p), tasks) != idx {
+					t.Fatalf("%d tasks: task %d kept the position of %s, which it does not own (%v)", tasks, idx, k, kept)
+				}
+			}
 		}
-		until(t, "records emitted", s.NextTuple, func() bool { return len(out.emitted()) >= 15-int(want[int32(idx)]) })
-		if f := firstOffsets(out.emitted()); len(f) != 1 || f[int32(idx)] != want[int32(idx)] {
-			t.Fatalf("task %d began at %v, want %v", idx, f, want)
+		if len(owned) != 2 {
+			t.Fatalf("%d tasks: partitions owned %v, want both", tasks, owned)
+		}
+	}
+}
+
+// TestSpoutOwnerIsStable: a partition's owner does not change when
+// partitions or topics are added, and every partition has one owner.
+func TestSpoutOwnerIsStable(t *testing.T) {
+	for tasks := 1; tasks <= 9; tasks++ {
+		counts := make([]int, tasks)
+		for _, topic := range []string{"a", "orders", "sentences", "x-1"} {
+			for p := int32(0); p < 64; p++ {
+				o := owner(topic, p, tasks)
+				if o < 0 || o >= tasks {
+					t.Fatalf("owner(%s, %d, %d) = %d", topic, p, tasks, o)
+				}
+				if o != owner(topic, p, tasks) {
+					t.Fatal("owner is not deterministic")
+				}
+				counts[o]++
+			}
+		}
+		for i, c := range counts {
+			if c < 4*64/tasks-4 || c > 4*64/tasks+4 {
+				t.Errorf("%d tasks: task %d owns %d of 256 partitions", tasks, i, c)
+			}
 		}
 	}
 }

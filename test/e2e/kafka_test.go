@@ -4,8 +4,9 @@ package e2e
 // reads sentences from a topic of a real Kafka broker, counts words in
 // checkpointed state and writes "word n" for every new count through the
 // two-phase-commit sink. While sentences flow the test kills -9, one after
-// the other, a count instance, a stream manager, the topology manager, a
-// checkpoint manager and every process of a container. A read_committed
+// the other, a count instance, the sink instance (its open and prepared
+// Kafka transactions die with it), a stream manager, the topology
+// manager, a checkpoint manager and every process of a container. A read_committed
 // consumer of the output must then see, for every word, the counts 1..n
 // exactly once each, n being the word's count in the input: nothing lost,
 // nothing twice.
@@ -149,6 +150,14 @@ func TestKafkaEffectivelyOnce(t *testing.T) {
 			for ct := 1; ct <= 2; ct++ {
 				if ts := r.tasksOf(ct, "count"); len(ts) > 0 {
 					return ct, []string{fmt.Sprintf("instance-count-%d", ts[0])}
+				}
+			}
+			return 1, nil
+		}},
+		{"sink instance", func() (int, []string) {
+			for ct := 1; ct <= 2; ct++ {
+				if ts := r.tasksOf(ct, "sink"); len(ts) > 0 {
+					return ct, []string{fmt.Sprintf("instance-sink-%d", ts[0])}
 				}
 			}
 			return 1, nil
