@@ -8,6 +8,11 @@ import (
 	"github.com/egret-stream/egret/api/window"
 )
 
+// EndStream is the stream on which a bolt with End.Forward passes the end
+// of its input on: one tuple (field "end") per task, after its last
+// results.
+const EndStream = "end"
+
 // End says where the end-of-input markers of a bounded input come from:
 // one tuple on Stream from every task of Component.
 type End struct {
@@ -15,6 +20,26 @@ type End struct {
 	// OnEnd runs once the markers of every task arrived (after the
 	// bolt's final flush).
 	OnEnd func(out api.BoltCollector)
+	// Forward declares EndStream and emits one marker on it at the end,
+	// so the next operator can take End{Component: this bolt, Stream:
+	// EndStream}.
+	Forward bool
+}
+
+// finish runs the end of the input: the forwarded marker, then OnEnd.
+func (e *endTracker) finish(out api.BoltCollector) {
+	if e.end.Forward {
+		out.EmitStream(EndStream, api.Values{int64(0)})
+	}
+	if e.end.OnEnd != nil {
+		e.end.OnEnd(out)
+	}
+}
+
+func (e *endTracker) declare(d api.OutputDeclarer) {
+	if e.end.Forward {
+		d.DeclareStream(EndStream, "end")
+	}
 }
 
 // endTracker counts end-of-input markers.
@@ -112,9 +137,7 @@ func (b *GroupBolt[K, IN, ACC, OUT]) Execute(t api.Tuple) {
 	if marker, complete := b.end.marker(t); marker {
 		if complete {
 			b.flush()
-			if b.spec.End.OnEnd != nil {
-				b.spec.End.OnEnd(b.out)
-			}
+			b.end.finish(b.out)
 		}
 		return
 	}
@@ -154,4 +177,5 @@ func (b *GroupBolt[K, IN, ACC, OUT]) NotCheckpointed() string {
 // DeclareOutputFields implements api.Bolt.
 func (b *GroupBolt[K, IN, ACC, OUT]) DeclareOutputFields(d api.OutputDeclarer) {
 	d.Declare(b.spec.OutputFields...)
+	b.end.declare(d)
 }

@@ -21,6 +21,10 @@ type JoinSpec[K comparable, L, R any] struct {
 	Right       func(api.Tuple) R
 	AcceptLeft  func(api.Tuple) bool
 	AcceptRight func(api.Tuple) bool
+	// Where, when set, is the join condition beyond the equal keys (an
+	// interval join's time bounds, for example): only the pairs it
+	// accepts are emitted.
+	Where func(l *L, r *R) bool
 	// Output turns a joined pair into the emitted values (required).
 	Output       func(l *L, r *R) api.Values
 	OutputFields []string
@@ -63,8 +67,8 @@ func (b *JoinBolt[K, L, R]) Execute(t api.Tuple) {
 		return
 	}
 	if marker, complete := b.end.marker(t); marker {
-		if complete && b.spec.End.OnEnd != nil {
-			b.spec.End.OnEnd(b.out)
+		if complete {
+			b.end.finish(b.out)
 		}
 		return
 	}
@@ -76,7 +80,9 @@ func (b *JoinBolt[K, L, R]) Execute(t api.Tuple) {
 		k, l := s.LeftKey(t), s.Left(t)
 		b.left[k] = append(b.left[k], l)
 		for i := range b.right[k] {
-			b.out.Emit(s.Output(&l, &b.right[k][i]), t)
+			if s.Where == nil || s.Where(&l, &b.right[k][i]) {
+				b.out.Emit(s.Output(&l, &b.right[k][i]), t)
+			}
 		}
 		return
 	}
@@ -86,7 +92,9 @@ func (b *JoinBolt[K, L, R]) Execute(t api.Tuple) {
 	k, r := s.RightKey(t), s.Right(t)
 	b.right[k] = append(b.right[k], r)
 	for i := range b.left[k] {
-		b.out.Emit(s.Output(&b.left[k][i], &r), t)
+		if s.Where == nil || s.Where(&b.left[k][i], &r) {
+			b.out.Emit(s.Output(&b.left[k][i], &r), t)
+		}
 	}
 }
 
@@ -102,4 +110,5 @@ func (b *JoinBolt[K, L, R]) NotCheckpointed() string {
 // DeclareOutputFields implements api.Bolt.
 func (b *JoinBolt[K, L, R]) DeclareOutputFields(d api.OutputDeclarer) {
 	d.Declare(b.spec.OutputFields...)
+	b.end.declare(d)
 }

@@ -30,6 +30,8 @@ var references = map[string]reference{
 	"q7":  {rows: q7, final: 1},
 	"q8":  {rows: q8, final: 2},
 	"q11": {rows: q11, final: 2},
+	"q9":  {rows: q9, keyCols: 1, final: 2},
+	"q4":  {rows: q4, keyCols: 1, final: 2},
 }
 
 func eachBid(q string, fn func(b *generator.Bid) []any) func([]generator.Event) []string {
@@ -380,6 +382,49 @@ func q11(evs []generator.Event) []string {
 			n++
 		}
 		out = append(out, queries.FormatRow("q11", bidder, n, start, ts[len(ts)-1]+10_000))
+	}
+	return out
+}
+
+// winning returns every auction's winning bid: the highest-priced bid made
+// between its start and expiry, the earliest of equal prices.
+func winning(evs []generator.Event) map[*generator.Auction]*generator.Bid {
+	auctions := map[int64]*generator.Auction{}
+	for _, e := range evs {
+		if e.Kind == generator.KindAuction {
+			auctions[e.Auction.ID] = e.Auction
+		}
+	}
+	out := map[*generator.Auction]*generator.Bid{}
+	for _, b := range bids(evs) {
+		a := auctions[b.Auction]
+		if a == nil || b.DateTime < a.DateTime || b.DateTime > a.Expires {
+			continue
+		}
+		if w := out[a]; w == nil || b.Price > w.Price || (b.Price == w.Price && b.DateTime < w.DateTime) {
+			out[a] = b
+		}
+	}
+	return out
+}
+
+func q9(evs []generator.Event) []string {
+	var out []string
+	for a, b := range winning(evs) {
+		out = append(out, queries.FormatRow("q9", queries.Q9Row(a, b)...))
+	}
+	return out
+}
+
+func q4(evs []generator.Event) []string {
+	sum, n := map[int64]int64{}, map[int64]int64{}
+	for a, b := range winning(evs) {
+		sum[a.Category] += b.Price
+		n[a.Category]++
+	}
+	var out []string
+	for c := range sum {
+		out = append(out, queries.FormatRow("q4", c, sum[c]/n[c]))
 	}
 	return out
 }
