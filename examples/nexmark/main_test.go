@@ -2,6 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,7 +57,12 @@ func TestQueriesMatchTheirReferences(t *testing.T) {
 		q := queries.All[name]
 		for _, seed := range testSeeds {
 			t.Run(fmt.Sprintf("%s/seed%d", name, seed), func(t *testing.T) {
-				want := ref.rows(events(t, seed))
+				var want []string
+				if ref.seeded != nil {
+					want = ref.seeded(events(t, seed), seed)
+				} else {
+					want = ref.rows(events(t, seed))
+				}
 				got := run(t, bin, q, seed, ref)
 				compare(t, got, want)
 			})
@@ -66,18 +74,31 @@ func TestQueriesMatchTheirReferences(t *testing.T) {
 // upsert queries, the last row of every key, the key being the first
 // keyCols columns).
 type reference struct {
-	rows    func(evs []generator.Event) []string
+	rows func(evs []generator.Event) []string
+	// seeded is rows for a reference that needs the seed too.
+	seeded  func(evs []generator.Event, seed uint64) []string
 	keyCols int
 	// final is the number of tasks of the query's last operator at
 	// parallelism 2.
 	final int
+	// transform, when set, turns the printed rows into what rows returns
+	// (q12: processing-time windows summed per key).
+	transform func(rows []string) []string
+	// files: the query writes its rows to files (q10) in --q10-dir; they
+	// are read as rows "<query>\t<partition dirs>\t<line>".
+	files bool
 }
 
 func run(t *testing.T, bin string, q *queries.Query, seed uint64, ref reference) []string {
 	t.Helper()
-	p := exampletest.Start(t, bin, "--query", q.Name, "--events", strconv.Itoa(testEvents),
+	args := []string{"--query", q.Name, "--events", strconv.Itoa(testEvents),
 		"--seed", strconv.FormatUint(seed, 10), "--event-rate", strconv.Itoa(testEventRate),
-		"--parallelism", "2", "--sink", "print", "--local")
+		"--parallelism", "2", "--sink", "print", "--local"}
+	dir := t.TempDir()
+	if ref.files {
+		args = append(args, "--q10-dir", dir)
+	}
+	p := exampletest.Start(t, bin, args...)
 	endPrefix := q.Name + "\tEND\t"
 	p.WaitFor("the end of the input at every final task", 2*time.Minute, func(lines []string) bool {
 		return len(exampletest.Prefixed(lines, endPrefix)) >= ref.final
@@ -99,6 +120,37 @@ func run(t *testing.T, bin string, q *queries.Query, seed uint64, ref reference)
 			last[key] = len(rows)
 		}
 		rows = append(rows, l)
+	}
+	if ref.files {
+		rows = readPartitions(t, q.Name, dir)
+	}
+	if ref.transform != nil {
+		rows = ref.transform(rows)
+	}
+	return rows
+}
+
+// readPartitions reads every line of the files under dir as a row
+// "<query>\t<dt=...>\t<hm=...>\t<line>".
+func readPartitions(t *testing.T, query, dir string) []string {
+	t.Helper()
+	var rows []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, filepath.Dir(path))
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, l := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+			rows = append(rows, query+"\t"+strings.ReplaceAll(rel, "/", "\t")+"\t"+l)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return rows
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/egret-stream/egret/examples/nexmark/generator"
@@ -32,6 +34,9 @@ var references = map[string]reference{
 	"q11": {rows: q11, final: 2},
 	"q9":  {rows: q9, keyCols: 1, final: 2},
 	"q4":  {rows: q4, keyCols: 1, final: 2},
+	"q10": {rows: q10, files: true, final: 2},
+	"q12": {rows: q12, transform: q12Sum, final: 2},
+	"q13": {seeded: q13, final: 2},
 }
 
 func eachBid(q string, fn func(b *generator.Bid) []any) func([]generator.Event) []string {
@@ -425,6 +430,55 @@ func q4(evs []generator.Event) []string {
 	var out []string
 	for c := range sum {
 		out = append(out, queries.FormatRow("q4", c, sum[c]/n[c]))
+	}
+	return out
+}
+
+func q10(evs []generator.Event) []string {
+	var out []string
+	for _, b := range bids(evs) {
+		out = append(out, fmt.Sprintf("q10\tdt=%s\thm=%s\t%d\t%d\t%d\t%d\t%s",
+			queries.Day(b.DateTime), queries.Minute(b.DateTime), b.Auction, b.Bidder, b.Price, b.DateTime, b.Extra))
+	}
+	return out
+}
+
+// q12 is checked as bids per bidder: how processing time cuts them into
+// windows differs from run to run, their sum per bidder does not.
+func q12(evs []generator.Event) []string {
+	n := map[int64]int64{}
+	for _, b := range bids(evs) {
+		n[b.Bidder]++
+	}
+	var out []string
+	for bidder, c := range n {
+		out = append(out, queries.FormatRow("q12", bidder, c))
+	}
+	return out
+}
+
+// q12Sum sums the printed windows' counts per bidder.
+func q12Sum(rows []string) []string {
+	n := map[string]int64{}
+	for _, r := range rows {
+		cols := strings.Split(r, "\t")
+		c, _ := strconv.ParseInt(cols[2], 10, 64)
+		n[cols[1]] += c
+	}
+	var out []string
+	for bidder, c := range n {
+		out = append(out, "q12\t"+bidder+"\t"+strconv.FormatInt(c, 10))
+	}
+	return out
+}
+
+func q13(evs []generator.Event, seed uint64) []string {
+	side := queries.SideInput(seed)
+	var out []string
+	for _, b := range bids(evs) {
+		if v, ok := side[b.Auction%queries.SideInputRows]; ok {
+			out = append(out, queries.FormatRow("q13", b.Auction, b.Bidder, b.Price, b.DateTime, v))
+		}
 	}
 	return out
 }

@@ -121,6 +121,9 @@ func (r *Results) Row(vals ...any) {
 	_, _ = os.Stdout.Write(r.buf)
 }
 
+// Count counts a row written elsewhere (q10's files).
+func (r *Results) Count() { r.n.Inc() }
+
 // End reports the end of a bounded input.
 func (r *Results) End() {
 	if r.print {
@@ -171,16 +174,43 @@ type terminal struct {
 	query string
 	res   *Results
 	ended bool
+	// A processing-time window takes the source's end tuples here: the
+	// input ended at endAt (Unix ms) when all endTasks sent theirs, and
+	// every window holding data closed by endAt+procWindow.
+	procWindow int64
+	out        api.BoltCollector
+	endTasks   int
+	ends       map[int]bool
+	endAt      int64
 }
 
 func (t *terminal) Prepare(ctx api.Context, out api.BoltCollector) error {
-	t.res = NewResults(ctx, t.query)
+	t.res, t.out, t.ends = NewResults(ctx, t.query), out, map[int]bool{}
+	if c, ok := ctx.Topology().Component(ctx.ComponentName()); ok {
+		for _, in := range c.Inputs {
+			if in.Stream == source.EndStream {
+				t.endTasks = len(ctx.ComponentTasks(in.Component))
+			}
+		}
+	}
 	return t.Bolt.Prepare(ctx, &rows{BoltCollector: out, res: t.res})
 }
 
 func (t *terminal) Execute(tp api.Tuple) {
+	if t.procWindow > 0 && tp.SourceStream() == source.EndStream {
+		t.ends[tp.SourceTask()] = true
+		if len(t.ends) == t.endTasks {
+			t.endAt = time.Now().UnixMilli()
+		}
+		t.out.Ack(tp)
+		return
+	}
 	t.Bolt.Execute(tp)
-	if w, ok := t.Bolt.(interface{ Watermark() int64 }); ok && !t.ended && w.Watermark() >= endThreshold {
+	w, ok := t.Bolt.(interface{ Watermark() int64 })
+	switch {
+	case !ok || t.ended:
+	case t.procWindow > 0 && t.endAt > 0 && w.Watermark() >= t.endAt+t.procWindow,
+		t.procWindow == 0 && w.Watermark() >= endThreshold:
 		t.ended = true
 		t.res.End()
 	}
@@ -230,6 +260,7 @@ func endRows(out api.BoltCollector) {
 // eventBolt runs fn on every event of the streams it subscribes to and
 // ends when every source task sent its end tuple (stateless queries).
 type eventBolt struct {
+	newFn func(ctx api.Context) (func(t api.Tuple, res *Results), error)
 	fn    func(t api.Tuple, res *Results)
 	res   *Results
 	out   api.BoltCollector
@@ -238,12 +269,16 @@ type eventBolt struct {
 	reuse bool
 }
 
-func (p *Plan) stateless(fn func(t api.Tuple, res *Results)) api.BoltFactory {
+func (p *Plan) stateless(newFn func(ctx api.Context) (func(t api.Tuple, res *Results), error)) api.BoltFactory {
 	q := p.q.Name
-	return func() api.Bolt { return &eventBolt{fn: fn, res: &Results{query: q}} }
+	return func() api.Bolt { return &eventBolt{newFn: newFn, res: &Results{query: q}} }
 }
 
 func (b *eventBolt) Prepare(ctx api.Context, out api.BoltCollector) error {
+	var err error
+	if b.fn, err = b.newFn(ctx); err != nil {
+		return err
+	}
 	b.res = NewResults(ctx, b.res.query)
 	b.out, b.ends = out, map[int]bool{}
 	if c, ok := ctx.Topology().Component(ctx.ComponentName()); ok {

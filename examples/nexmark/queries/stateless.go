@@ -23,8 +23,13 @@ const (
 // bidQuery adds a stateless query over bids: one bolt, local-or-shuffle
 // from the source, that calls fn for every bid.
 func (p *Plan) bidQuery(fn func(t api.Tuple, res *Results)) {
+	p.bidQueryWith(func(api.Context) (func(api.Tuple, *Results), error) { return fn, nil })
+}
+
+// bidQueryWith is bidQuery with a function made per task.
+func (p *Plan) bidQueryWith(newFn func(ctx api.Context) (func(api.Tuple, *Results), error)) {
 	events := p.Events(false, 0)
-	d := p.Topology().SetBolt(p.Name("bids"), p.stateless(fn), p.parallelism).
+	d := p.Topology().SetBolt(p.Name("bids"), p.stateless(newFn), p.parallelism).
 		Input(events, source.BidStream, api.LocalOrShuffle())
 	p.withEnd(d)
 }

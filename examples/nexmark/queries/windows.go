@@ -172,3 +172,28 @@ func init() {
 		in(events, source.BidStream, api.Fields("bidder"))
 	}})
 }
+
+func init() {
+	register(&Query{Name: "q12", Title: "processing-time windows: bids per bidder per 10 s of processing time", Stateful: true, build: func(p *Plan) {
+		events := p.Events(false, 0)
+		spec := window.Spec[int64, int64, int64, int64]{
+			Assigner:  window.Tumbling(10 * time.Second),
+			Time:      window.ProcessingTime,
+			Key:       func(t api.Tuple) int64 { return t.Int64(bBidder) },
+			Value:     func(api.Tuple) int64 { return 1 },
+			Aggregate: window.Count[int64](),
+			Guarantee: window.AckOnAdd,
+			Output: func(r window.Result[int64, int64]) api.Values {
+				return api.Values{r.Key, r.Value, r.Window.Start, r.Window.End}
+			},
+			OutputFields: []string{"bidder", "bid_count", "starttime", "endtime"},
+		}
+		q := p.q.Name
+		d := p.Topology().SetBolt(p.Name("windows"), func() api.Bolt {
+			b, _ := window.NewBolt(spec)
+			return &terminal{Bolt: b, query: q, procWindow: 10_000}
+		}, p.parallelism).SetTickFrequency(50*time.Millisecond).
+			Input(events, source.BidStream, api.Fields("bidder"))
+		p.withEnd(d)
+	}})
+}
