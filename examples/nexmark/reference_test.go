@@ -34,6 +34,7 @@ var references = map[string]reference{
 	"q11": {rows: q11, final: 2},
 	"q9":  {rows: q9, keyCols: 1, final: 2},
 	"q4":  {rows: q4, keyCols: 1, final: 2},
+	"q6":  {rows: q6, keyCols: 1, final: 2},
 	"q10": {rows: q10, files: true, final: 2},
 	"q12": {rows: q12, transform: q12Sum, final: 2},
 	"q13": {seeded: q13, final: 2},
@@ -479,6 +480,31 @@ func q13(evs []generator.Event, seed uint64) []string {
 		if v, ok := side[b.Auction%queries.SideInputRows]; ok {
 			out = append(out, queries.FormatRow("q13", b.Auction, b.Bidder, b.Price, b.DateTime, v))
 		}
+	}
+	return out
+}
+
+func q6(evs []generator.Event) []string {
+	per := map[int64]map[int64]int64{}
+	for a, b := range winning(evs) {
+		if per[a.Seller] == nil {
+			per[a.Seller] = map[int64]int64{}
+		}
+		per[a.Seller][a.ID] = b.Price
+	}
+	var out []string
+	for seller, finals := range per {
+		ids := make([]int64, 0, len(finals))
+		for id := range finals {
+			ids = append(ids, id)
+		}
+		sort.Slice(ids, func(i, j int) bool { return ids[i] > ids[j] })
+		ids = ids[:min(10, len(ids))]
+		var sum int64
+		for _, id := range ids {
+			sum += finals[id]
+		}
+		out = append(out, queries.FormatRow("q6", seller, sum/int64(len(ids))))
 	}
 	return out
 }

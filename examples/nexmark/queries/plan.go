@@ -216,6 +216,16 @@ func (t *terminal) Execute(tp api.Tuple) {
 	}
 }
 
+// NotCheckpointed implements api.NotCheckpointed for the wrapped bolt, so
+// an effectively-once submission still refuses a final operator whose
+// state is not checkpointed.
+func (t *terminal) NotCheckpointed() string {
+	if nc, ok := t.Bolt.(api.NotCheckpointed); ok {
+		return nc.NotCheckpointed()
+	}
+	return ""
+}
+
 // endThreshold: a watermark past it is the end of the input.
 const endThreshold = source.EndOfInput / 2
 

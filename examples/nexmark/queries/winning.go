@@ -1,6 +1,7 @@
 package queries
 
 import (
+	"slices"
 	"time"
 
 	"github.com/egret-stream/egret/api"
@@ -139,6 +140,61 @@ func init() {
 			},
 			Output:       func(category int64, a *q4Avg, emit func(api.Values)) { emit(api.Values{category, a.sum / a.num}) },
 			OutputFields: []string{"category", "avg_price"},
+		})
+	}})
+}
+
+// q6Recent is the number of a seller's latest auctions q6 averages.
+const q6Recent = 10
+
+// q6Seller holds a seller's auctions' final prices by auction id.
+type q6Seller map[int64]int64
+
+// Q6Average is the mean final price of the q6Recent auctions with the
+// highest ids (the latest) among finals.
+func Q6Average(finals map[int64]int64) int64 {
+	ids := make([]int64, 0, len(finals))
+	for id := range finals {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	ids = ids[max(0, len(ids)-q6Recent):]
+	var sum int64
+	for _, id := range ids {
+		sum += finals[id]
+	}
+	return sum / int64(len(ids))
+}
+
+func init() {
+	register(&Query{Name: "q6", Title: "average selling price per seller over their 10 latest auctions", Stateful: true, Upserts: true, build: func(p *Plan) {
+		p.Events(false, 0)
+		join := p.winningJoin(func(a *generator.Auction, b *generator.Bid) api.Values {
+			return api.Values{a.ID, a.Seller, b.Price}
+		}, []string{"id", "seller", "price"})
+		finals := groupOp(p, "final", join, []string{"id"}, false, table.GroupSpec[int64, q4Final, q4Final, q4Final]{
+			Key:   func(t api.Tuple) int64 { return t.Int64(0) },
+			Value: func(t api.Tuple) q4Final { return q4Final{t.Int64(1), t.Int64(2)} },
+			Aggregate: window.Funcs[q4Final, q4Final, q4Final]{
+				InitFn:   func() q4Final { return q4Final{} },
+				AddFn:    func(acc, v q4Final) q4Final { return q4Final{v.category, max(acc.price, v.price)} },
+				MergeFn:  func(a, _ q4Final) q4Final { return a },
+				ResultFn: func(acc q4Final) q4Final { return acc },
+			},
+			Output:       func(id int64, f q4Final, emit func(api.Values)) { emit(api.Values{id, f.category, f.price}) },
+			OutputFields: []string{"id", "seller", "final"},
+		})
+		groupOp(p, "avg", finals, []string{"seller"}, true, table.GroupSpec[int64, [2]int64, q6Seller, q6Seller]{
+			Key:   func(t api.Tuple) int64 { return t.Int64(1) },
+			Value: func(t api.Tuple) [2]int64 { return [2]int64{t.Int64(0), t.Int64(2)} },
+			Aggregate: window.Funcs[[2]int64, q6Seller, q6Seller]{
+				InitFn:   func() q6Seller { return q6Seller{} },
+				AddFn:    func(acc q6Seller, v [2]int64) q6Seller { acc[v[0]] = v[1]; return acc },
+				MergeFn:  func(a, _ q6Seller) q6Seller { return a },
+				ResultFn: func(acc q6Seller) q6Seller { return acc },
+			},
+			Output:       func(seller int64, s q6Seller, emit func(api.Values)) { emit(api.Values{seller, Q6Average(s)}) },
+			OutputFields: []string{"seller", "avg_price"},
 		})
 	}})
 }
