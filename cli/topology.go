@@ -269,7 +269,7 @@ func updateCmd(g *globals) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&parallelism, "component-parallelism", nil, "new task count of a component: component:count (repeatable)")
+	f.StringArrayVar(&parallelism, "component-parallelism", nil, "new task count of a component: component:count or component=count (repeatable)")
 	f.IntVar(&containers, "container-number", 0, "new number of containers")
 	f.StringArrayVar(&runtimeConfig, "runtime-config", nil, "runtime config value: key=value (repeatable)")
 	f.DurationVar(&drain, "drain-timeout", 0, "how long a rescale (or each container restart of --restart) drains before the instances restart (default egret.update.drain.timeout, 30s; 0: no drain)")

@@ -939,14 +939,19 @@ func componentNames(cs []topology.Component) []string {
 	return out
 }
 
-// ParseParallelism parses "component:n" values of --component-parallelism.
+// ParseParallelism parses "component:n" (Heron's form) or "component=n"
+// values of --component-parallelism.
 func ParseParallelism(values []string) (map[string]int, error) {
 	out := map[string]int{}
 	for _, v := range values {
-		comp, num, ok := strings.Cut(v, ":")
+		i := strings.IndexAny(v, ":=")
+		comp, num, ok := v, "", i >= 0
+		if ok {
+			comp, num = v[:i], v[i+1:]
+		}
 		n, err := strconv.Atoi(num)
 		if !ok || comp == "" || err != nil {
-			return nil, fmt.Errorf("--component-parallelism %q: want component:count, for example count:4", v)
+			return nil, fmt.Errorf("--component-parallelism %q: want component:count (or component=count), for example count:4", v)
 		}
 		out[comp] = n
 	}
