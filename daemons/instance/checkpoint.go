@@ -28,6 +28,7 @@ type checkpointing struct {
 	send       FrameSender
 	stateful   api.Stateful           // nil for a stateless component
 	listener   api.CheckpointListener // nil unless implemented
+	syncer     api.Syncer             // nil unless implemented
 	states     *api.States
 	epoch      int64
 	processing bool
@@ -59,6 +60,7 @@ func newCheckpointing(in *Instance) (*checkpointing, error) {
 func (c *checkpointing) bind(component any) {
 	c.stateful, _ = component.(api.Stateful)
 	c.listener, _ = component.(api.CheckpointListener)
+	c.syncer, _ = component.(api.Syncer)
 }
 
 // handle acts on a checkpoint message; it reports whether m was one.
@@ -126,6 +128,13 @@ func (c *checkpointing) restore(id, epoch int64, blob []byte) {
 // forwards the barrier to every downstream task, after the data emitted
 // before it.
 func (c *checkpointing) barrier(b wire.Barrier) {
+	if c.syncer != nil {
+		// A bolt that processes tuples outside Execute (a shell bolt's
+		// subprocess) finishes those received before the barrier, so
+		// what they emit goes out before the barrier, in this
+		// checkpoint.
+		_ = c.in.call("Sync", func() error { c.syncer.Sync(); return nil })
+	}
 	msg := &egretpb.StoreInstanceState{CheckpointId: b.Checkpoint, Epoch: b.Epoch, TaskId: int32(c.in.cfg.TaskID)}
 	if b.Flags&wire.BarrierAborted != 0 {
 		msg.Error = "barrier alignment timed out in the stream manager (topology.stateful.alignment.timeout)"

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
@@ -282,14 +283,18 @@ func TestEffectivelyOnceContainerMode(t *testing.T) {
 	r.kill()
 }
 
+func init() { packages["eoshell"] = "./test/e2e/testdata/eoshell" }
+
 // TestEffectivelyOnceRefusesUncheckpointable: an effectively-once submit
 // holding a component that cannot be checkpointed (a shell bolt) is
 // refused before anything happens, in one line naming it; marked
-// stateless, the same topology is accepted and counts exactly.
+// stateless, the same topology runs — its split bolt a pystorm
+// subprocess, synced at every barrier — and counts exactly through a
+// kill -9 of the shell bolt's instance.
 func TestEffectivelyOnceRefusesUncheckpointable(t *testing.T) {
 	c := newCluster(t, "local")
-	eo := binary(t, "effectivelyonce")
-	_, stderr, code := c.egret("submit", c.name, eo, "--", "--name", "eoshell", "--shell-split")
+	eo := binary(t, "eoshell")
+	_, stderr, code := c.egret("submit", c.name, eo, "--", "--name", "eoshell")
 	oneLineError(t, "an effectively-once topology with a shell bolt", stderr, code, 2,
 		`component "split" cannot be checkpointed`, "shell bolt", "SetStateless", "effectively-once")
 	if present, err := c.store().Present(context.Background(), "eoshell"); err != nil || len(present) > 0 {
@@ -302,7 +307,27 @@ func TestEffectivelyOnceRefusesUncheckpointable(t *testing.T) {
 		t.Errorf("the refused submit created topology directories: %d", len(entries))
 	}
 
-	r := startEOCount(t, c, "eoshell", 5000, "--shell-split", "--stateless-split", "--rate", "4000", "--interval", "500ms")
+	const n = 6000
+	state := filepath.Join(c.home, "state-eoshell")
+	c.mustEgret("submit", c.name, eo, "--resources", filepath.Join(repoRoot(), "test", "e2e", "testdata", "eoshell", "resources"), "--",
+		"--name", "eoshell", "--stateless-split", "--sentences", strconv.Itoa(n), "--state", state, "--containers", "2",
+		"--rate", "1500", "--interval", "500ms", "--set", topology.KeyMultilangPath+"="+pythonBin(t))
+	w := &wordCount{t: t, c: c, name: "eoshell", containers: 2, store: c.store()}
+	pp, _, err := w.store.PackingPlan(context.Background(), "eoshell")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.plan = pp
+	r := &eoRun{wordCount: w, state: state, expected: eocount.Expected(n)}
+	r.waitCounted("a third of the words to be counted", 0.3, allAckedTimeout)
+	for ct := 1; ct <= 2; ct++ {
+		if ts := r.tasksOf(ct, eocount.Split); len(ts) > 0 {
+			old := r.killProcs(ct, []string{fmt.Sprintf("instance-%s-%d", eocount.Split, ts[0])})
+			waitDead(t, "the killed shell bolt instance to exit", old)
+			r.waitRestarted(ct, old)
+			break
+		}
+	}
 	t.Logf("%s", r.waitCounted("every word to be counted exactly", 1, allAckedTimeout))
 	r.kill()
 }

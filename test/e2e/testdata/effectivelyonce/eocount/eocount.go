@@ -58,10 +58,10 @@ type Options struct {
 	// ReportEvery is the count bolts' report interval (default 300ms).
 	ReportEvery time.Duration
 	Settings    map[string]string
-	// ShellSplit declares the split bolt as a shell bolt (a subprocess,
-	// which cannot be checkpointed), StatelessSplit marks it stateless.
-	// Only the definition sees them: instances start without the
-	// topology's flags and run the Go split bolt.
+	// ShellSplit runs the split bolt as a shell bolt ("python3 split.py",
+	// a pystorm subprocess, which cannot be checkpointed); its main must
+	// set it (test/e2e/testdata/eoshell), since instances start without
+	// the topology's flags. StatelessSplit marks the split bolt stateless.
 	ShellSplit, StatelessSplit bool
 }
 
@@ -79,7 +79,6 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 	fs.IntVar(&o.Bolts, "bolts", 2, "parallelism of each bolt")
 	fs.DurationVar(&o.Interval, "interval", time.Second, "checkpoint interval")
 	fs.DurationVar(&o.ReportEvery, "report-every", 300*time.Millisecond, "how often the count bolts rewrite their reports")
-	fs.BoolVar(&o.ShellSplit, "shell-split", false, "declare the split bolt as a shell bolt (refused by effectively-once unless --stateless-split)")
 	fs.BoolVar(&o.StatelessSplit, "stateless-split", false, "mark the split bolt stateless")
 	fs.Func("set", "a topology setting KEY=VALUE (repeatable)", func(v string) error {
 		k, val, ok := strings.Cut(v, "=")

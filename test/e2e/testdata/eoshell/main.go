@@ -1,0 +1,30 @@
+// Command eoshell is the eocount topology (test/e2e/testdata/effectivelyonce)
+// with its split bolt run by a Python subprocess (pystorm, split.py in the
+// resources directory shipped with --resources): a shell bolt, which
+// effectively-once refuses unless --stateless-split marks it stateless.
+// The choice is made here, not by a flag, because the instances build the
+// topology without the topology's flags.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
+)
+
+func main() {
+	o, rest, err := eocount.ParseArgs("eoshell", os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "eoshell: %v\n", err)
+		os.Exit(egret.ExitUsage)
+	}
+	o.ShellSplit = true
+	b, err := eocount.Builder(o)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "eoshell: %v\n", err)
+		os.Exit(egret.ExitUsage)
+	}
+	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+}
