@@ -8,9 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/egret-stream/egret/conf"
-	"github.com/egret-stream/egret/core/spi"
 )
 
 // egret runs the command in-process and returns its exit code, stdout and
@@ -60,24 +57,6 @@ func tree(t *testing.T, dir string) []string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-// TestBuiltinsMatchBinary: the schema's built-in backends are exactly the
-// ones this binary registers, so the reference and the validation never
-// name a backend that does not exist.
-func TestBuiltinsMatchBinary(t *testing.T) {
-	for kind, names := range map[string][]string{
-		conf.KindScheduler:         spi.SchedulerNames(),
-		conf.KindStateManager:      spi.StateManagerNames(),
-		conf.KindUploader:          spi.UploaderNames(),
-		conf.KindPacking:           spi.PackingNames(),
-		conf.KindCheckpointStorage: spi.CheckpointStorageNames(),
-	} {
-		names = slices.Sorted(slices.Values(names))
-		if got := conf.Builtins(kind); !slices.Equal(got, names) {
-			t.Errorf("conf.Builtins(%s) = %v, but the binary registers %v", kind, got, names)
-		}
-	}
 }
 
 // borgCluster is a user-defined cluster selecting a scheduler that is not

@@ -183,7 +183,7 @@ func metricsmgrCmd(g *globals) *cobra.Command {
 					if slices.Contains(metricsmgr.Sinks, s) {
 						continue
 					}
-					if _, err := loader.Find(plugins.KindMetricsSink, s); err != nil {
+					if _, err := loader.Find(spi.KindMetricsSink, s); err != nil {
 						return usageError{fmt.Errorf("config key %s: %w", metricsmgr.KeySinks, err)}
 					}
 				}

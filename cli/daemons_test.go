@@ -36,7 +36,7 @@ func TestMetricsMgrFeedsTheConfiguredSinks(t *testing.T) {
 		t.Errorf("tmanager sink without a state manager: exit %d, %q", code, stderr)
 	}
 	code, _, stderr = egret(t, args(writeConfig("bad.json", `{"egret.metrics.sinks": "file,statsd"}`))...)
-	if code != ExitUsage || !strings.Contains(stderr, `metrics sink "statsd" is not built in and no plugin directory is configured`) {
+	if code != ExitUsage || !strings.Contains(stderr, `metrics sink "statsd" is not built in (built in: [file graphite prometheus tmanager]) and no plugin directory is configured`) {
 		t.Errorf("unknown sink: exit %d, %q", code, stderr)
 	}
 

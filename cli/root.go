@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	_ "github.com/egret-stream/egret/catalog" // the built-in backends
 	"github.com/egret-stream/egret/conf"
 	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/plugins"

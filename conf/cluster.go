@@ -65,12 +65,14 @@ func (c *Cluster) WithTopology(name string) (*Cluster, error) {
 
 // Lookup returns the value of key and whether it is set.
 func (c *Cluster) Lookup(key string) (string, bool) {
-	v, ok := c.cfg[strings.ToLower(key)]
-	return v, ok
+	return c.cfg.Lookup(strings.ToLower(key))
 }
 
 // String returns the value of key, "" when it is not set.
-func (c *Cluster) String(key string) string { return c.cfg[strings.ToLower(key)] }
+func (c *Cluster) String(key string) string {
+	v, _ := c.Lookup(key)
+	return v
+}
 
 func (c *Cluster) get(key string) (string, error) {
 	v, ok := c.Lookup(key)

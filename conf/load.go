@@ -42,6 +42,14 @@ type LoadOptions struct {
 	// is reported as a problem of the selecting key. nil: backend names
 	// are checked for their syntax only.
 	FindBackend func(kind, name, pluginDir string) error
+	// PluginKeys, when set, asks each external plugin the config selects
+	// (one FindBackend found) for the config keys it declares: kind is one
+	// of the spi.Kind constants, pluginDir the resolved
+	// egret.plugin.directory. Declared keys are checked, defaulted and
+	// documented like a built-in backend's; declared false (a plugin that
+	// declares none) lets its keys pass unchecked. An error is reported as
+	// a problem of the selecting key.
+	PluginKeys func(kind, name, pluginDir string) (keys []spi.Key, declared bool, err error)
 }
 
 // Load reads, merges, substitutes and validates the configuration of
@@ -121,9 +129,16 @@ type loader struct {
 	sources    []string       // files read, in load order
 	rank       map[string]int // origin -> position, to sort problems
 	problems   []Problem
+	schema     *schemaTable
+	// declared are the selected external plugins ("kind/name") that
+	// declared their keys: their other keys are unknown.
+	declared map[string]bool
 }
 
 func newLoader(opts LoadOptions) (*loader, error) {
+	if len(spi.BackendNames(spi.KindScheduler)) == 0 {
+		return nil, errors.New("no built-in backend is linked into this program, so their config keys are unknown: import github.com/egret-stream/egret/catalog")
+	}
 	if opts.Cluster == "" {
 		return nil, errors.New("no cluster given")
 	}
@@ -215,7 +230,9 @@ func (l *loader) load() (*Cluster, error) {
 	}
 	sub := newSubstituter(vars, keep, l.env)
 
+	l.schema = builtinSchema()
 	sel := l.selection(sub)
+	l.plugins(sel, sub)
 	l.applyDefaults(sel)
 
 	cfg := make(spi.Config, len(l.values))
@@ -236,8 +253,8 @@ func (l *loader) load() (*Cluster, error) {
 			continue
 		}
 		cfg[k] = v
-		if sk, ok := lookupKey(k); ok {
-			if v == "" && sk.Type != TypeString && sk.Type != TypeList {
+		if sk, ok := l.schema.lookup(k); ok {
+			if v == "" && sk.Type != spi.KeyString && sk.Type != spi.KeyList {
 				if !sk.Required { // a missing required key is reported below
 					l.problem(Problem{File: e.origin, Line: e.line, Key: k, Message: fmt.Sprintf("empty value; expected %s", describeType(sk))})
 				}
@@ -256,8 +273,8 @@ func (l *loader) load() (*Cluster, error) {
 			l.problem(Problem{File: e.origin, Line: e.line, Key: k, Message: msg})
 		}
 	}
-	for i := range schema {
-		sk := &schema[i]
+	for i := range l.schema.keys {
+		sk := &l.schema.keys[i]
 		if sk.Required && sel.applies(sk) && strings.TrimSpace(cfg[sk.Name]) == "" {
 			msg := fmt.Sprintf("required key is missing; set it in %s.yaml of cluster %s", sk.File, cluster)
 			if sk.Backend != "" {
@@ -270,7 +287,6 @@ func (l *loader) load() (*Cluster, error) {
 	}
 	l.crossCheck(cfg, valid)
 	l.sinkCheck(cfg, valid)
-	l.findBackends(cfg, valid)
 
 	if len(l.problems) > 0 {
 		l.sortProblems()
@@ -424,7 +440,7 @@ func (l *loader) selection(sub *substituter) selection {
 	value := func(key string) string {
 		e, ok := l.values[key]
 		if !ok {
-			if sk, ok := lookupKey(key); ok {
+			if sk, ok := l.schema.lookup(key); ok {
 				e.value = sk.Default
 			}
 		}
@@ -438,8 +454,62 @@ func (l *loader) selection(sub *substituter) selection {
 	for _, b := range backendKeys {
 		sel[b.kind] = []string{value(b.key)}
 	}
-	sel[KindMetricsSink] = splitList(value(keySinks))
+	sel[spi.KindMetricsSink] = splitList(value(keySinks))
+	sel["plugindir"] = []string{value("egret.plugin.directory")}
 	return sel
+}
+
+// plugins checks that each selected backend that is not built in exists
+// (FindBackend) and adds the keys it declares (PluginKeys) to the schema.
+func (l *loader) plugins(sel selection, sub *substituter) {
+	l.declared = map[string]bool{}
+	if l.opts.FindBackend == nil && l.opts.PluginKeys == nil {
+		return
+	}
+	dir := sel["plugindir"][0]
+	declared := map[string][]spi.Key{}
+	selectors := append(backendKeys[:len(backendKeys):len(backendKeys)], struct{ kind, key string }{spi.KindMetricsSink, keySinks})
+	for _, b := range selectors {
+		for _, name := range sel[b.kind] {
+			if name == "" || !nameRE.MatchString(name) || slices.Contains(l.schema.builtins[b.kind], name) {
+				continue // a bad name is reported by its check
+			}
+			e := l.values[b.key]
+			report := func(err error) {
+				msg := err.Error()
+				if b.kind == spi.KindMetricsSink {
+					msg += didYouMean(name, l.schema.builtins[b.kind], 2)
+				}
+				l.problem(Problem{File: e.origin, Line: e.line, Key: b.key, Message: msg})
+			}
+			if l.opts.FindBackend != nil {
+				if err := l.opts.FindBackend(b.kind, name, dir); err != nil {
+					report(err)
+					continue
+				}
+			}
+			if l.opts.PluginKeys == nil {
+				continue
+			}
+			keys, ok, err := l.opts.PluginKeys(b.kind, name, dir)
+			if err != nil {
+				report(fmt.Errorf("the %s plugin %s cannot tell its config keys: %w", kindNoun(b.kind), name, err))
+				continue
+			}
+			if ok {
+				declared[b.kind+"/"+name] = keys
+				l.declared[b.kind+"/"+name] = true
+			}
+		}
+	}
+	if len(declared) == 0 {
+		return
+	}
+	t, problems := buildSchema(declared)
+	for _, p := range problems {
+		l.problem(Problem{Message: p})
+	}
+	l.schema = t
 }
 
 func (s selection) selected(kind, name string) bool {
@@ -457,8 +527,8 @@ func (s selection) applies(k *Key) bool {
 }
 
 func (l *loader) applyDefaults(sel selection) {
-	for i := range schema {
-		sk := &schema[i]
+	for i := range l.schema.keys {
+		sk := &l.schema.keys[i]
 		if _, set := l.values[sk.Name]; set || !sel.applies(sk) || (sk.Required && sk.Default == "") {
 			continue
 		}
@@ -467,10 +537,12 @@ func (l *loader) applyDefaults(sel selection) {
 }
 
 // unknownKey returns the problem with a key that is not in the schema, or
-// "" when it is a key of an external plugin and passes unchecked.
+// "" when it is a key of the selected external plugin that declares no
+// keys and passes unchecked.
 func (l *loader) unknownKey(k string, sel selection) string {
+	t := l.schema
 	if !strings.HasPrefix(k, "egret.") {
-		return "unknown key (Egret keys start with egret.)" + suggestKey(k)
+		return "unknown key (Egret keys start with egret.)" + suggestFrom(k, t.names())
 	}
 	for _, r := range removedKeys {
 		if k == r.name || strings.HasPrefix(k, r.name+".") {
@@ -486,24 +558,30 @@ func (l *loader) unknownKey(k string, sel selection) string {
 		if !ok || sub == "" {
 			continue
 		}
-		if slices.Contains(ns.builtins, name) && hasSchemaPrefix(ns.prefix+"."+name) {
-			return fmt.Sprintf("unknown key of the built-in %s %s", name, kindNoun(ns.kind)) + suggestIn(k, ns.prefix+"."+name)
+		scope := ns.prefix + "." + name
+		builtin := slices.Contains(t.builtins[ns.kind], name)
+		if builtin && t.hasPrefix(scope) {
+			return fmt.Sprintf("unknown key of the built-in %s %s", name, kindNoun(ns.kind)) + t.suggestIn(k, scope)
 		}
-		if hasSchemaPrefix(ns.prefix + "." + name) {
+		if t.hasPrefix(scope) {
 			continue // not a plugin name but a section of the schema
 		}
-		if slices.Contains(ns.builtins, name) {
-			return fmt.Sprintf("the built-in %s %s has no configuration keys", name, kindNoun(ns.kind)) + suggestKey(k)
+		if builtin {
+			return fmt.Sprintf("the built-in %s %s has no configuration keys", name, kindNoun(ns.kind)) + suggestFrom(k, t.names())
 		}
-		if sel.selected(ns.kind, name) {
-			return "" // a key of the selected external plugin
+		if !sel.selected(ns.kind, name) {
+			continue // not a plugin of this config: an unknown key
 		}
-		if near, d := nearest(k, schemaNames()); d <= 2 {
-			return fmt.Sprintf("unknown key; did you mean %s?", near)
+		if l.declared[ns.kind+"/"+name] {
+			return fmt.Sprintf("unknown key of the %s plugin %s", kindNoun(ns.kind), name) + t.suggestIn(k, scope)
 		}
-		return "" // a key of an external plugin
+		return "" // a key of the selected external plugin, which declares none
 	}
-	return "unknown key" + suggestKey(k)
+	if s := suggestFrom(k, t.names()); s != "" {
+		return "unknown key" + s
+	}
+	near, _ := nearest(k, t.names())
+	return fmt.Sprintf("unknown key (no built-in or selected backend reads it); did you mean %s?", near)
 }
 
 func kindNoun(kind string) string {
@@ -512,36 +590,15 @@ func kindNoun(kind string) string {
 		return "state manager"
 	case "packing":
 		return "packing algorithm"
-	case KindCheckpointStorage:
+	case spi.KindCheckpointStorage:
 		return "checkpoint storage"
 	}
 	return kind
 }
 
-func schemaNames() []string {
-	out := make([]string, len(schema))
-	for i, k := range schema {
-		out[i] = k.Name
-	}
-	return out
-}
-
-func hasSchemaPrefix(p string) bool {
-	for _, k := range schema {
-		if k.Name == p || strings.HasPrefix(k.Name, p+".") {
-			return true
-		}
-	}
-	return false
-}
-
-// suggestKey returns "; did you mean X?" for the schema key nearest to k,
-// or "" when none is close: within two edits, the only key that extends k,
-// or within a quarter of k's length and sharing its last segment.
-func suggestKey(k string) string {
-	return suggestFrom(k, schemaNames())
-}
-
+// suggestFrom returns "; did you mean X?" for the name nearest to k, or ""
+// when none is close: within two edits, the only name that extends k, or
+// within a quarter of k's length and sharing its last segment.
 func suggestFrom(k string, names []string) string {
 	var ext []string
 	for _, n := range names {
@@ -561,9 +618,9 @@ func suggestFrom(k string, names []string) string {
 
 // suggestIn suggests a key of one built-in backend (scope is its key
 // prefix): the nearest if close, otherwise its keys when there are few.
-func suggestIn(k, scope string) string {
+func (t *schemaTable) suggestIn(k, scope string) string {
 	var names []string
-	for _, sk := range schema {
+	for _, sk := range t.keys {
 		if strings.HasPrefix(sk.Name, scope+".") {
 			names = append(names, sk.Name)
 		}
@@ -577,22 +634,22 @@ func suggestIn(k, scope string) string {
 	if len(names) > 1 && len(names) <= 5 {
 		return "; its keys are " + strings.Join(names, ", ")
 	}
-	return suggestKey(k)
+	return suggestFrom(k, t.names())
 }
 
 func describeType(k *Key) string {
 	switch k.Type {
-	case TypeEnum:
+	case spi.KeyEnum:
 		return "one of " + strings.Join(k.Enum, ", ")
-	case TypeInt:
+	case spi.KeyInt:
 		return "an integer"
-	case TypeBool:
+	case spi.KeyBool:
 		return "true or false"
-	case TypeDuration:
+	case spi.KeyDuration:
 		return "a duration (for example 30s)"
-	case TypeBytes:
+	case spi.KeyBytes:
 		return "a size (for example 64MiB)"
-	case TypeFloat:
+	case spi.KeyFloat:
 		return "a number"
 	}
 	return k.Type.String()
@@ -627,38 +684,6 @@ func (l *loader) sinkCheck(cfg spi.Config, valid map[string]bool) {
 	l.problem(Problem{File: e.origin, Line: e.line, Key: "egret.metrics.sinks",
 		Message: "the graphite sink needs egret.metrics.graphite.address, the host:port of a carbon line receiver"})
 }
-
-// findBackends reports each selected backend that FindBackend cannot find,
-// metrics sinks included.
-func (l *loader) findBackends(cfg spi.Config, valid map[string]bool) {
-	if l.opts.FindBackend == nil {
-		return
-	}
-	for _, b := range backendKeys {
-		if !valid[b.key] || cfg[b.key] == "" {
-			continue
-		}
-		if err := l.opts.FindBackend(b.kind, cfg[b.key], cfg["egret.plugin.directory"]); err != nil {
-			e := l.values[b.key]
-			l.problem(Problem{File: e.origin, Line: e.line, Key: b.key, Message: err.Error()})
-		}
-	}
-	if !valid[keySinks] {
-		return
-	}
-	for _, s := range splitList(cfg[keySinks]) {
-		if slices.Contains(builtinSinks, s) {
-			continue
-		}
-		if err := l.opts.FindBackend(KindMetricsSink, s, cfg["egret.plugin.directory"]); err != nil {
-			e := l.values[keySinks]
-			l.problem(Problem{File: e.origin, Line: e.line, Key: keySinks, Message: err.Error() + didYouMean(s, builtinSinks, 2)})
-		}
-	}
-}
-
-// keySinks lists the metrics sinks.
-const keySinks = "egret.metrics.sinks"
 
 func (l *loader) sortProblems() {
 	rank := func(p Problem) int {

@@ -1,4 +1,4 @@
-package conf
+package conf_test
 
 import (
 	"errors"
@@ -9,15 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	_ "github.com/egret-stream/egret/catalog"
+	. "github.com/egret-stream/egret/conf"
 	"github.com/egret-stream/egret/core/names"
 )
 
-func envOf(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) {
-		v, ok := m[k]
-		return v, ok
-	}
-}
 
 var testEnv = map[string]string{"HOME": "/home/u", "USER": "u", "LOOP_A": "${LOOP_B}", "LOOP_B": "x/${LOOP_A}"}
 
@@ -65,6 +61,7 @@ func TestProblems(t *testing.T) {
 				`{dir}/nomad/scheduler.yaml:6: egret.nomad.address: "nomad.example:4646" is not an http:// or https:// URL`,
 				`{dir}/nomad/statemgr.yaml:2: egret.statemgr.session.timeout: "abc" is not a duration (for example 500ms, 30s, 2m)`,
 				`{dir}/nomad/statemgr.yaml:3: egret.statemgr.rot.path: unknown key; did you mean egret.statemgr.root.path?`,
+				`{dir}/nomad/statemgr.yaml:5: egret.statemgr.consul.address: unknown key (no built-in or selected backend reads it); did you mean egret.statemgr.root.path?`,
 				`{dir}/nomad/statemgr.yaml:6: egret.statemgr.connection.string: "zk1:2181,zk2" is not a list of host:port (item "zk2")`,
 				`{dir}/nomad/statemgr.yaml:7: egret.statemgr.connection.timeout: "2.5" is not a duration (for example 500ms, 30s, 2m)`,
 				`{dir}/nomad/internals.yaml:3: egret.stmgr.buffer.high.watermark.bytes: "10XB" is not a size in bytes (for example 1048576, 64KiB, 100MiB, 2GiB)`,
@@ -142,7 +139,7 @@ func TestProblems(t *testing.T) {
 		t.Run(strings.ReplaceAll(tc.dir, "/", "_")+"_"+tc.cluster, func(t *testing.T) {
 			dir := testdata(t, tc.dir)
 			_, err := Load(LoadOptions{Cluster: tc.cluster, Role: tc.role, Environ: tc.env, ConfigPath: dir,
-				Overrides: tc.overrides, LookupEnv: envOf(testEnv), FindBackend: findBuiltin})
+				Overrides: tc.overrides, LookupEnv: EnvOf(testEnv), FindBackend: findBuiltin})
 			var ve *ValidationError
 			if !errors.As(err, &ve) {
 				t.Fatalf("Load: got %v, want a *ValidationError", err)
@@ -166,7 +163,7 @@ func TestProblems(t *testing.T) {
 			}
 			// Validate reports the same.
 			verr := Validate(LoadOptions{Cluster: tc.cluster, Role: tc.role, Environ: tc.env, ConfigPath: dir,
-				Overrides: tc.overrides, LookupEnv: envOf(testEnv), FindBackend: findBuiltin})
+				Overrides: tc.overrides, LookupEnv: EnvOf(testEnv), FindBackend: findBuiltin})
 			if verr == nil || verr.Error() != err.Error() {
 				t.Errorf("Validate = %v, want the same problems as Load", verr)
 			}
@@ -200,7 +197,7 @@ func TestEmbeddedClusters(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			// Every backend an embedded cluster selects is built in.
-			opts := LoadOptions{Cluster: name, ConfigPath: empty, LookupEnv: envOf(testEnv), FindBackend: findBuiltin}
+			opts := LoadOptions{Cluster: name, ConfigPath: empty, LookupEnv: EnvOf(testEnv), FindBackend: findBuiltin}
 			if name == "aurora" { // its jobs are keyed by role and environment
 				opts.Role, opts.Environ = "www", "prod"
 			}
@@ -244,7 +241,7 @@ func TestEmbeddedClusters(t *testing.T) {
 }
 
 func TestLocalResolvedValues(t *testing.T) {
-	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv)})
+	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,9 +309,9 @@ func TestOverridesWin(t *testing.T) {
 		"local/statemgr.yaml": "egret.statemgr.root.path: /from/user\negret.statemgr.localfs.poll.interval: 1s\n",
 		"local/packing.yaml":  "egret.packing: ffd\n",
 	})
-	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(testEnv),
+	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(testEnv),
 		Overrides: []string{"egret.statemgr.root.path=/from/flag", "EGRET.PACKING=rcrr", "egret.packing=roundrobin",
-			"egret.statemgr.consul.address=10.0.0.1:8500", "egret.plugin.directory=a=b"}})
+			"egret.plugin.directory=a=b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,7 +320,6 @@ func TestOverridesWin(t *testing.T) {
 		{"egret.statemgr.localfs.poll.interval", "1s", filepath.Join(dir, "local", "statemgr.yaml")},
 		{"egret.packing", "roundrobin", OriginProperty}, // the last override wins
 		{"egret.statemgr", "localfs", "embedded:clusters/local/statemgr.yaml"},
-		{"egret.statemgr.consul.address", "10.0.0.1:8500", OriginProperty}, // a plugin key passes through
 		{"egret.plugin.directory", "a=b", OriginProperty},                  // the value may hold =
 	}
 	for _, tc := range cases {
@@ -346,7 +342,7 @@ func TestOverridesWin(t *testing.T) {
 
 func TestNestedYAML(t *testing.T) {
 	dir := testdata(t, "good/nested")
-	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(testEnv)})
+	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(testEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,7 +363,7 @@ func TestNestedYAML(t *testing.T) {
 		t.Errorf("Origin = %q", o)
 	}
 	env := map[string]string{"HOME": "/h", "USER": "u", "CORE_URI": "http://core"}
-	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(env)})
+	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(env)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +377,7 @@ func TestUserOnlyCluster(t *testing.T) {
 	if cl := Clusters(dir); !slices.Contains(cl, "edge") || !slices.Contains(cl, "local") {
 		t.Errorf("Clusters = %v, want edge and the embedded ones", cl)
 	}
-	c, err := Load(LoadOptions{Cluster: "edge", Role: "ops", Environ: "prod", ConfigPath: dir, EgretHome: "/opt/egret", LookupEnv: envOf(testEnv)})
+	c, err := Load(LoadOptions{Cluster: "edge", Role: "ops", Environ: "prod", ConfigPath: dir, EgretHome: "/opt/egret", LookupEnv: EnvOf(testEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +412,7 @@ func TestUserOnlyCluster(t *testing.T) {
 
 func TestUnknownCluster(t *testing.T) {
 	dir := testdata(t, "good/edge")
-	_, err := Load(LoadOptions{Cluster: "nomda", ConfigPath: dir, LookupEnv: envOf(testEnv)})
+	_, err := Load(LoadOptions{Cluster: "nomda", ConfigPath: dir, LookupEnv: EnvOf(testEnv)})
 	if !errors.Is(err, ErrUnknownCluster) {
 		t.Fatalf("got %v, want ErrUnknownCluster", err)
 	}
@@ -426,7 +422,7 @@ func TestUnknownCluster(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"", "../local", "a/b", ".hidden"} {
-		if _, err := Load(LoadOptions{Cluster: bad, ConfigPath: dir, LookupEnv: envOf(testEnv)}); err == nil {
+		if _, err := Load(LoadOptions{Cluster: bad, ConfigPath: dir, LookupEnv: EnvOf(testEnv)}); err == nil {
 			t.Errorf("cluster %q: no error", bad)
 		}
 	}
@@ -435,42 +431,42 @@ func TestUnknownCluster(t *testing.T) {
 func TestRoleEnv(t *testing.T) {
 	dir := t.TempDir()
 	// Defaults: role $USER, environ "default".
-	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(map[string]string{"HOME": "/h", "USER": "alice"})})
+	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(map[string]string{"HOME": "/h", "USER": "alice"})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Role != "alice" || c.Environ != "default" {
 		t.Errorf("role/env = %q/%q", c.Role, c.Environ)
 	}
-	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(map[string]string{"HOME": "/h", "LOGNAME": "bob"})})
+	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(map[string]string{"HOME": "/h", "LOGNAME": "bob"})})
 	if err != nil || c.Role != "bob" {
 		t.Errorf("LOGNAME fallback: %v, %v", c, err)
 	}
 	// Required by an operator file and by an override.
 	writeFiles(t, dir, map[string]string{"local/client.yaml": "egret.config.role.required: true\n"})
-	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(testEnv)})
+	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(testEnv)})
 	want := filepath.Join(dir, "local", "client.yaml") + ":1: egret.config.role.required: cluster local requires a role: give local/<role>/<environ>"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
-	_, err = Load(LoadOptions{Cluster: "local", Role: "r", ConfigPath: dir, LookupEnv: envOf(testEnv), Overrides: []string{"egret.config.env.required=true"}})
+	_, err = Load(LoadOptions{Cluster: "local", Role: "r", ConfigPath: dir, LookupEnv: EnvOf(testEnv), Overrides: []string{"egret.config.env.required=true"}})
 	want = "--config-property: egret.config.env.required: cluster local requires an environment: give local/<role>/<environ>"
 	if err == nil || err.Error() != want {
 		t.Errorf("got %v\nwant %s", err, want)
 	}
-	c, err = Load(LoadOptions{Cluster: "local", Role: "r", Environ: "e", ConfigPath: dir, LookupEnv: envOf(testEnv), Overrides: []string{"egret.config.env.required=true"}})
+	c, err = Load(LoadOptions{Cluster: "local", Role: "r", Environ: "e", ConfigPath: dir, LookupEnv: EnvOf(testEnv), Overrides: []string{"egret.config.env.required=true"}})
 	if err != nil || c.Role != "r" || c.Environ != "e" {
 		t.Errorf("role and env given: %v", err)
 	}
 	// A user name that is not a valid role (it becomes part of paths).
 	for _, user := range []string{"..", "../x", "a/b", "a b", "\uff0e\uff0e"} {
-		_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(map[string]string{"HOME": "/h", "USER": user})})
+		_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: EnvOf(map[string]string{"HOME": "/h", "USER": user})})
 		if err == nil || !strings.Contains(err.Error(), "the user name is not a valid role") || !strings.Contains(err.Error(), "give local/<role>") {
 			t.Errorf("USER=%q: got %v, want a problem naming the role rule", user, err)
 		}
 	}
 	// No role and no $USER.
-	_, err = Load(LoadOptions{Cluster: "localzk", ConfigPath: t.TempDir(), LookupEnv: envOf(map[string]string{"HOME": "/h"})})
+	_, err = Load(LoadOptions{Cluster: "localzk", ConfigPath: t.TempDir(), LookupEnv: EnvOf(map[string]string{"HOME": "/h"})})
 	if err == nil || err.Error() != "no role given and $USER is not set: give localzk/<role>" {
 		t.Errorf("got %v", err)
 	}
@@ -478,7 +474,7 @@ func TestRoleEnv(t *testing.T) {
 
 func TestHomeAndEgretHome(t *testing.T) {
 	dir := t.TempDir()
-	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(map[string]string{"HOME": "/h", "USER": "u", "EGRET_HOME": "${HOME}/egret-home"})})
+	c, err := Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(map[string]string{"HOME": "/h", "USER": "u", "EGRET_HOME": "${HOME}/egret-home"})})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -486,38 +482,42 @@ func TestHomeAndEgretHome(t *testing.T) {
 		t.Errorf("EGRET_HOME from the environment, expanded: %q", v)
 	}
 	// No HOME at all: ${EGRET_HOME} defaults to ${HOME}/.egret, which is unknown.
-	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: envOf(map[string]string{"USER": "u"})})
+	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: dir, LookupEnv: EnvOf(map[string]string{"USER": "u"})})
 	if err == nil || !strings.Contains(err.Error(), "egret.statemgr.root.path: unknown variable ${HOME}") {
 		t.Errorf("got %v", err)
 	}
 	// The default config path is $HOME/.egret/conf.
 	home := t.TempDir()
 	writeFiles(t, home, map[string]string{".egret/conf/local/packing.yaml": "egret.packing: rcrr\n"})
-	c, err = Load(LoadOptions{Cluster: "local", LookupEnv: envOf(map[string]string{"HOME": home, "USER": "u"})})
+	c, err = Load(LoadOptions{Cluster: "local", LookupEnv: EnvOf(map[string]string{"HOME": home, "USER": "u"})})
 	if err != nil || c.String("egret.packing") != "rcrr" {
 		t.Errorf("default config path: %v, %v", err, c)
 	}
-	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: "~/.egret/conf", LookupEnv: envOf(map[string]string{"HOME": home, "USER": "u"})})
+	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: "~/.egret/conf", LookupEnv: EnvOf(map[string]string{"HOME": home, "USER": "u"})})
 	if err != nil || c.String("egret.packing") != "rcrr" {
 		t.Errorf("~/ config path: %v, %v", err, c)
 	}
 }
 
 func TestUnknownKeys(t *testing.T) {
+	const notRead = "unknown key (no built-in or selected backend reads it); did you mean "
 	cases := []struct {
 		key  string
 		want string // "" = passes through
 	}{
-		{"egret.statemgr.consul.address", ""},
-		{"egret.uploader.gcs.bucket", ""},
+		// Keys of external plugins pass only when the config selects the
+		// plugin (and it declares no keys: TestPluginKeys).
+		{"egret.statemgr.consul.address", notRead + "egret.statemgr.root.path?"},
+		{"egret.uploader.gcs.bucket", notRead + "egret.uploader.hdfs.user?"},
 		{"egret.metrics.sink.kafka.brokers", "no longer a key: the file sink always writes metrics.jsonl in the container's working directory and the tmanager sink forwards every report at once; delete it"},
-		{"egret.packing.custom.weight", ""},
-		{"egret.lsf.queue", ""},
-		{"egret.scheduler.marathon.uri", ""},
+		{"egret.packing.custom.weight", notRead + "egret.packing.padding.disk?"},
+		{"egret.lsf.queue", notRead + "egret.yarn.queue?"},
+		{"egret.scheduler.marathon.uri", notRead + "egret.scheduler?"},
+		{"egret.no.such.key", notRead + "egret.nomad.token?"},
 		{"egret.statemgr.rot.path", "unknown key; did you mean egret.statemgr.root.path?"},
 		{"egret.statemgr.root", "unknown key; did you mean egret.statemgr.root.path?"},
-		{"egret.statemgr.foo", "unknown key"},
-		{"egret.lsf.queue.name", ""}, // lsf is not built in: a plugin's key
+		{"egret.statemgr.foo", notRead + "egret.statemgr?"},
+		{"egret.lsf.queue.name", notRead + "egret.aurora.username?"},
 		{"egret.slurm.queue", "unknown key of the built-in slurm scheduler; did you mean egret.slurm.squeue?"},
 		{"egret.uploader.http.url", "unknown key of the built-in http uploader; did you mean egret.uploader.http.uri?"},
 		{"egret.statemgr.localfs.root", "unknown key of the built-in localfs state manager; did you mean egret.statemgr.localfs.poll.interval?"},
@@ -525,14 +525,14 @@ func TestUnknownKeys(t *testing.T) {
 		{"egret.scheduler.local.dir", "unknown key of the built-in local scheduler; its keys are egret.scheduler.local.egret.binary, egret.scheduler.local.working.directory"},
 		{"egret.scheduler.is.service", "no longer a key: the scheduler decides whether it runs as a service (local) or inside the CLI (nomad); delete it"},
 		{"egret.statemgr.retry.count", "no longer a key: the zookeeper state manager retries a repeatable operation after a connection loss until the command's deadline, with its own backoff; delete it"},
-		{"egret.statemgr.retryx.count", ""}, // a key of plugin retryx
+		{"egret.statemgr.retryx.count", notRead + "egret.statemgr.root.path?"},
 		{"egret.logging.max.sise", "unknown key; did you mean egret.logging.max.size?"},
 		{"egret", "unknown key (Egret keys start with egret.)"},
 		{"egret.nomad.metrics.service.check.intervall", "unknown key of the built-in nomad scheduler; did you mean egret.nomad.metrics.service.check.interval?"},
 		{"topology.stmgrs", "unknown key (Egret keys start with egret.)"},
 	}
 	for _, tc := range cases {
-		_, err := Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv), Overrides: []string{tc.key + "=1"}})
+		_, err := Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv), Overrides: []string{tc.key + "=1"}})
 		var got string
 		if err != nil {
 			got = err.Error()
@@ -543,6 +543,23 @@ func TestUnknownKeys(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s:\n got  %q\n want %q", tc.key, got, want)
+		}
+	}
+	// The keys of a selected plugin that declares none pass unchecked.
+	for _, sel := range [][2]string{
+		{"egret.statemgr=consul", "egret.statemgr.consul.address=10.0.0.1:8500"},
+		{"egret.scheduler=lsf", "egret.lsf.queue.name=batch"},
+		{"egret.scheduler=marathon", "egret.scheduler.marathon.uri=http://m"},
+		{"egret.metrics.sinks=file,statsd", "egret.metrics.statsd.address=s:8125"},
+	} {
+		c, err := Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv), Overrides: sel[:]})
+		if err != nil {
+			t.Errorf("%v: %v", sel, err)
+			continue
+		}
+		k, v, _ := strings.Cut(sel[1], "=")
+		if c.String(k) != v {
+			t.Errorf("%v: %s = %q", sel, k, c.String(k))
 		}
 	}
 }
@@ -615,12 +632,12 @@ func TestParseBytes(t *testing.T) {
 // refuses a topology name that breaks the rule, whoever calls it.
 func TestTopologyNameChecked(t *testing.T) {
 	for _, name := range []string{"..", "../x", "a/b", "/abs", "a\x00b", "\uff0e\uff0e"} {
-		_, err := Load(LoadOptions{Cluster: "local", Topology: name, ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv)})
+		_, err := Load(LoadOptions{Cluster: "local", Topology: name, ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv)})
 		if !errors.Is(err, names.ErrInvalid) {
 			t.Errorf("Load with topology %q = %v, want an invalid-name error", name, err)
 		}
 	}
-	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv)})
+	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv)})
 	if err != nil || !strings.HasSuffix(c.String("egret.scheduler.local.working.directory"), "/wordcount") {
 		t.Errorf("Load with a valid topology: %v", err)
 	}
@@ -630,7 +647,7 @@ func TestTopologyNameChecked(t *testing.T) {
 // storage whose keys apply (localfs by default, with its root under
 // EGRET_HOME); hdfs requires its NameNode; a plugin name must be found.
 func TestCheckpointStorageSelection(t *testing.T) {
-	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv)})
+	c, err := Load(LoadOptions{Cluster: "local", Topology: "wordcount", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -645,11 +662,11 @@ func TestCheckpointStorageSelection(t *testing.T) {
 		t.Error("hdfs keys get defaults while localfs is selected")
 	}
 
-	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv), Overrides: []string{"egret.checkpoint.storage=hdfs"}})
+	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv), Overrides: []string{"egret.checkpoint.storage=hdfs"}})
 	if err == nil || !strings.Contains(err.Error(), "egret.checkpoint.hdfs.namenode: required by the hdfs checkpoint storage") {
 		t.Errorf("hdfs without a NameNode: %v", err)
 	}
-	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv),
+	c, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv),
 		Overrides: []string{"egret.checkpoint.storage=hdfs", "egret.checkpoint.hdfs.namenode=nn:8020"}})
 	if err != nil {
 		t.Fatal(err)
@@ -658,13 +675,13 @@ func TestCheckpointStorageSelection(t *testing.T) {
 		t.Errorf("hdfs directory default %q", d)
 	}
 
-	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv), FindBackend: findBuiltin,
+	_, err = Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv), FindBackend: findBuiltin,
 		Overrides: []string{"egret.checkpoint.storage=s3", "egret.checkpoint.s3.bucket=b"}})
 	if err == nil || !strings.Contains(err.Error(), `egret.checkpoint.storage: no checkpointstorage "s3" here`) || strings.Contains(err.Error(), "bucket") {
 		t.Errorf("a plugin storage that is not installed: %v", err)
 	}
 	for _, bad := range []string{"egret.checkpoint.state.max.size=0", "egret.checkpoint.timeout=-1s", "egret.checkpoint.storage=Bad/Name"} {
-		if _, err := Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: envOf(testEnv), Overrides: []string{bad}}); err == nil {
+		if _, err := Load(LoadOptions{Cluster: "local", ConfigPath: t.TempDir(), LookupEnv: EnvOf(testEnv), Overrides: []string{bad}}); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
 	}

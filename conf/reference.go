@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"sort"
 	"strings"
+
+	"github.com/egret-stream/egret/core/spi"
 )
 
 //go:generate go test -run TestReferenceUpToDate -update .
@@ -13,10 +15,11 @@ import (
 // the schema table and the embedded cluster defaults. conf/REFERENCE.md is
 // its output; TestReferenceUpToDate fails when the file is stale.
 func Reference() string {
+	t := builtinSchema()
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	w("# Egret operator configuration reference\n\n")
-	w("<!-- Generated from conf/schema.go and conf/clusters/ by conf.Reference; do not edit.\n")
+	w("<!-- Generated from conf/schema.go, the keys each backend registers and conf/clusters/ by conf.Reference; do not edit.\n")
 	w("     Regenerate with: go test ./conf -run TestReferenceUpToDate -update -->\n\n")
 	w("Each cluster has the files %s. ", "`"+strings.Join(Files, ".yaml`, `")+".yaml`")
 	w("They load in this order, a later value winning key by key:\n\n")
@@ -43,28 +46,29 @@ func Reference() string {
 	w("| list | YAML sequence or comma-separated string | comma-separated |\n\n")
 	w("## Backends and external plugins\n\n")
 	w("Built-in backends: schedulers %s; state managers %s; uploaders %s; packing %s; metrics sinks %s; checkpoint storages %s.\n\n",
-		list(builtinSchedulers), list(builtinStateMgrs), list(builtinUploaders), list(builtinPackings), list(builtinSinks), list(builtinCkpts))
+		list(t.builtins[spi.KindScheduler]), list(t.builtins[spi.KindStateManager]), list(t.builtins[spi.KindUploader]),
+		list(t.builtins[spi.KindPacking]), list(t.builtins[spi.KindMetricsSink]), list(t.builtins[spi.KindCheckpointStorage]))
 	w("Any other name of a scheduler, state manager, uploader, packing algorithm, metrics sink or checkpoint storage is an external plugin: the binary ")
 	w("`egret-<kind>-<name>` in `egret.plugin.directory`. `egret config validate` and every command that loads the config ")
 	w("(`submit` before it builds or uploads anything) fail when a selected backend is neither built in nor present there. ")
 	w("A metrics sink plugin (`egret-metricssink-<name>`) is started by each container's metrics manager, so it must be installed in ")
 	w("`egret.plugin.directory` on every node that runs containers, not only where the CLI runs.\n\n")
-	w("Plugins read their own keys, which pass through unchecked: ")
+	w("Each backend declares the keys it reads when it registers (built in) or when the CLI asks it (an external plugin that declares its keys): ")
+	w("they are checked, defaulted and listed here like any other key. The keys of a selected external plugin that declares none pass through unchecked: ")
 	w("`egret.scheduler.<name>.*`, `egret.statemgr.<name>.*`, `egret.uploader.<name>.*`, `egret.packing.<name>.*`, `egret.metrics.<name>.*` (metrics sinks), `egret.checkpoint.<name>.*` (checkpoint storages) and `egret.<name>.*`. ")
-	w("Any other key that is not listed below is an error, with a suggestion when a listed key is close; ")
-	w("so is a plugin key within two edits of a listed key, unless `<name>` is the selected backend.\n\n")
+	w("Any other key in the `egret.` namespace, the keys of a backend the config does not select included, is an error naming the nearest known key.\n\n")
 
 	w("## Keys\n\n")
 	w("A key marked with a backend is read only by it and gets its default only when that backend is selected.\n")
 	for _, f := range Files {
 		w("\n### %s.yaml\n\n", f)
 		w("| key | type | default | required | backend | description |\n|---|---|---|---|---|---|\n")
-		for _, k := range schema {
+		for _, k := range t.keys {
 			if k.File != f {
 				continue
 			}
 			typ := k.Type.String()
-			if k.Type == TypeEnum {
+			if k.Type == spi.KeyEnum {
 				typ = "enum: " + strings.Join(k.Enum, ", ")
 			}
 			def := "`" + k.Default + "`"
@@ -78,7 +82,7 @@ func Reference() string {
 			if k.Required {
 				req = "yes"
 			}
-			w("| `%s` | %s | %s | %s | %s | %s |\n", k.Name, cell(typ), cell(def), req, cell(k.Backend), cell(strings.ReplaceAll(k.Description, "<", `\<`)))
+			w("| `%s` | %s | %s | %s | %s | %s |\n", k.Name, cell(typ), cell(def), req, cell(k.Backend), cell(strings.ReplaceAll(k.Doc, "<", `\<`)))
 		}
 	}
 

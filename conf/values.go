@@ -1,16 +1,15 @@
 package conf
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/egret-stream/egret/core/spi"
 )
 
 // canonical checks v against k's type and returns its canonical form.
@@ -18,27 +17,27 @@ func canonical(k *Key, v string) (string, error) {
 	s := strings.TrimSpace(v)
 	var out string
 	switch k.Type {
-	case TypeString:
+	case spi.KeyString:
 		out = v
-	case TypeInt:
+	case spi.KeyInt:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			return "", fmt.Errorf("%q is not an integer", v)
 		}
 		out = strconv.FormatInt(n, 10)
-	case TypeFloat:
+	case spi.KeyFloat:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return "", fmt.Errorf("%q is not a number", v)
 		}
 		out = s
-	case TypeBool:
+	case spi.KeyBool:
 		b, ok := parseBool(s)
 		if !ok {
 			return "", fmt.Errorf("%q is not a boolean (use true or false)", v)
 		}
 		out = strconv.FormatBool(b)
-	case TypeDuration:
+	case spi.KeyDuration:
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return "", fmt.Errorf("%q is not a duration (for example 500ms, 30s, 2m)", v)
@@ -47,24 +46,24 @@ func canonical(k *Key, v string) (string, error) {
 			return "", fmt.Errorf("%q is negative", v)
 		}
 		out = s
-	case TypeBytes:
+	case spi.KeyBytes:
 		n, err := ParseBytes(s)
 		if err != nil {
 			return "", fmt.Errorf("%q is not a size in bytes (for example 1048576, 64KiB, 100MiB, 2GiB)", v)
 		}
 		out = strconv.FormatInt(n, 10)
-	case TypeEnum:
+	case spi.KeyEnum:
 		if !slices.Contains(k.Enum, s) {
 			return "", fmt.Errorf("%q is not one of the allowed values: %s", v, strings.Join(k.Enum, ", "))
 		}
 		out = s
-	case TypeList:
+	case spi.KeyList:
 		out = strings.Join(splitList(v), ",")
 	default:
 		return "", fmt.Errorf("unsupported type %v", k.Type)
 	}
-	if k.check != nil {
-		if err := k.check(out); err != nil {
+	if k.Check != nil {
+		if err := k.Check(out); err != nil {
 			return "", err
 		}
 	}
@@ -140,20 +139,6 @@ func numeric(v string) (float64, bool) {
 	return 0, false
 }
 
-func checkPositive(v string) error {
-	if f, ok := numeric(v); ok && f <= 0 {
-		return fmt.Errorf("%q must be greater than zero", v)
-	}
-	return nil
-}
-
-func checkNonNegative(v string) error {
-	if f, ok := numeric(v); ok && f < 0 {
-		return fmt.Errorf("%q must not be negative", v)
-	}
-	return nil
-}
-
 func checkPercent(v string) error {
 	if f, ok := numeric(v); ok && (f < 0 || f > 100) {
 		return fmt.Errorf("%q is not a percentage between 0 and 100", v)
@@ -166,61 +151,6 @@ var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]*$`)
 func checkName(v string) error {
 	if v != "" && !nameRE.MatchString(v) {
 		return fmt.Errorf("%q is not a backend name (lower-case letters, digits, - and _)", v)
-	}
-	return nil
-}
-
-func checkHTTPURL(v string) error {
-	if v == "" {
-		return nil
-	}
-	u, err := url.Parse(v)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("%q is not an http:// or https:// URL", v)
-	}
-	return nil
-}
-
-func checkPort(v string) error {
-	if n, err := strconv.Atoi(v); err != nil || n < 0 || n > 65535 {
-		return fmt.Errorf("%q is not a port (0 to 65535)", v)
-	}
-	return nil
-}
-
-func checkGraphitePrefix(v string) error {
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') || strings.HasPrefix(v, ".") || strings.HasSuffix(v, ".") || strings.Contains(v, "..") {
-			return fmt.Errorf("%q is not a Graphite path prefix (letters, digits, _ and -, parts separated by single dots)", v)
-		}
-	}
-	if v == "" {
-		return errors.New("the prefix is empty")
-	}
-	return nil
-}
-
-func checkHostPorts(v string) error {
-	if v == "" {
-		return nil
-	}
-	for _, hp := range strings.Split(v, ",") {
-		hp = strings.TrimSpace(hp)
-		host, port, err := net.SplitHostPort(hp)
-		if err == nil && host == "" {
-			err = errors.New("empty host")
-		}
-		if err == nil {
-			var n int
-			n, err = strconv.Atoi(port)
-			if err == nil && (n < 1 || n > 65535) {
-				err = errors.New("bad port")
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("%q is not a list of host:port (item %q)", v, hp)
-		}
 	}
 	return nil
 }
@@ -249,8 +179,8 @@ func checkSinks(v string) error {
 			return fmt.Errorf("sink %q is listed twice", s)
 		}
 		seen = append(seen, s)
-		if !slices.Contains(builtinSinks, s) && !nameRE.MatchString(s) {
-			return fmt.Errorf("%q is not a metrics sink name: use a built-in sink (%s) or the name of a plugin egret-metricssink-<name> (lower-case letters, digits, - and _)", s, strings.Join(builtinSinks, ", "))
+		if builtins := Builtins(spi.KindMetricsSink); !slices.Contains(builtins, s) && !nameRE.MatchString(s) {
+			return fmt.Errorf("%q is not a metrics sink name: use a built-in sink (%s) or the name of a plugin egret-metricssink-<name> (lower-case letters, digits, - and _)", s, strings.Join(builtins, ", "))
 		}
 	}
 	return nil

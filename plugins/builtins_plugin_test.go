@@ -9,7 +9,6 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/zktest"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/statemgr/statemgrtest"
 	smzk "github.com/egret-stream/egret/statemgr/zookeeper"
@@ -24,7 +23,7 @@ import (
 func TestZooKeeperStateManagerConformancePlugin(t *testing.T) {
 	addr := zktest.Start(t)
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindStateManager, "zkplugin", plugintest.Build(t, zookeeperPlugin))
+	plugintest.Install(t, dir, spi.KindStateManager, "zkplugin", plugintest.Build(t, zookeeperPlugin))
 	l := plugintest.NewLoader(t, dir)
 	cfg := spi.Config{
 		smzk.KeyConnectionString: addr,
@@ -52,7 +51,7 @@ func TestHTTPUploaderConformancePlugin(t *testing.T) {
 		srv := httptest.NewServer(egrethttp.NewServer(t.TempDir(), zaptest.NewLogger(t)))
 		t.Cleanup(srv.Close)
 		dir := t.TempDir()
-		plugintest.Install(t, dir, plugins.KindUploader, "web", bin)
+		plugintest.Install(t, dir, spi.KindUploader, "web", bin)
 		u, err := plugintest.NewLoader(t, dir).LoadUploader(testCtx(t), "web", spi.Config{egrethttp.KeyURI: srv.URL + egrethttp.PathPrefix})
 		if err != nil {
 			t.Fatal(err)

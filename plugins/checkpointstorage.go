@@ -41,7 +41,7 @@ func (p *CheckpointStoragePlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Serve
 	if p.Factory != nil {
 		create = p.Factory
 	}
-	p.srv = &checkpointStorageServer{b: newBackend(KindCheckpointStorage, p.Log, create)}
+	p.srv = &checkpointStorageServer{b: newBackend(spi.KindCheckpointStorage, p.Log, create)}
 	pluginpb.RegisterCheckpointStorageServer(s, p.srv)
 	return nil
 }
@@ -49,7 +49,7 @@ func (p *CheckpointStoragePlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Serve
 // GRPCClient returns the unconfigured host-side adapter; see
 // DispenseCheckpointStorage.
 func (p *CheckpointStoragePlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &checkpointStorageClient{client: newClient(KindCheckpointStorage, ctx), rpc: pluginpb.NewCheckpointStorageClient(c)}, nil
+	return &checkpointStorageClient{client: newClient(spi.KindCheckpointStorage, ctx), rpc: pluginpb.NewCheckpointStorageClient(c)}, nil
 }
 
 func (p *CheckpointStoragePlugin) closeBackend() error {

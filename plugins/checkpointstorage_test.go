@@ -43,7 +43,7 @@ func TestCheckpointStorageConformance(t *testing.T) {
 	})
 	t.Run("Plugin", func(t *testing.T) {
 		dir := t.TempDir()
-		plugintest.Install(t, dir, plugins.KindCheckpointStorage, "disk", plugintest.Build(t, ckptPlugin))
+		plugintest.Install(t, dir, spi.KindCheckpointStorage, "disk", plugintest.Build(t, ckptPlugin))
 		l := plugintest.NewLoader(t, dir)
 		localfsCheckpointSuite(t, func(ctx context.Context, cfg spi.Config) (spi.CheckpointStorage, error) {
 			st, err := l.LoadCheckpointStorage(ctx, "disk", cfg)
@@ -62,7 +62,7 @@ func TestCheckpointStorageConformance(t *testing.T) {
 func TestCheckpointStoragePluginErrors(t *testing.T) {
 	dir := t.TempDir()
 	bin := plugintest.Build(t, ckptPlugin)
-	plugintest.Install(t, dir, plugins.KindCheckpointStorage, "disk", bin)
+	plugintest.Install(t, dir, spi.KindCheckpointStorage, "disk", bin)
 	l := plugins.NewLoader(dir, zaptest.NewLogger(t))
 	t.Cleanup(func() { _ = l.Close() })
 	st, err := l.LoadCheckpointStorage(testCtx(t), "localfs", spi.Config{localfs.KeyRoot: t.TempDir()})
@@ -76,8 +76,8 @@ func TestCheckpointStoragePluginErrors(t *testing.T) {
 		t.Fatalf("load without its root: %v", err)
 	}
 	kind, err := l.Kind(testCtx(t), bin)
-	if err != nil || kind != plugins.KindCheckpointStorage {
-		t.Fatalf("Kind = %q, %v; want %q", kind, err, plugins.KindCheckpointStorage)
+	if err != nil || kind != spi.KindCheckpointStorage {
+		t.Fatalf("Kind = %q, %v; want %q", kind, err, spi.KindCheckpointStorage)
 	}
 	if _, err := l.LoadCheckpointStorage(testCtx(t), "nosuch", spi.Config{}); err == nil || !strings.Contains(err.Error(), "egret-checkpointstorage-nosuch") {
 		t.Fatalf("load of a missing plugin: %v", err)

@@ -16,7 +16,7 @@ import (
 // does not stop a subprocess: the owner of rpc does that. Loader does all
 // of it.
 func DispenseStateManager(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.StateManager, error) {
-	c, err := configured[*stateManagerClient](ctx, rpc, KindStateManager, nil, name, cfg)
+	c, err := configured[*stateManagerClient](ctx, rpc, spi.KindStateManager, nil, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -25,7 +25,7 @@ func DispenseStateManager(ctx context.Context, rpc plugin.ClientProtocol, name s
 
 // DispenseUploader is DispenseStateManager for an uploader.
 func DispenseUploader(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Uploader, error) {
-	c, err := configured[*uploaderClient](ctx, rpc, KindUploader, nil, name, cfg)
+	c, err := configured[*uploaderClient](ctx, rpc, spi.KindUploader, nil, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -36,7 +36,7 @@ func DispenseUploader(ctx context.Context, rpc plugin.ClientProtocol, name strin
 // result implements io.Closer, and spi.Repacking when the plugin's
 // algorithm does.
 func DispensePacking(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Packing, error) {
-	c, err := configured[*packingClient](ctx, rpc, KindPacking, nil, name, cfg)
+	c, err := configured[*packingClient](ctx, rpc, spi.KindPacking, nil, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +47,7 @@ func DispensePacking(ctx context.Context, rpc plugin.ClientProtocol, name string
 // implements spi.Launcher and spi.Scalable exactly when the plugin's
 // scheduler does.
 func DispenseScheduler(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.Scheduler, error) {
-	c, err := configured[*schedulerClient](ctx, rpc, KindScheduler, nil, name, cfg)
+	c, err := configured[*schedulerClient](ctx, rpc, spi.KindScheduler, nil, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -56,7 +56,7 @@ func DispenseScheduler(ctx context.Context, rpc plugin.ClientProtocol, name stri
 
 // DispenseMetricsSink is DispenseStateManager for a metrics sink.
 func DispenseMetricsSink(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.MetricsSink, error) {
-	c, err := configured[*metricsSinkClient](ctx, rpc, KindMetricsSink, nil, name, cfg)
+	c, err := configured[*metricsSinkClient](ctx, rpc, spi.KindMetricsSink, nil, name, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func DispenseMetricsSink(ctx context.Context, rpc plugin.ClientProtocol, name st
 // DispenseCheckpointStorage is DispenseStateManager for a checkpoint
 // storage.
 func DispenseCheckpointStorage(ctx context.Context, rpc plugin.ClientProtocol, name string, cfg spi.Config) (spi.CheckpointStorage, error) {
-	c, err := configured[*checkpointStorageClient](ctx, rpc, KindCheckpointStorage, nil, name, cfg)
+	c, err := configured[*checkpointStorageClient](ctx, rpc, spi.KindCheckpointStorage, nil, name, cfg)
 	if err != nil {
 		return nil, err
 	}

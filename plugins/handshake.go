@@ -4,25 +4,13 @@ import (
 	"fmt"
 
 	plugin "github.com/hashicorp/go-plugin"
+
+	"github.com/egret-stream/egret/core/spi"
 )
 
 // ProtocolVersion is the version of Egret's plugin protocol. A host and a
 // plugin built for different versions refuse each other at the handshake.
 const ProtocolVersion = 1
-
-// The plugin kinds. A plugin binary is named "egret-" + kind + "-" + name.
-const (
-	KindStateManager = "statemgr"
-	KindUploader     = "uploader"
-	KindPacking      = "packing"
-	KindScheduler    = "scheduler"
-	KindMetricsSink  = "metricssink"
-	// KindCheckpointStorage is the kind of checkpoint storages.
-	KindCheckpointStorage = "checkpointstorage"
-)
-
-// Kinds lists every plugin kind.
-var Kinds = []string{KindStateManager, KindUploader, KindPacking, KindScheduler, KindMetricsSink, KindCheckpointStorage}
 
 // Handshake is the go-plugin handshake of Egret plugins. The magic cookie
 // is not a security measure: it makes a plugin binary started by hand say
@@ -41,20 +29,20 @@ func BinaryName(kind, name string) string { return "egret-" + kind + "-" + name 
 func PluginSet(kind string) (plugin.PluginSet, error) {
 	var p plugin.Plugin
 	switch kind {
-	case KindStateManager:
+	case spi.KindStateManager:
 		p = &StateManagerPlugin{}
-	case KindUploader:
+	case spi.KindUploader:
 		p = &UploaderPlugin{}
-	case KindPacking:
+	case spi.KindPacking:
 		p = &PackingPlugin{}
-	case KindScheduler:
+	case spi.KindScheduler:
 		p = &SchedulerPlugin{}
-	case KindMetricsSink:
+	case spi.KindMetricsSink:
 		p = &MetricsSinkPlugin{}
-	case KindCheckpointStorage:
+	case spi.KindCheckpointStorage:
 		p = &CheckpointStoragePlugin{}
 	default:
-		return nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)
+		return nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, spi.Kinds)
 	}
 	return plugin.PluginSet{kind: p}, nil
 }

@@ -54,7 +54,7 @@ func TestStateManagerExpiryInProcess(t *testing.T) {
 				c.session = store.NewSession()
 				return c.session, nil
 			}}
-			client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{plugins.KindStateManager: p})
+			client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{spi.KindStateManager: p})
 			t.Cleanup(func() { server.Stop(); _ = client.Close() })
 			sm, err := plugins.DispenseStateManager(context.Background(), client, "memory", nil)
 			if err != nil {
@@ -118,7 +118,7 @@ func TestMultiOpsAndErrors(t *testing.T) {
 
 func TestNotConfigured(t *testing.T) {
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{
-		plugins.KindStateManager: &plugins.StateManagerPlugin{Factory: memory.NewStore().Factory()},
+		spi.KindStateManager: &plugins.StateManagerPlugin{Factory: memory.NewStore().Factory()},
 	})
 	t.Cleanup(func() { server.Stop(); _ = client.Close() })
 	_, err := pluginpb.NewStateManagerClient(client.Conn).Get(context.Background(), &pluginpb.PathRequest{Path: "/"})
@@ -136,7 +136,7 @@ func TestNotConfigured(t *testing.T) {
 
 func TestConfigureErrorReachesHost(t *testing.T) {
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{
-		plugins.KindScheduler: &plugins.SchedulerPlugin{Factory: fakes.NewRecorder},
+		spi.KindScheduler: &plugins.SchedulerPlugin{Factory: fakes.NewRecorder},
 	})
 	t.Cleanup(func() { server.Stop(); _ = client.Close() })
 	_, err := plugins.DispenseScheduler(context.Background(), client, "rec", spi.Config{"test.fail": "no cluster named moon"})
@@ -261,7 +261,7 @@ func TestSchedulerCapabilitiesInProcess(t *testing.T) {
 // (a host never calls them: its value lacks the method).
 func TestMissingCapabilityRPCs(t *testing.T) {
 	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{
-		plugins.KindScheduler: &plugins.SchedulerPlugin{Factory: fakes.NewRecorder},
+		spi.KindScheduler: &plugins.SchedulerPlugin{Factory: fakes.NewRecorder},
 	})
 	t.Cleanup(func() { server.Stop(); _ = client.Close() })
 	if _, err := plugins.DispenseScheduler(context.Background(), client, "basic", nil); err != nil {
@@ -353,7 +353,7 @@ func TestPackingInProcess(t *testing.T) {
 // A plugin set without a factory (the host's) refuses Configure.
 func TestHostSidePluginSetRefusesConfigure(t *testing.T) {
 	p := &plugins.UploaderPlugin{}
-	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{plugins.KindUploader: p})
+	client, server := goplugin.TestPluginGRPCConn(t, false, map[string]goplugin.Plugin{spi.KindUploader: p})
 	t.Cleanup(func() { server.Stop(); _ = client.Close() })
 	_, err := plugins.DispenseUploader(context.Background(), client, "x", nil)
 	if err == nil || !strings.Contains(err.Error(), "no implementation") {

@@ -11,17 +11,18 @@ import (
 	"google.golang.org/grpc"
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/proto/pluginpb"
 )
 
 // serviceKinds maps the gRPC service of each kind to the kind.
 var serviceKinds = map[string]string{
-	pluginpb.StateManager_ServiceDesc.ServiceName:      KindStateManager,
-	pluginpb.Uploader_ServiceDesc.ServiceName:          KindUploader,
-	pluginpb.Packing_ServiceDesc.ServiceName:           KindPacking,
-	pluginpb.Scheduler_ServiceDesc.ServiceName:         KindScheduler,
-	pluginpb.MetricsSink_ServiceDesc.ServiceName:       KindMetricsSink,
-	pluginpb.CheckpointStorage_ServiceDesc.ServiceName: KindCheckpointStorage,
+	pluginpb.StateManager_ServiceDesc.ServiceName:      spi.KindStateManager,
+	pluginpb.Uploader_ServiceDesc.ServiceName:          spi.KindUploader,
+	pluginpb.Packing_ServiceDesc.ServiceName:           spi.KindPacking,
+	pluginpb.Scheduler_ServiceDesc.ServiceName:         spi.KindScheduler,
+	pluginpb.MetricsSink_ServiceDesc.ServiceName:       spi.KindMetricsSink,
+	pluginpb.CheckpointStorage_ServiceDesc.ServiceName: spi.KindCheckpointStorage,
 }
 
 // Kind starts the plugin binary at path, completes the handshake and asks
@@ -39,7 +40,7 @@ func (l *Loader) Kind(ctx context.Context, path string) (string, error) {
 	}
 	// Any kind's plugin set does for the handshake: the services are
 	// looked up by reflection.
-	proc, rpc, err := l.startPath(ctx, KindScheduler, filepath.Base(path), path, true)
+	proc, rpc, err := l.startPath(ctx, spi.KindScheduler, filepath.Base(path), path, true)
 	if err != nil {
 		return "", err
 	}

@@ -74,18 +74,18 @@ func (l *Loader) BinaryPath(kind, name string) string {
 // stops the process.
 func (l *Loader) LoadStateManager(ctx context.Context, name string, cfg spi.Config) (spi.StateManager, error) {
 	if f, err := spi.LookupStateManager(name); err == nil {
-		return f(cfg, l.log.Named(KindStateManager).With(zap.String("backend", name)))
+		return f(cfg, l.log.Named(spi.KindStateManager).With(zap.String("backend", name)))
 	}
-	return startPlugin[*stateManagerClient](ctx, l, KindStateManager, name, cfg, spi.StateManagerNames())
+	return startPlugin[*stateManagerClient](ctx, l, spi.KindStateManager, name, cfg, spi.StateManagerNames())
 }
 
 // LoadUploader returns the uploader named name, configured with cfg. For a
 // plugin, Close stops the process.
 func (l *Loader) LoadUploader(ctx context.Context, name string, cfg spi.Config) (spi.Uploader, error) {
 	if f, err := spi.LookupUploader(name); err == nil {
-		return f(cfg, l.log.Named(KindUploader).With(zap.String("backend", name)))
+		return f(cfg, l.log.Named(spi.KindUploader).With(zap.String("backend", name)))
 	}
-	return startPlugin[*uploaderClient](ctx, l, KindUploader, name, cfg, spi.UploaderNames())
+	return startPlugin[*uploaderClient](ctx, l, spi.KindUploader, name, cfg, spi.UploaderNames())
 }
 
 // LoadPacking returns the packing algorithm named name, configured with
@@ -103,7 +103,7 @@ func (l *Loader) LoadPacking(ctx context.Context, name string, cfg spi.Config) (
 		}
 		return p, nopCloser{}, nil
 	}
-	c, err := startPlugin[*packingClient](ctx, l, KindPacking, name, cfg, spi.PackingNames())
+	c, err := startPlugin[*packingClient](ctx, l, spi.KindPacking, name, cfg, spi.PackingNames())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -116,9 +116,9 @@ func (l *Loader) LoadPacking(ctx context.Context, name string, cfg spi.Config) (
 // (not the topology).
 func (l *Loader) LoadScheduler(ctx context.Context, name string, cfg spi.Config) (spi.Scheduler, error) {
 	if f, err := spi.LookupScheduler(name); err == nil {
-		return f(cfg, l.log.Named(KindScheduler).With(zap.String("backend", name)))
+		return f(cfg, l.log.Named(spi.KindScheduler).With(zap.String("backend", name)))
 	}
-	c, err := startPlugin[*schedulerClient](ctx, l, KindScheduler, name, cfg, spi.SchedulerNames())
+	c, err := startPlugin[*schedulerClient](ctx, l, spi.KindScheduler, name, cfg, spi.SchedulerNames())
 	if err != nil {
 		return nil, err
 	}
@@ -129,18 +129,18 @@ func (l *Loader) LoadScheduler(ctx context.Context, name string, cfg spi.Config)
 // cfg. For a plugin, Close stops the process.
 func (l *Loader) LoadMetricsSink(ctx context.Context, name string, cfg spi.Config) (spi.MetricsSink, error) {
 	if f, err := spi.LookupMetricsSink(name); err == nil {
-		return f(cfg, l.log.Named(KindMetricsSink).With(zap.String("backend", name)))
+		return f(cfg, l.log.Named(spi.KindMetricsSink).With(zap.String("backend", name)))
 	}
-	return startPlugin[*metricsSinkClient](ctx, l, KindMetricsSink, name, cfg, spi.MetricsSinkNames())
+	return startPlugin[*metricsSinkClient](ctx, l, spi.KindMetricsSink, name, cfg, spi.MetricsSinkNames())
 }
 
 // LoadCheckpointStorage returns the checkpoint storage named name,
 // configured with cfg. For a plugin, Close stops the process.
 func (l *Loader) LoadCheckpointStorage(ctx context.Context, name string, cfg spi.Config) (spi.CheckpointStorage, error) {
 	if f, err := spi.LookupCheckpointStorage(name); err == nil {
-		return f(cfg, l.log.Named(KindCheckpointStorage).With(zap.String("backend", name)))
+		return f(cfg, l.log.Named(spi.KindCheckpointStorage).With(zap.String("backend", name)))
 	}
-	return startPlugin[*checkpointStorageClient](ctx, l, KindCheckpointStorage, name, cfg, spi.CheckpointStorageNames())
+	return startPlugin[*checkpointStorageClient](ctx, l, spi.KindCheckpointStorage, name, cfg, spi.CheckpointStorageNames())
 }
 
 // startPlugin finds and starts the plugin binary of kind and name (not a
@@ -166,8 +166,8 @@ func startPlugin[C adapter](ctx context.Context, l *Loader, kind, name string, c
 // spi.Uploader, spi.Packing, spi.Scheduler, spi.MetricsSink or spi.CheckpointStorage, as for the Load methods) and
 // the closer that stops the process. `egret plugin verify` uses it.
 func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg spi.Config) (any, io.Closer, error) {
-	if _, ok := kindNames[kind]; !ok {
-		return nil, nil, fmt.Errorf("unknown plugin kind %q (kinds: %v)", kind, Kinds)
+	if !slices.Contains(spi.Kinds, kind) {
+		return nil, nil, fmt.Errorf("unknown plugin kind %q (kinds: %v)", kind, spi.Kinds)
 	}
 	fi, err := os.Stat(path)
 	switch {
@@ -188,31 +188,31 @@ func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg sp
 	var v any
 	var closer io.Closer
 	switch kind {
-	case KindStateManager:
+	case spi.KindStateManager:
 		var c *stateManagerClient
 		c, err = configured[*stateManagerClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
-	case KindUploader:
+	case spi.KindUploader:
 		var c *uploaderClient
 		c, err = configured[*uploaderClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
-	case KindPacking:
+	case spi.KindPacking:
 		var c *packingClient
 		if c, err = configured[*packingClient](ctx, rpc, kind, proc, name, cfg); err == nil {
 			v = c.typed()
 		}
 		closer = c
-	case KindScheduler:
+	case spi.KindScheduler:
 		var c *schedulerClient
 		if c, err = configured[*schedulerClient](ctx, rpc, kind, proc, name, cfg); err == nil {
 			v = c.typed()
 		}
 		closer = c
-	case KindMetricsSink:
+	case spi.KindMetricsSink:
 		var c *metricsSinkClient
 		c, err = configured[*metricsSinkClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
-	case KindCheckpointStorage:
+	case spi.KindCheckpointStorage:
 		var c *checkpointStorageClient
 		c, err = configured[*checkpointStorageClient](ctx, rpc, kind, proc, name, cfg)
 		v, closer = c, c
@@ -255,26 +255,26 @@ func (l *Loader) startErr(proc *Process, err error) error {
 	return fmt.Errorf("%s plugin %q (%s): %w", proc.Kind, proc.Name, proc.Path, err)
 }
 
-// Find checks that the backend of kind (KindScheduler, ...) named name
+// Find checks that the backend of kind (spi.KindScheduler, ...) named name
 // exists without starting anything: it returns "" for a built-in, else the
 // path of its plugin binary, which must be an executable file. An error
 // says what to do; a backend that is neither built in nor a plugin binary
 // wraps spi.ErrUnknownBackend.
 func (l *Loader) Find(kind, name string) (string, error) {
-	builtins, ok := builtinNames[kind]
-	if !ok {
-		return "", fmt.Errorf("unknown plugin kind %q (kinds: %v)", kind, Kinds)
+	if !slices.Contains(spi.Kinds, kind) {
+		return "", fmt.Errorf("unknown plugin kind %q (kinds: %v)", kind, spi.Kinds)
 	}
-	if slices.Contains(builtins(), name) {
+	builtins := spi.BackendNames(kind)
+	if slices.Contains(builtins, name) {
 		return "", nil
 	}
-	return l.binary(kind, name, builtins())
+	return l.binary(kind, name, builtins)
 }
 
 // binary returns the path of the plugin binary of kind and name, checked
 // to be an executable file.
 func (l *Loader) binary(kind, name string, builtins []string) (string, error) {
-	what := kindNames[kind]
+	what := spi.KindNoun(kind)
 	// The metrics manager's own sinks are not registered with spi.
 	builtIn := fmt.Sprintf(" (built in: %v)", builtins)
 	if len(builtins) == 0 {
@@ -320,7 +320,7 @@ func (l *Loader) start(ctx context.Context, kind, name string, builtins []string
 // name and completes the handshake. A probe (Kind) does not know the kind
 // yet: its errors do not name one.
 func (l *Loader) startPath(ctx context.Context, kind, name, path string, probe bool) (*Process, plugin.ClientProtocol, error) {
-	what := kindNames[kind]
+	what := spi.KindNoun(kind)
 	label := kind + " "
 	if probe {
 		label = ""
@@ -397,25 +397,6 @@ func (l *Loader) startPath(ctx context.Context, kind, name, path string, probe b
 	}
 	log.Debug("plugin started", zap.String("path", path), zap.Int("pid", proc.Pid))
 	return proc, r.rpc, nil
-}
-
-// builtinNames lists the built-in backends of each kind.
-var builtinNames = map[string]func() []string{
-	KindStateManager:      spi.StateManagerNames,
-	KindUploader:          spi.UploaderNames,
-	KindPacking:           spi.PackingNames,
-	KindScheduler:         spi.SchedulerNames,
-	KindMetricsSink:       spi.MetricsSinkNames,
-	KindCheckpointStorage: spi.CheckpointStorageNames,
-}
-
-var kindNames = map[string]string{
-	KindStateManager:      "state manager",
-	KindUploader:          "uploader",
-	KindPacking:           "packing algorithm",
-	KindScheduler:         "scheduler",
-	KindMetricsSink:       "metrics sink",
-	KindCheckpointStorage: "checkpoint storage",
 }
 
 type nopCloser struct{}

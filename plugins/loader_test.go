@@ -426,7 +426,7 @@ func TestUploaderConformancePlugin(t *testing.T) {
 	bin := plugintest.Build(t, testPlugin)
 	uploadertest.Run(t, func(t *testing.T) spi.Uploader {
 		dir := t.TempDir()
-		plugintest.Install(t, dir, plugins.KindUploader, "fs", bin)
+		plugintest.Install(t, dir, spi.KindUploader, "fs", bin)
 		u, err := plugintest.NewLoader(t, dir).LoadUploader(testCtx(t), "fs", spi.Config{localfs.KeyDirectory: filepath.Join(t.TempDir(), "repo")})
 		if err != nil {
 			t.Fatal(err)
@@ -496,7 +496,7 @@ func TestPluginLogLevelFollowsHost(t *testing.T) {
 // of the plugin.
 func TestStateManagerConformancePlugin(t *testing.T) {
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindStateManager, "fsplugin", plugintest.Build(t, localfsPlugin))
+	plugintest.Install(t, dir, spi.KindStateManager, "fsplugin", plugintest.Build(t, localfsPlugin))
 	l := plugintest.NewLoader(t, dir)
 	cfg := spi.Config{
 		smlocalfs.KeyRootPath:       t.TempDir(),

@@ -32,7 +32,7 @@ func (p *MetricsSinkPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) err
 	if p.Factory != nil {
 		create = p.Factory
 	}
-	p.srv = &metricsSinkServer{b: newBackend(KindMetricsSink, p.Log, create)}
+	p.srv = &metricsSinkServer{b: newBackend(spi.KindMetricsSink, p.Log, create)}
 	pluginpb.RegisterMetricsSinkServer(s, p.srv)
 	return nil
 }
@@ -40,7 +40,7 @@ func (p *MetricsSinkPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) err
 // GRPCClient returns the unconfigured host-side adapter; see
 // DispenseMetricsSink.
 func (p *MetricsSinkPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &metricsSinkClient{client: newClient(KindMetricsSink, ctx), rpc: pluginpb.NewMetricsSinkClient(c)}, nil
+	return &metricsSinkClient{client: newClient(spi.KindMetricsSink, ctx), rpc: pluginpb.NewMetricsSinkClient(c)}, nil
 }
 
 func (p *MetricsSinkPlugin) closeBackend() error {

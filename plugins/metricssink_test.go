@@ -14,7 +14,6 @@ import (
 	"github.com/egret-stream/egret/daemons/metricsmgr"
 	"github.com/egret-stream/egret/daemons/metricsmgr/metricssinktest"
 	"github.com/egret-stream/egret/daemons/wire"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/internal/fakes"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/proto/egretpb"
@@ -49,7 +48,7 @@ func TestMetricsSinkConformance(t *testing.T) {
 	})
 	t.Run("Plugin", func(t *testing.T) {
 		dir := t.TempDir()
-		plugintest.Install(t, dir, plugins.KindMetricsSink, "jsonl", plugintest.Build(t, sinkPlugin))
+		plugintest.Install(t, dir, spi.KindMetricsSink, "jsonl", plugintest.Build(t, sinkPlugin))
 		l := plugintest.NewLoader(t, dir)
 		jsonlSuite(t, func(ctx context.Context, cfg spi.Config) (spi.MetricsSink, error) {
 			return l.LoadMetricsSink(ctx, "jsonl", cfg)
@@ -61,14 +60,14 @@ func TestMetricsSinkConformance(t *testing.T) {
 func TestMetricsSinkPluginErrors(t *testing.T) {
 	dir := t.TempDir()
 	bin := plugintest.Build(t, sinkPlugin)
-	plugintest.Install(t, dir, plugins.KindMetricsSink, "jsonl", bin)
+	plugintest.Install(t, dir, spi.KindMetricsSink, "jsonl", bin)
 	l := plugintest.NewLoader(t, dir)
 	if _, err := l.LoadMetricsSink(testCtx(t), "jsonl", spi.Config{}); err == nil || !strings.Contains(err.Error(), fakes.KeyJSONLinesPath+" is not set") {
 		t.Fatalf("load without its path: %v", err)
 	}
 	kind, err := l.Kind(testCtx(t), bin)
-	if err != nil || kind != plugins.KindMetricsSink {
-		t.Fatalf("Kind = %q, %v; want %q", kind, err, plugins.KindMetricsSink)
+	if err != nil || kind != spi.KindMetricsSink {
+		t.Fatalf("Kind = %q, %v; want %q", kind, err, spi.KindMetricsSink)
 	}
 	if _, err := l.LoadMetricsSink(testCtx(t), "nosuch", spi.Config{}); err == nil || !strings.Contains(err.Error(), "egret-metricssink-nosuch") {
 		t.Fatalf("load of a missing plugin: %v", err)
@@ -81,7 +80,7 @@ func TestMetricsSinkPluginErrors(t *testing.T) {
 // metrics manager's own counters among them.
 func TestMetricsManagerFeedsASinkPlugin(t *testing.T) {
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindMetricsSink, "jsonl", plugintest.Build(t, sinkPlugin))
+	plugintest.Install(t, dir, spi.KindMetricsSink, "jsonl", plugintest.Build(t, sinkPlugin))
 	l := plugintest.NewLoader(t, dir)
 	path := filepath.Join(t.TempDir(), "reports.jsonl")
 	socket := filepath.Join(t.TempDir(), "m.sock")

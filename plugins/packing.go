@@ -37,7 +37,7 @@ func (p *PackingPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Factory != nil {
 		create = func(cfg spi.Config, _ *zap.Logger) (spi.Packing, error) { return p.Factory(cfg) }
 	}
-	p.srv = &packingServer{b: newBackend(KindPacking, nil, create)}
+	p.srv = &packingServer{b: newBackend(spi.KindPacking, nil, create)}
 	pluginpb.RegisterPackingServer(s, p.srv)
 	return nil
 }
@@ -45,7 +45,7 @@ func (p *PackingPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
 // GRPCClient returns the unconfigured host-side adapter; see
 // DispensePacking.
 func (p *PackingPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &packingClient{client: newClient(KindPacking, ctx), rpc: pluginpb.NewPackingClient(c)}, nil
+	return &packingClient{client: newClient(spi.KindPacking, ctx), rpc: pluginpb.NewPackingClient(c)}, nil
 }
 
 func (p *PackingPlugin) closeBackend() error {

@@ -35,7 +35,7 @@ func TestPackingConformancePlugin(t *testing.T) {
 	bin := plugintest.Build(t, packingPlugin)
 	dir := t.TempDir()
 	for _, name := range packingAlgorithms {
-		plugintest.Install(t, dir, plugins.KindPacking, "plugin-"+name, bin)
+		plugintest.Install(t, dir, spi.KindPacking, "plugin-"+name, bin)
 	}
 	for _, name := range packingAlgorithms {
 		t.Run(name, func(t *testing.T) {

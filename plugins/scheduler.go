@@ -39,7 +39,7 @@ func (p *SchedulerPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error
 	if p.Factory != nil {
 		create = p.Factory
 	}
-	p.srv = &schedulerServer{b: newBackend(KindScheduler, p.Log, create)}
+	p.srv = &schedulerServer{b: newBackend(spi.KindScheduler, p.Log, create)}
 	pluginpb.RegisterSchedulerServer(s, p.srv)
 	if p.Observer != nil {
 		p.srv.observer = registerObserver(s, p.Observer, p.Log)
@@ -50,7 +50,7 @@ func (p *SchedulerPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error
 // GRPCClient returns the unconfigured host-side adapter; see
 // DispenseScheduler.
 func (p *SchedulerPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &schedulerClient{client: newClient(KindScheduler, ctx), rpc: pluginpb.NewSchedulerClient(c), conn: c}, nil
+	return &schedulerClient{client: newClient(spi.KindScheduler, ctx), rpc: pluginpb.NewSchedulerClient(c), conn: c}, nil
 }
 
 func (p *SchedulerPlugin) closeBackend() error {

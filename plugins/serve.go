@@ -20,24 +20,26 @@ const parentPoll = 200 * time.Millisecond
 
 // ServeStateManager serves the state manager built by f as a plugin and
 // never returns. Call it from the plugin binary's main.
-func ServeStateManager(f spi.StateManagerFactory) { Serve(KindStateManager, f) }
+func ServeStateManager(f spi.StateManagerFactory) { Serve(spi.KindStateManager, f) }
 
 // ServeUploader serves the uploader built by f as a plugin.
-func ServeUploader(f spi.UploaderFactory) { Serve(KindUploader, f) }
+func ServeUploader(f spi.UploaderFactory) { Serve(spi.KindUploader, f) }
 
 // ServePacking serves the packing algorithm built by f as a plugin.
-func ServePacking(f spi.PackingFactory) { Serve(KindPacking, f) }
+func ServePacking(f spi.PackingFactory) { Serve(spi.KindPacking, f) }
 
 // ServeScheduler serves the scheduler built by f as a plugin. Options add
 // optional services, e.g. WithObserver for `egret plugin verify`.
-func ServeScheduler(f spi.SchedulerFactory, opts ...ServeOption) { Serve(KindScheduler, f, opts...) }
+func ServeScheduler(f spi.SchedulerFactory, opts ...ServeOption) {
+	Serve(spi.KindScheduler, f, opts...)
+}
 
 // ServeMetricsSink serves the metrics sink built by f as a plugin.
-func ServeMetricsSink(f spi.MetricsSinkFactory) { Serve(KindMetricsSink, f) }
+func ServeMetricsSink(f spi.MetricsSinkFactory) { Serve(spi.KindMetricsSink, f) }
 
 // ServeCheckpointStorage serves the checkpoint storage built by f as a
 // plugin.
-func ServeCheckpointStorage(f spi.CheckpointStorageFactory) { Serve(KindCheckpointStorage, f) }
+func ServeCheckpointStorage(f spi.CheckpointStorageFactory) { Serve(spi.KindCheckpointStorage, f) }
 
 // ServeBuiltin serves the built-in implementation of kind registered as
 // name (blank-import its package), e.g. to run a built-in out of process.
@@ -45,20 +47,20 @@ func ServeBuiltin(kind, name string) {
 	var impl any
 	var err error
 	switch kind {
-	case KindStateManager:
+	case spi.KindStateManager:
 		impl, err = spi.LookupStateManager(name)
-	case KindUploader:
+	case spi.KindUploader:
 		impl, err = spi.LookupUploader(name)
-	case KindPacking:
+	case spi.KindPacking:
 		impl, err = spi.LookupPacking(name)
-	case KindScheduler:
+	case spi.KindScheduler:
 		impl, err = spi.LookupScheduler(name)
-	case KindMetricsSink:
+	case spi.KindMetricsSink:
 		impl, err = spi.LookupMetricsSink(name)
-	case KindCheckpointStorage:
+	case spi.KindCheckpointStorage:
 		impl, err = spi.LookupCheckpointStorage(name)
 	default:
-		err = fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)
+		err = fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, spi.Kinds)
 	}
 	if err != nil {
 		fail(err)
@@ -85,7 +87,7 @@ func Serve(kind string, impl any, opts ...ServeOption) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if o.observer != nil && kind != KindScheduler {
+	if o.observer != nil && kind != spi.KindScheduler {
 		fail(fmt.Errorf("serve %s: WithObserver is for scheduler plugins only", kind))
 	}
 	set, closeBackend, err := pluginSet(kind, impl, log, o)
@@ -120,7 +122,7 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 		return fmt.Errorf("serve %s: got %T, want %s", kind, impl, want)
 	}
 	switch kind {
-	case KindStateManager:
+	case spi.KindStateManager:
 		var f spi.StateManagerFactory
 		switch v := impl.(type) {
 		case spi.StateManagerFactory:
@@ -135,7 +137,7 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 		}
 		p := &StateManagerPlugin{Factory: f, Log: log}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
-	case KindUploader:
+	case spi.KindUploader:
 		var f spi.UploaderFactory
 		switch v := impl.(type) {
 		case spi.UploaderFactory:
@@ -150,7 +152,7 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 		}
 		p := &UploaderPlugin{Factory: f, Log: log}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
-	case KindPacking:
+	case spi.KindPacking:
 		var f spi.PackingFactory
 		switch v := impl.(type) {
 		case spi.PackingFactory:
@@ -165,7 +167,7 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 		}
 		p := &PackingPlugin{Factory: f}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
-	case KindScheduler:
+	case spi.KindScheduler:
 		var f spi.SchedulerFactory
 		switch v := impl.(type) {
 		case spi.SchedulerFactory:
@@ -180,7 +182,7 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 		}
 		p := &SchedulerPlugin{Factory: f, Log: log, Observer: o.observer}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
-	case KindMetricsSink:
+	case spi.KindMetricsSink:
 		var f spi.MetricsSinkFactory
 		switch v := impl.(type) {
 		case spi.MetricsSinkFactory:
@@ -195,7 +197,7 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 		}
 		p := &MetricsSinkPlugin{Factory: f, Log: log}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
-	case KindCheckpointStorage:
+	case spi.KindCheckpointStorage:
 		var f spi.CheckpointStorageFactory
 		switch v := impl.(type) {
 		case spi.CheckpointStorageFactory:
@@ -211,7 +213,7 @@ func pluginSet(kind string, impl any, log *zap.Logger, o serveOptions) (plugin.P
 		p := &CheckpointStoragePlugin{Factory: f, Log: log}
 		return plugin.PluginSet{kind: p}, p.closeBackend, nil
 	}
-	return nil, nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, Kinds)
+	return nil, nil, fmt.Errorf("unknown plugin kind %q (want one of %v)", kind, spi.Kinds)
 }
 
 // watchParent exits the plugin when its parent process (the host) dies.

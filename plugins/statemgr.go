@@ -42,7 +42,7 @@ func (p *StateManagerPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) er
 	if p.Factory != nil {
 		create = p.Factory
 	}
-	p.srv = &stateManagerServer{b: newBackend(KindStateManager, p.Log, create), locks: map[string]func() error{}}
+	p.srv = &stateManagerServer{b: newBackend(spi.KindStateManager, p.Log, create), locks: map[string]func() error{}}
 	pluginpb.RegisterStateManagerServer(s, p.srv)
 	return nil
 }
@@ -50,7 +50,7 @@ func (p *StateManagerPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) er
 // GRPCClient returns the unconfigured host-side adapter; see
 // DispenseStateManager.
 func (p *StateManagerPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &stateManagerClient{client: newClient(KindStateManager, ctx), rpc: pluginpb.NewStateManagerClient(c)}, nil
+	return &stateManagerClient{client: newClient(spi.KindStateManager, ctx), rpc: pluginpb.NewStateManagerClient(c)}, nil
 }
 
 func (p *StateManagerPlugin) closeBackend() error {

@@ -33,7 +33,7 @@ func (p *UploaderPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error 
 	if p.Factory != nil {
 		create = p.Factory
 	}
-	p.srv = &uploaderServer{b: newBackend(KindUploader, p.Log, create)}
+	p.srv = &uploaderServer{b: newBackend(spi.KindUploader, p.Log, create)}
 	pluginpb.RegisterUploaderServer(s, p.srv)
 	return nil
 }
@@ -41,7 +41,7 @@ func (p *UploaderPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error 
 // GRPCClient returns the unconfigured host-side adapter; see
 // DispenseUploader.
 func (p *UploaderPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return &uploaderClient{client: newClient(KindUploader, ctx), rpc: pluginpb.NewUploaderClient(c)}, nil
+	return &uploaderClient{client: newClient(spi.KindUploader, ctx), rpc: pluginpb.NewUploaderClient(c)}, nil
 }
 
 func (p *UploaderPlugin) closeBackend() error {

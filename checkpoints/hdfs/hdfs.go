@@ -32,7 +32,7 @@ const (
 // Name is the storage's name in egret.checkpoint.storage.
 const Name = "hdfs"
 
-func init() { spi.RegisterCheckpointStorage(Name, New) }
+func init() { spi.RegisterCheckpointStorage(Name, New, configKeys...) }
 
 // Settings is the storage's config, parsed.
 type Settings struct {

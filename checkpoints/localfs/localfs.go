@@ -27,7 +27,7 @@ const KeyRoot = "egret.checkpoint.localfs.root"
 // Name is the storage's name in egret.checkpoint.storage.
 const Name = "localfs"
 
-func init() { spi.RegisterCheckpointStorage(Name, New) }
+func init() { spi.RegisterCheckpointStorage(Name, New, configKeys...) }
 
 // Storage keeps checkpoints in files below a root directory.
 type Storage struct {

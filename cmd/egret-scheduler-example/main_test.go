@@ -45,7 +45,7 @@ func TestConformance(t *testing.T) {
 // as every CLI command starts one.
 func TestConformanceAsPlugin(t *testing.T) {
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindScheduler, "example", plugintest.Build(t, "."))
+	plugintest.Install(t, dir, spi.KindScheduler, "example", plugintest.Build(t, "."))
 	loader := plugintest.NewLoader(t, dir)
 	file := filepath.Join(t.TempDir(), "cluster.json")
 	schedulertest.Run(t, harness(file, func(t *testing.T) spi.Scheduler {
@@ -64,7 +64,7 @@ func TestConformanceAsPlugin(t *testing.T) {
 
 func TestConfigErrors(t *testing.T) {
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindScheduler, "example", plugintest.Build(t, "."))
+	plugintest.Install(t, dir, spi.KindScheduler, "example", plugintest.Build(t, "."))
 	loader := plugintest.NewLoader(t, dir)
 	_, err := loader.LoadScheduler(context.Background(), "example", nil)
 	if err == nil || !strings.Contains(err.Error(), example.KeyStateFile+" is required") {

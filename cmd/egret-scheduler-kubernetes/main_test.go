@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
@@ -21,7 +23,6 @@ import (
 	"github.com/egret-stream/egret/schedulers/kubernetes"
 	"github.com/egret-stream/egret/schedulers/kubernetes/kubetest"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestMain(m *testing.M) { plugintest.Main(m, ".") }
@@ -75,7 +76,7 @@ func apiServer(t *testing.T) string {
 // stand-in API server: errors and their sentinels cross the boundary.
 func TestPlugin(t *testing.T) {
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindScheduler, "kubernetesplugin", plugintest.Build(t, "."))
+	plugintest.Install(t, dir, spi.KindScheduler, "kubernetesplugin", plugintest.Build(t, "."))
 	loader := plugintest.NewLoader(t, dir)
 	kc := apiServer(t)
 	load := func(t *testing.T, ns string) spi.Scheduler {
@@ -143,7 +144,7 @@ func TestConformanceAsPlugin(t *testing.T) {
 	f := kubetest.NewCluster(t, ns)
 	kc := kubetest.WriteKubeconfig(t, f.Serve(t).URL)
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindScheduler, "kubernetesplugin", plugintest.Build(t, "."))
+	plugintest.Install(t, dir, spi.KindScheduler, "kubernetesplugin", plugintest.Build(t, "."))
 	loader := plugintest.NewLoader(t, dir)
 	cfg := spi.Config{
 		kubernetes.KeyKubeconfig: kc, kubernetes.KeyNamespace: ns, "egret.package.core.bundle": "true",

@@ -55,11 +55,12 @@ type CheckpointStorage interface {
 // CheckpointStorageFactory builds a checkpoint storage from its config.
 type CheckpointStorageFactory func(cfg Config, log *zap.Logger) (CheckpointStorage, error)
 
-var checkpointStorages = newRegistry[CheckpointStorageFactory]("checkpoint storage")
+var checkpointStorages = newRegistry[CheckpointStorageFactory](KindCheckpointStorage, "checkpoint storage")
 
-// RegisterCheckpointStorage registers a built-in checkpoint storage.
-func RegisterCheckpointStorage(name string, f CheckpointStorageFactory) {
-	checkpointStorages.register(name, f)
+// RegisterCheckpointStorage registers a built-in checkpoint storage with
+// the config keys it reads.
+func RegisterCheckpointStorage(name string, f CheckpointStorageFactory, keys ...Key) {
+	checkpointStorages.register(name, f, keys)
 }
 
 // LookupCheckpointStorage returns the checkpoint storage factory named name.

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/egret-stream/egret/core/topology"
@@ -19,6 +20,7 @@ type Config map[string]string
 
 // String returns the value of key, or def when the key is absent or empty.
 func (c Config) String(key, def string) string {
+	keysRead.Store(key, struct{}{})
 	if v, ok := c[key]; ok && v != "" {
 		return v
 	}
@@ -27,6 +29,7 @@ func (c Config) String(key, def string) string {
 
 // Int returns the value of key parsed as an integer, def when absent.
 func (c Config) Int(key string, def int) (int, error) {
+	keysRead.Store(key, struct{}{})
 	v, ok := c[key]
 	if !ok || v == "" {
 		return def, nil
@@ -40,6 +43,7 @@ func (c Config) Int(key string, def int) (int, error) {
 
 // Float returns the value of key parsed as a float, def when absent.
 func (c Config) Float(key string, def float64) (float64, error) {
+	keysRead.Store(key, struct{}{})
 	v, ok := c[key]
 	if !ok || v == "" {
 		return def, nil
@@ -53,6 +57,7 @@ func (c Config) Float(key string, def float64) (float64, error) {
 
 // Bool returns the value of key parsed as a boolean, def when absent.
 func (c Config) Bool(key string, def bool) (bool, error) {
+	keysRead.Store(key, struct{}{})
 	v, ok := c[key]
 	if !ok || v == "" {
 		return def, nil
@@ -67,6 +72,7 @@ func (c Config) Bool(key string, def bool) (bool, error) {
 // Duration returns the value of key parsed with time.ParseDuration ("1500ms",
 // "30s"), def when absent.
 func (c Config) Duration(key string, def time.Duration) (time.Duration, error) {
+	keysRead.Store(key, struct{}{})
 	v, ok := c[key]
 	if !ok || v == "" {
 		return def, nil
@@ -76,6 +82,31 @@ func (c Config) Duration(key string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("config key %s: %q is not a duration (for example 500ms, 30s, 2m)", key, v)
 	}
 	return d, nil
+}
+
+// Lookup returns the value of key and whether it is set.
+func (c Config) Lookup(key string) (string, bool) {
+	keysRead.Store(key, struct{}{})
+	v, ok := c[key]
+	return v, ok
+}
+
+// keysRead records every key a backend or daemon looked up through a
+// Config method, for KeysRead. It only grows, up to the number of distinct
+// keys read.
+var keysRead sync.Map
+
+// KeysRead returns the keys looked up through Config's methods in this
+// process, sorted. A test that drives a backend's config parsing uses it
+// to prove that every key the backend declares is read.
+func KeysRead() []string {
+	var out []string
+	keysRead.Range(func(k, _ any) bool {
+		out = append(out, k.(string))
+		return true
+	})
+	sort.Strings(out)
+	return out
 }
 
 // Keys returns the keys in sorted order.
@@ -100,6 +131,7 @@ func (c Config) Clone() Config {
 // Size returns the value of key parsed as a byte size ("64MiB", "1GB",
 // "1048576"), def when absent. It must be between 1 and max bytes.
 func (c Config) Size(key string, def, max int) (int, error) {
+	keysRead.Store(key, struct{}{})
 	v, ok := c[key]
 	if !ok || v == "" {
 		return def, nil

@@ -62,7 +62,7 @@ var DefaultSinks = []string{SinkFile, SinkTManager}
 // is not a built-in sink (Sinks) is an external sink: the plugin binary
 // egret-metricssink-<name>.
 func SinksFromConfig(cfg spi.Config) ([]string, error) {
-	v, ok := cfg[KeySinks]
+	v, ok := cfg.Lookup(KeySinks)
 	if !ok {
 		return slices.Clone(DefaultSinks), nil
 	}

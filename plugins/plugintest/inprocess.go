@@ -35,7 +35,7 @@ func connect(t testing.TB, kind string, p goplugin.Plugin) goplugin.ClientProtoc
 // it with a factory of sessions of one store gives sessions of that store.
 func StateManager(t testing.TB, f spi.StateManagerFactory, cfg spi.Config) spi.StateManager {
 	t.Helper()
-	rpc := connect(t, plugins.KindStateManager, &plugins.StateManagerPlugin{Factory: f, Log: zaptest.NewLogger(t)})
+	rpc := connect(t, spi.KindStateManager, &plugins.StateManagerPlugin{Factory: f, Log: zaptest.NewLogger(t)})
 	sm, err := plugins.DispenseStateManager(context.Background(), rpc, Name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +47,7 @@ func StateManager(t testing.TB, f spi.StateManagerFactory, cfg spi.Config) spi.S
 // Uploader is StateManager for an uploader.
 func Uploader(t testing.TB, f spi.UploaderFactory, cfg spi.Config) spi.Uploader {
 	t.Helper()
-	rpc := connect(t, plugins.KindUploader, &plugins.UploaderPlugin{Factory: f, Log: zaptest.NewLogger(t)})
+	rpc := connect(t, spi.KindUploader, &plugins.UploaderPlugin{Factory: f, Log: zaptest.NewLogger(t)})
 	u, err := plugins.DispenseUploader(context.Background(), rpc, Name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func Uploader(t testing.TB, f spi.UploaderFactory, cfg spi.Config) spi.Uploader 
 // spi.Repacking when f's algorithm does.
 func Packing(t testing.TB, f spi.PackingFactory, cfg spi.Config) spi.Packing {
 	t.Helper()
-	rpc := connect(t, plugins.KindPacking, &plugins.PackingPlugin{Factory: f})
+	rpc := connect(t, spi.KindPacking, &plugins.PackingPlugin{Factory: f})
 	p, err := plugins.DispensePacking(context.Background(), rpc, Name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func Packing(t testing.TB, f spi.PackingFactory, cfg spi.Config) spi.Packing {
 // Configure, as from a plugin. packingtest.Run takes it.
 func PackingFactory(t testing.TB, f spi.PackingFactory) spi.PackingFactory {
 	return func(cfg spi.Config) (spi.Packing, error) {
-		rpc := connect(t, plugins.KindPacking, &plugins.PackingPlugin{Factory: f})
+		rpc := connect(t, spi.KindPacking, &plugins.PackingPlugin{Factory: f})
 		return plugins.DispensePacking(context.Background(), rpc, Name, cfg)
 	}
 }
@@ -82,7 +82,7 @@ func PackingFactory(t testing.TB, f spi.PackingFactory) spi.PackingFactory {
 // spi.Launcher and spi.Scalable when f's scheduler does.
 func Scheduler(t testing.TB, f spi.SchedulerFactory, cfg spi.Config) spi.Scheduler {
 	t.Helper()
-	rpc := connect(t, plugins.KindScheduler, &plugins.SchedulerPlugin{Factory: f, Log: zaptest.NewLogger(t)})
+	rpc := connect(t, spi.KindScheduler, &plugins.SchedulerPlugin{Factory: f, Log: zaptest.NewLogger(t)})
 	s, err := plugins.DispenseScheduler(context.Background(), rpc, Name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func Scheduler(t testing.TB, f spi.SchedulerFactory, cfg spi.Config) spi.Schedul
 // MetricsSink is StateManager for a metrics sink.
 func MetricsSink(t testing.TB, f spi.MetricsSinkFactory, cfg spi.Config) spi.MetricsSink {
 	t.Helper()
-	rpc := connect(t, plugins.KindMetricsSink, &plugins.MetricsSinkPlugin{Factory: f, Log: zaptest.NewLogger(t)})
+	rpc := connect(t, spi.KindMetricsSink, &plugins.MetricsSinkPlugin{Factory: f, Log: zaptest.NewLogger(t)})
 	s, err := plugins.DispenseMetricsSink(context.Background(), rpc, Name, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func MetricsSink(t testing.TB, f spi.MetricsSinkFactory, cfg spi.Config) spi.Met
 // CheckpointStorage is StateManager for a checkpoint storage.
 func CheckpointStorage(t testing.TB, f spi.CheckpointStorageFactory, cfg spi.Config) spi.CheckpointStorage {
 	t.Helper()
-	rpc := connect(t, plugins.KindCheckpointStorage, &plugins.CheckpointStoragePlugin{Factory: f, Log: zaptest.NewLogger(t)})
+	rpc := connect(t, spi.KindCheckpointStorage, &plugins.CheckpointStoragePlugin{Factory: f, Log: zaptest.NewLogger(t)})
 	s, err := plugins.DispenseCheckpointStorage(context.Background(), rpc, Name, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func plugin(t testing.TB, pkg, kind, name string) *plugins.Loader {
 // closed when the test ends.
 func LoadStateManager(t testing.TB, pkg, name string, cfg spi.Config) spi.StateManager {
 	t.Helper()
-	sm, err := plugin(t, pkg, plugins.KindStateManager, name).LoadStateManager(loadCtx(t), name, cfg)
+	sm, err := plugin(t, pkg, spi.KindStateManager, name).LoadStateManager(loadCtx(t), name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func LoadStateManager(t testing.TB, pkg, name string, cfg spi.Config) spi.StateM
 // LoadUploader is LoadStateManager for an uploader.
 func LoadUploader(t testing.TB, pkg, name string, cfg spi.Config) spi.Uploader {
 	t.Helper()
-	u, err := plugin(t, pkg, plugins.KindUploader, name).LoadUploader(loadCtx(t), name, cfg)
+	u, err := plugin(t, pkg, spi.KindUploader, name).LoadUploader(loadCtx(t), name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func LoadUploader(t testing.TB, pkg, name string, cfg spi.Config) spi.Uploader {
 // LoadPacking is LoadStateManager for a packing algorithm.
 func LoadPacking(t testing.TB, pkg, name string, cfg spi.Config) spi.Packing {
 	t.Helper()
-	p, closer, err := plugin(t, pkg, plugins.KindPacking, name).LoadPacking(loadCtx(t), name, cfg)
+	p, closer, err := plugin(t, pkg, spi.KindPacking, name).LoadPacking(loadCtx(t), name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func LoadPacking(t testing.TB, pkg, name string, cfg spi.Config) spi.Packing {
 // LoadScheduler is LoadStateManager for a scheduler.
 func LoadScheduler(t testing.TB, pkg, name string, cfg spi.Config) spi.Scheduler {
 	t.Helper()
-	s, err := plugin(t, pkg, plugins.KindScheduler, name).LoadScheduler(loadCtx(t), name, cfg)
+	s, err := plugin(t, pkg, spi.KindScheduler, name).LoadScheduler(loadCtx(t), name, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

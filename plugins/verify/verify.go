@@ -42,7 +42,7 @@ type Options struct {
 	// Path is the plugin binary, or the directory of its main package
 	// (built with `go build` into a temporary directory first).
 	Path string
-	// Kind is the plugin kind (plugins.KindScheduler, ...); empty: told
+	// Kind is the plugin kind (spi.KindScheduler, ...); empty: told
 	// from the binary name egret-<kind>-<name>, else asked of the plugin
 	// (the gRPC service it serves).
 	Kind string
@@ -88,7 +88,7 @@ func ParseBinaryName(file string) (kind, name string, ok bool) {
 		return "", "", false
 	}
 	kind, name, found = strings.Cut(rest, "-")
-	if !found || name == "" || !slices.Contains(plugins.Kinds, kind) {
+	if !found || name == "" || !slices.Contains(spi.Kinds, kind) {
 		return "", "", false
 	}
 	return kind, name, true
@@ -132,8 +132,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 
 	kind, name, named := ParseBinaryName(path)
 	if o.Kind != "" {
-		if !slices.Contains(plugins.Kinds, o.Kind) {
-			return nil, badInput("unknown plugin kind %q (kinds: %s)", o.Kind, strings.Join(plugins.Kinds, ", "))
+		if !slices.Contains(spi.Kinds, o.Kind) {
+			return nil, badInput("unknown plugin kind %q (kinds: %s)", o.Kind, strings.Join(spi.Kinds, ", "))
 		}
 		if named && kind != o.Kind {
 			name = ""
@@ -149,7 +149,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		cancel()
 		if err != nil {
 			return nil, badInput("cannot tell the kind of plugin %s (name it egret-<kind>-<name> or pass --kind %s): %w",
-				path, strings.Join(plugins.Kinds, "|"), err)
+				path, strings.Join(spi.Kinds, "|"), err)
 		}
 	}
 	if o.Name != "" {
@@ -174,7 +174,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	rep := spitest.NewReporter(o.Out, spitest.Options{CheckTimeout: o.CheckTimeout, Verbose: o.Verbose})
 	fmt.Fprintf(o.Out, "verifying %s plugin %q (%s), pid %d\n", kind, name, path, pid(probe))
 	switch kind {
-	case plugins.KindStateManager:
+	case spi.KindStateManager:
 		open := func(ctx context.Context) (spi.StateManager, error) {
 			sm, _, err := v.load(ctx)
 			if err != nil {
@@ -184,7 +184,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 		rep.Run(ctx, kind, func(t spitest.T) { statemgrtest.RunOpen(t, open) })
 		rep.Run(ctx, kind+"/Expiry", func(t spitest.T) { statemgrtest.RunExpiryOpen(t, open, crash) })
-	case plugins.KindUploader:
+	case spi.KindUploader:
 		open := func(ctx context.Context) (spi.Uploader, error) {
 			u, _, err := v.load(ctx)
 			if err != nil {
@@ -193,7 +193,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return u.(spi.Uploader), nil
 		}
 		rep.Run(ctx, kind, func(t spitest.T) { uploadertest.Suite{Open: open, Fetch: fetch.Options{Token: o.FetchToken}}.Run(t) })
-	case plugins.KindMetricsSink:
+	case spi.KindMetricsSink:
 		// No observer of the destination: the suite checks what the
 		// host sees (batches accepted, cancellation, Close).
 		rep.Run(ctx, kind, func(t spitest.T) {
@@ -205,7 +205,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return s.(spi.MetricsSink), nil
 			}}.Run(t)
 		})
-	case plugins.KindCheckpointStorage:
+	case spi.KindCheckpointStorage:
 		// No Damage hook: the host cannot reach the plugin's stored
 		// bytes, so damaged state is not checked (the Corrupt check
 		// skips).
@@ -218,7 +218,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 				return s.(spi.CheckpointStorage), nil
 			}}.Run(t)
 		})
-	case plugins.KindPacking:
+	case spi.KindPacking:
 		factory := func(cfg spi.Config) (spi.Packing, error) {
 			// The suite's config replaces the operator's for packing: it
 			// is what the checks vary.
@@ -238,7 +238,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			packingtest.Run(t, factory)
 			packingtest.RunRepacking(t, factory)
 		})
-	case plugins.KindScheduler:
+	case spi.KindScheduler:
 		obs, _ := plugins.ObserverOf(probe.(spi.Scheduler))
 		if _, err := obs.Containers(ctx, "egret-verify-probe"); err != nil {
 			rep.Run(ctx, kind+"/Observer", func(t spitest.T) {

@@ -12,7 +12,6 @@ import (
 
 	"github.com/egret-stream/egret/cmd/egret-scheduler-example/example"
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/plugins/verify"
 )
@@ -65,12 +64,12 @@ func contains(t *testing.T, out string, want ...string) {
 }
 
 func TestExampleSchedulerPasses(t *testing.T) {
-	bin := install(t, examplePkg, plugins.KindScheduler, "example")
+	bin := install(t, examplePkg, spi.KindScheduler, "example")
 	rep, out, err := run(t, verify.Options{Path: bin, Config: stateFile(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rep.OK() || rep.Kind != plugins.KindScheduler || rep.Name != "example" {
+	if !rep.OK() || rep.Kind != spi.KindScheduler || rep.Name != "example" {
 		t.Errorf("report %+v, want a passing scheduler example:\n%s", rep, out)
 	}
 	contains(t, out, "PASS scheduler/Schedule (", "PASS scheduler/Kill (", "PASS scheduler/CancelledContext (",
@@ -93,7 +92,7 @@ func TestDirectoryIsBuilt(t *testing.T) {
 
 // A scheduler whose Kill is not idempotent fails the checks that say so.
 func TestBrokenSchedulerFails(t *testing.T) {
-	bin := install(t, brokenPkg, plugins.KindScheduler, "broken")
+	bin := install(t, brokenPkg, spi.KindScheduler, "broken")
 	rep, out, err := run(t, verify.Options{Path: bin, Config: stateFile(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -108,7 +107,7 @@ func TestBrokenSchedulerFails(t *testing.T) {
 // A plugin that crashes during a check fails that check with a one-line
 // reason, and the following checks still run.
 func TestCrashingSchedulerFails(t *testing.T) {
-	bin := install(t, brokenPkg, plugins.KindScheduler, "crashy")
+	bin := install(t, brokenPkg, spi.KindScheduler, "crashy")
 	rep, out, err := run(t, verify.Options{Path: bin, Config: stateFile(t)})
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +120,7 @@ func TestCrashingSchedulerFails(t *testing.T) {
 
 // A scheduler plugin without an observer cannot be checked.
 func TestSchedulerWithoutObserver(t *testing.T) {
-	bin := install(t, multiPkg, plugins.KindScheduler, "basic")
+	bin := install(t, multiPkg, spi.KindScheduler, "basic")
 	rep, out, err := run(t, verify.Options{Path: bin})
 	if err != nil {
 		t.Fatal(err)
@@ -138,12 +137,12 @@ func TestOtherKinds(t *testing.T) {
 		cfg             spi.Config
 		summary         string
 	}{
-		{packingPkg, plugins.KindPacking, "plugin-ffd", nil, `PASS: packing plugin "plugin-ffd": 36 passed, 0 failed, 0 skipped`},
-		{localfsPkg, plugins.KindStateManager, "localfs", spi.Config{"egret.statemgr.session.timeout": "1s"}, `PASS: statemgr plugin "localfs": 30 passed, 0 failed, 0 skipped`},
-		{multiPkg, plugins.KindUploader, "fs", nil, `PASS: uploader plugin "fs": 11 passed, 0 failed, 1 skipped`},
-		{sinkPkg, plugins.KindMetricsSink, "jsonl", spi.Config{"egret.metrics.jsonl.path": filepath.Join(t.TempDir(), "m.jsonl")}, `PASS: metricssink plugin "jsonl": 7 passed, 0 failed, 0 skipped`},
+		{packingPkg, spi.KindPacking, "plugin-ffd", nil, `PASS: packing plugin "plugin-ffd": 36 passed, 0 failed, 0 skipped`},
+		{localfsPkg, spi.KindStateManager, "localfs", spi.Config{"egret.statemgr.session.timeout": "1s"}, `PASS: statemgr plugin "localfs": 30 passed, 0 failed, 0 skipped`},
+		{multiPkg, spi.KindUploader, "fs", nil, `PASS: uploader plugin "fs": 11 passed, 0 failed, 1 skipped`},
+		{sinkPkg, spi.KindMetricsSink, "jsonl", spi.Config{"egret.metrics.jsonl.path": filepath.Join(t.TempDir(), "m.jsonl")}, `PASS: metricssink plugin "jsonl": 7 passed, 0 failed, 0 skipped`},
 		// Corrupt skips: verify has no hook to damage a plugin's bytes.
-		{ckptPkg, plugins.KindCheckpointStorage, "disk", spi.Config{"egret.checkpoint.localfs.root": t.TempDir()}, `PASS: checkpointstorage plugin "disk": 9 passed, 0 failed, 1 skipped`},
+		{ckptPkg, spi.KindCheckpointStorage, "disk", spi.Config{"egret.checkpoint.localfs.root": t.TempDir()}, `PASS: checkpointstorage plugin "disk": 9 passed, 0 failed, 1 skipped`},
 	} {
 		t.Run(tc.kind, func(t *testing.T) {
 			cfg := spi.Config{
@@ -177,19 +176,19 @@ func TestKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.Kind != plugins.KindScheduler || rep.Name != "my-scheduler" {
+	if rep.Kind != spi.KindScheduler || rep.Name != "my-scheduler" {
 		t.Errorf("kind %q, name %q; want scheduler, my-scheduler:\n%s", rep.Kind, rep.Name, out)
 	}
 
-	named := plugintest.Install(t, t.TempDir(), plugins.KindPacking, "plugin-rcrr", plugintest.Build(t, packingPkg))
-	rep, out, err = run(t, verify.Options{Path: named, Kind: plugins.KindPacking})
+	named := plugintest.Install(t, t.TempDir(), spi.KindPacking, "plugin-rcrr", plugintest.Build(t, packingPkg))
+	rep, out, err = run(t, verify.Options{Path: named, Kind: spi.KindPacking})
 	if err != nil || !rep.OK() || rep.Name != "plugin-rcrr" {
 		t.Errorf("--kind packing: %v %+v\n%s", err, rep, out)
 	}
 
 	// An uploader verified as a packing plugin does not serve Packing.
-	uploader := install(t, multiPkg, plugins.KindUploader, "fs")
-	_, _, err = run(t, verify.Options{Path: uploader, Kind: plugins.KindPacking})
+	uploader := install(t, multiPkg, spi.KindUploader, "fs")
+	_, _, err = run(t, verify.Options{Path: uploader, Kind: spi.KindPacking})
 	if !errors.Is(err, verify.ErrBadInput) || !strings.Contains(err.Error(), "packing") {
 		t.Errorf("an uploader verified as packing: %v", err)
 	}
@@ -214,7 +213,7 @@ func TestBadInput(t *testing.T) {
 	if err := os.WriteFile(notExec, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	exampleBin := install(t, examplePkg, plugins.KindScheduler, "example")
+	exampleBin := install(t, examplePkg, spi.KindScheduler, "example")
 	for _, tc := range []struct {
 		name    string
 		o       verify.Options

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/schedulers/aurora/auroratest"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
@@ -81,7 +80,7 @@ func TestConformancePlugin(t *testing.T) {
 	f := fakeServer(t, fakeUsers)
 	core := coreServer(t, fakeEgret)
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindScheduler, "auroraplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-aurora"))
+	plugintest.Install(t, dir, spi.KindScheduler, "auroraplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-aurora"))
 	loader := plugintest.NewLoader(t, dir)
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler {
 		// Not t.Context(): the suite also builds schedulers in cleanups,

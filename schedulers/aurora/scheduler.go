@@ -19,7 +19,7 @@ import (
 	"github.com/egret-stream/egret/schedulers/aurora/auroraapi"
 )
 
-func init() { spi.RegisterScheduler("aurora", New) }
+func init() { spi.RegisterScheduler("aurora", New, configKeys...) }
 
 // KillMessage is the message killTasks records with the tasks it kills.
 const KillMessage = "killed by egret"

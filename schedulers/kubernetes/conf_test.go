@@ -7,6 +7,13 @@ import (
 	"testing"
 
 	"github.com/egret-stream/egret/conf"
+	// The other backends the kubernetes cluster selects, whose keys its
+	// files set (the catalog imports this package, so it cannot be used).
+	_ "github.com/egret-stream/egret/checkpoints/localfs"
+	_ "github.com/egret-stream/egret/daemons/metricsmgr"
+	_ "github.com/egret-stream/egret/packing/roundrobin"
+	_ "github.com/egret-stream/egret/statemgr/zookeeper"
+	_ "github.com/egret-stream/egret/uploaders/http"
 )
 
 // TestClusterDefaults loads the embedded kubernetes cluster with an

@@ -21,7 +21,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
-func init() { spi.RegisterScheduler("kubernetes", New) }
+func init() { spi.RegisterScheduler("kubernetes", New, configKeys...) }
 
 // DryRunFormat is the --dry-run-format that prints the manifests.
 const DryRunFormat = "kubernetes-yaml"

@@ -76,7 +76,7 @@ func testMain(m *testing.M) int {
 		raceLogs = filepath.Join(dir, "race")
 		os.Setenv("GORACE", "atexit_sleep_ms=0 log_path="+raceLogs)
 	}
-	build := exec.Command("go", append(args, "./testdata/fakeegret", "./testdata/"+plugins.BinaryName(plugins.KindScheduler, pluginName))...)
+	build := exec.Command("go", append(args, "./testdata/fakeegret", "./testdata/"+plugins.BinaryName(spi.KindScheduler, pluginName))...)
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "local_test: build the test binaries: %v\n%s", err, out)
 		return 1

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/schedulers/mesos/mesostest"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
@@ -67,7 +66,7 @@ func TestConformancePlugin(t *testing.T) {
 	bin := plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-mesos")
 	e := newEnv(t, mesostest.Options{}, spi.Config{KeyFrameworkBinary: bin, KeyOfferTimeout: conformanceConfig[KeyOfferTimeout]})
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindScheduler, "mesosplugin", bin)
+	plugintest.Install(t, dir, spi.KindScheduler, "mesosplugin", bin)
 	loader := plugintest.NewLoader(t, dir)
 	schedulertest.Run(t, harness(e, func(t *testing.T, topology string) spi.Scheduler {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

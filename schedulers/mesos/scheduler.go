@@ -26,7 +26,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
-func init() { spi.RegisterScheduler("mesos", New) }
+func init() { spi.RegisterScheduler("mesos", New, configKeys...) }
 
 // FrameworkCommand is the sub-command of the egret binary (and of
 // egret-scheduler-mesos) that runs the framework service:

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/schedulers/nomad/nomadtest"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
@@ -58,7 +57,7 @@ func TestConformancePlugin(t *testing.T) {
 	}
 	f := newFake(t)
 	dir := t.TempDir()
-	plugintest.Install(t, dir, plugins.KindScheduler, "nomadplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-nomad"))
+	plugintest.Install(t, dir, spi.KindScheduler, "nomadplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-scheduler-nomad"))
 	loader := plugintest.NewLoader(t, dir)
 	schedulertest.Run(t, harness(f, func(t *testing.T) spi.Scheduler {
 		// Not t.Context(): the suite also builds schedulers in cleanups,

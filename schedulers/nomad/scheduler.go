@@ -17,7 +17,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
-func init() { spi.RegisterScheduler("nomad", New) }
+func init() { spi.RegisterScheduler("nomad", New, configKeys...) }
 
 // Scheduler runs topologies as Nomad jobs. It keeps no state of its own:
 // every call finds the topology's job again by name and meta.

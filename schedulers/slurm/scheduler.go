@@ -18,7 +18,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
-func init() { spi.RegisterScheduler("slurm", New) }
+func init() { spi.RegisterScheduler("slurm", New, configKeys...) }
 
 // Scheduler runs each topology as one Slurm batch job. It keeps no state
 // of its own: every call finds the topology's job again by its name and

@@ -18,7 +18,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
-func init() { spi.RegisterScheduler("yarn", New) }
+func init() { spi.RegisterScheduler("yarn", New, configKeys...) }
 
 // Scheduler runs each topology as one YARN service. It keeps no state of
 // its own: every call finds the topology's service again by its name.

@@ -40,7 +40,7 @@ const (
 	openTimeout = 30 * time.Second
 )
 
-func init() { spi.RegisterStateManager("localfs", New) }
+func init() { spi.RegisterStateManager("localfs", New, configKeys...) }
 
 // Options configures Open.
 type Options struct {

@@ -40,7 +40,7 @@ const (
 	DefaultConnectTimeout = 15 * time.Second
 )
 
-func init() { spi.RegisterStateManager("zookeeper", New) }
+func init() { spi.RegisterStateManager("zookeeper", New, configKeys...) }
 
 // Options configures Open.
 type Options struct {

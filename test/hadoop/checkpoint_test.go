@@ -14,7 +14,6 @@ import (
 	ckpthdfs "github.com/egret-stream/egret/checkpoints/hdfs"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/hdfsx"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
 )
 
@@ -50,7 +49,7 @@ func TestCheckpointStorageConformance(t *testing.T) {
 	})
 	t.Run("Plugin", func(t *testing.T) {
 		dir := t.TempDir()
-		plugintest.Install(t, dir, plugins.KindCheckpointStorage, "hdfsplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-checkpointstorage-hdfs"))
+		plugintest.Install(t, dir, spi.KindCheckpointStorage, "hdfsplugin", plugintest.Build(t, "github.com/egret-stream/egret/cmd/egret-checkpointstorage-hdfs"))
 		l := plugintest.NewLoader(t, dir)
 		cfg := checkpointConfig(c.NameNode, "/egret/checkpoints/"+randomName("plugin"))
 		hdfsCheckpointSuite(t, cfg, func(ctx context.Context) (spi.CheckpointStorage, error) {

@@ -33,7 +33,7 @@ const (
 	KeyTimeout       = "egret.uploader.hdfs.timeout"
 )
 
-func init() { spi.RegisterUploader("hdfs", New) }
+func init() { spi.RegisterUploader("hdfs", New, configKeys...) }
 
 // Settings is the uploader's config, parsed.
 type Settings struct {

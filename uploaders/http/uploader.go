@@ -37,7 +37,7 @@ const (
 // ShaHeader carries a package's hex SHA-256 in requests and responses.
 const ShaHeader = httpx.ShaHeader
 
-func init() { spi.RegisterUploader("http", New) }
+func init() { spi.RegisterUploader("http", New, configKeys...) }
 
 // Uploader PUTs packages to a package server.
 type Uploader struct {

@@ -21,7 +21,7 @@ import (
 // KeyDirectory is the config key naming the repository directory.
 const KeyDirectory = "egret.uploader.localfs.directory"
 
-func init() { spi.RegisterUploader("localfs", New) }
+func init() { spi.RegisterUploader("localfs", New, configKeys...) }
 
 // Uploader copies packages into a directory.
 type Uploader struct {

@@ -127,7 +127,7 @@ func cpuKey(cfg spi.Config, key string, def float64, positive bool) (float64, er
 }
 
 func bytesKey(cfg spi.Config, key string, def int64, positive bool) (int64, error) {
-	raw := strings.TrimSpace(cfg[key])
+	raw := strings.TrimSpace(cfg.String(key, ""))
 	if raw == "" {
 		return def, nil
 	}

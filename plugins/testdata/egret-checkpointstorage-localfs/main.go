@@ -5,9 +5,10 @@
 package main
 
 import (
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 
 	_ "github.com/egret-stream/egret/checkpoints/localfs"
 )
 
-func main() { plugins.ServeBuiltin(plugins.KindCheckpointStorage, "localfs") }
+func main() { plugins.ServeBuiltin(spi.KindCheckpointStorage, "localfs") }

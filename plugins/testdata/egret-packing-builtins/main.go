@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 
 	_ "github.com/egret-stream/egret/packing/ffd"
@@ -17,5 +18,5 @@ import (
 
 func main() {
 	name := strings.TrimPrefix(filepath.Base(os.Args[0]), "egret-packing-plugin-")
-	plugins.ServeBuiltin(plugins.KindPacking, name)
+	plugins.ServeBuiltin(spi.KindPacking, name)
 }

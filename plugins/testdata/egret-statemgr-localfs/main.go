@@ -4,9 +4,10 @@
 package main
 
 import (
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 
 	_ "github.com/egret-stream/egret/statemgr/localfs"
 )
 
-func main() { plugins.ServeBuiltin(plugins.KindStateManager, "localfs") }
+func main() { plugins.ServeBuiltin(spi.KindStateManager, "localfs") }

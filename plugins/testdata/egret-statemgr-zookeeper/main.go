@@ -4,9 +4,10 @@
 package main
 
 import (
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 
 	_ "github.com/egret-stream/egret/statemgr/zookeeper"
 )
 
-func main() { plugins.ServeBuiltin(plugins.KindStateManager, "zookeeper") }
+func main() { plugins.ServeBuiltin(spi.KindStateManager, "zookeeper") }

@@ -4,9 +4,10 @@
 package main
 
 import (
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 
 	_ "github.com/egret-stream/egret/uploaders/http"
 )
 
-func main() { plugins.ServeBuiltin(plugins.KindUploader, "http") }
+func main() { plugins.ServeBuiltin(spi.KindUploader, "http") }

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/internal/fakes"
 
@@ -26,7 +27,7 @@ func main() {
 	case "egret-statemgr-memory":
 		plugins.ServeStateManager(fakes.NewMemory)
 	case "egret-uploader-fs":
-		plugins.ServeBuiltin(plugins.KindUploader, "localfs")
+		plugins.ServeBuiltin(spi.KindUploader, "localfs")
 	case "egret-packing-percomponent":
 		plugins.ServePacking(fakes.NewRepackingPerComponent)
 	case "egret-packing-packonly":

@@ -1,9 +1,11 @@
-package cli
+package catalog
 
-// The built-in backends, registered with core/spi by their init functions.
+// The built-in backends. Each registers its factory and its config keys
+// with core/spi from an init function; a new backend adds one line here.
 import (
 	_ "github.com/egret-stream/egret/checkpoints/hdfs"
 	_ "github.com/egret-stream/egret/checkpoints/localfs"
+	_ "github.com/egret-stream/egret/daemons/metricsmgr"
 	_ "github.com/egret-stream/egret/packing/ffd"
 	_ "github.com/egret-stream/egret/packing/rcrr"
 	_ "github.com/egret-stream/egret/packing/roundrobin"
