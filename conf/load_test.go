@@ -14,7 +14,6 @@ import (
 	"github.com/egret-stream/egret/core/names"
 )
 
-
 var testEnv = map[string]string{"HOME": "/home/u", "USER": "u", "LOOP_A": "${LOOP_B}", "LOOP_B": "x/${LOOP_A}"}
 
 func testdata(t *testing.T, sub string) string {
@@ -320,7 +319,7 @@ func TestOverridesWin(t *testing.T) {
 		{"egret.statemgr.localfs.poll.interval", "1s", filepath.Join(dir, "local", "statemgr.yaml")},
 		{"egret.packing", "roundrobin", OriginProperty}, // the last override wins
 		{"egret.statemgr", "localfs", "embedded:clusters/local/statemgr.yaml"},
-		{"egret.plugin.directory", "a=b", OriginProperty},                  // the value may hold =
+		{"egret.plugin.directory", "a=b", OriginProperty}, // the value may hold =
 	}
 	for _, tc := range cases {
 		if v := c.String(tc.key); v != tc.value {

@@ -129,4 +129,3 @@ func TestReferenceUpToDate(t *testing.T) {
 		t.Fatal("REFERENCE.md is out of date: run go test ./conf -run TestReferenceUpToDate -update")
 	}
 }
-
