@@ -53,8 +53,8 @@
 //   - effectively-once: a two-phase-commit sink over Kafka transactions.
 //     Execute produces into an open transaction at once (memory bounded
 //     by MaxBufferedBytes, nothing kept in state). PreSave(c) flushes it
-//     and records its transactional id slot, producer id and epoch in the
-//     state TransactionsState under c; CheckpointComplete(c) commits the
+//     and records its producer id, epoch and checkpoint c in the state
+//     TransactionsState under its transactional id; CheckpointComplete(c) commits the
 //     transactions of checkpoints ≤ c with EndTxn by that id and epoch,
 //     from whichever process holds the state. Task i cycles through the
 //     transactional ids "<TransactionalID>-<i>-<slot>"; a slot is reused

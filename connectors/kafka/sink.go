@@ -15,8 +15,11 @@ import (
 )
 
 // TransactionsState is the name of the effectively-once sink's state:
-// checkpoint id → the Kafka transaction prepared at that checkpoint's
-// barrier and not yet committed (PreparedTxn).
+// transactional id → the Kafka transaction prepared under it at a
+// checkpoint barrier and not yet committed (PreparedTxn). Keyed by
+// transactional id, the states of several tasks merge without a clash: a
+// task restored with the union of every task's states (a restore with
+// another parallelism) commits every transaction they name.
 const TransactionsState = "kafka-sink-transactions"
 
 // SinkConfig configures a Sink. Zero fields are read from the config keys

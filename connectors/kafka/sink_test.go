@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"runtime"
 	"slices"
@@ -104,12 +105,12 @@ func TestSinkAtLeastOnceAcksAfterTheBrokerAcks(t *testing.T) {
 // transactions in states.
 func preparedIDs(t *testing.T, states *api.States) []int64 {
 	t.Helper()
-	st, err := api.NewState[int64, PreparedTxn](states, TransactionsState)
+	st, err := api.NewState[string, PreparedTxn](states, TransactionsState)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var ids []int64
-	st.Range(func(id int64, _ PreparedTxn) bool { ids = append(ids, id); return true })
+	st.Range(func(_ string, p PreparedTxn) bool { ids = append(ids, p.Checkpoint); return true })
 	slices.Sort(ids)
 	return ids
 }
@@ -156,7 +157,12 @@ type eoSinks struct {
 
 func (e *eoSinks) start(states *api.States) (*Sink, *boltOut) {
 	e.t.Helper()
-	s, out := prepareSink(e.t, e.cfg, newCtx(e.t, topology.EffectivelyOnce, "sink", 0, 1))
+	return e.startTask(states, 0, 1)
+}
+
+func (e *eoSinks) startTask(states *api.States, index, tasks int) (*Sink, *boltOut) {
+	e.t.Helper()
+	s, out := prepareSink(e.t, e.cfg, newCtx(e.t, topology.EffectivelyOnce, "sink", index, tasks))
 	s.tx.exit = func(code int) { e.exit = append(e.exit, code) }
 	if err := s.InitState(states); err != nil {
 		e.t.Fatal(err)
@@ -417,4 +423,39 @@ func TestSinkLargeInterval(t *testing.T) {
 			seen[id] = true
 		}
 	}, func() bool { return len(seen) == records })
+}
+
+// TestSinkUnionRestore: the prepared transactions of two tasks, restored
+// as the union of their states into one task (a restore with a lower
+// parallelism), are all committed by it, once.
+func TestSinkUnionRestore(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "out", 2, nil)
+	e := &eoSinks{t: t, cfg: SinkConfig{Brokers: []string{b.Addr}, Topic: "out", ProduceTimeout: 10 * time.Second}}
+	union := api.NewStates()
+	var want []string
+	for task := 0; task < 2; task++ {
+		states := api.NewStates()
+		s, _ := e.startTask(states, task, 2)
+		vs := vals(fmt.Sprint("t", task, "-"), 0, 4)
+		execAll(s, vs...)
+		if err := s.PreSave(3); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, vs...)
+		kill(s)
+		st, _ := api.NewState[string, PreparedTxn](snapshot(t, states), TransactionsState)
+		u, _ := api.NewState[string, PreparedTxn](union, TransactionsState)
+		st.Range(func(id string, p PreparedTxn) bool { u.Put(id, p); return true })
+	}
+	checkExactly(t, b, "out", nil)
+	s, out := e.startTask(snapshot(t, union), 0, 1)
+	s.CheckpointComplete(3)
+	checkExactly(t, b, "out", want)
+	if ids := preparedIDs(t, snapshot(t, union)); len(ids) != 2 {
+		t.Fatalf("the union holds %v, want two transactions", ids)
+	}
+	if len(out.errs) > 0 || len(e.exit) > 0 {
+		t.Fatalf("errors %v, exits %v", out.errs, e.exit)
+	}
 }

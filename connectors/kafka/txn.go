@@ -1,12 +1,14 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,11 +25,12 @@ import (
 const fenceTimeout = time.Minute
 
 // PreparedTxn is a Kafka transaction the effectively-once sink flushed at
-// a checkpoint barrier and has not committed yet: its slot names the
-// transactional id, and the producer id and epoch let any later process
-// commit it (EndTxn), as the producer that opened it would have.
+// the barrier of Checkpoint and has not committed yet. The state maps its
+// transactional id to it; with the producer id and epoch any later
+// process — any task — can commit it (EndTxn), as the producer that
+// opened it would have.
 type PreparedTxn struct {
-	Slot       int32
+	Checkpoint int64
 	ProducerID int64
 	Epoch      int16
 	Records    int64
@@ -41,7 +44,7 @@ const (
 	slotCommitted // committed; free once a later checkpoint is complete
 )
 
-type slot struct {
+type slotInfo struct {
 	state int
 	// releaseAfter: a committed slot is free once a checkpoint after
 	// this one is complete (no restore can then name its transaction).
@@ -53,8 +56,8 @@ type slot struct {
 //
 // Records go into an open transaction as they arrive. At a barrier
 // (PreSave) the transaction is flushed, its producer id and epoch are
-// recorded in the state TransactionsState under the checkpoint id, and
-// its client is closed: the transaction stays open on the broker, holding
+// recorded with the checkpoint id in the state TransactionsState under its
+// transactional id, and its client is closed: the transaction stays open on the broker, holding
 // the interval's records. When the checkpoint is complete the transaction
 // is committed with an EndTxn request carrying that id and epoch, from
 // whichever process restored or kept the state. The next records go into
@@ -70,8 +73,8 @@ type slot struct {
 type txnWriter struct {
 	s      *Sink
 	prefix string
-	slots  []slot
-	state  *api.State[int64, PreparedTxn]
+	slots  []slotInfo
+	state  *api.State[string, PreparedTxn]
 	ctl    *kgo.Client // sends EndTxn for prepared transactions
 
 	open     *kgo.Client // the open transaction's producer, nil when none
@@ -110,11 +113,29 @@ func newTxnWriter(s *Sink, task int) (*txnWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka: sink client: %w", err)
 	}
-	return &txnWriter{s: s, prefix: s.cfg.TransactionalID + "-" + strconv.Itoa(task), slots: make([]slot, s.cfg.TransactionSlots), ctl: ctl,
+	return &txnWriter{s: s, prefix: s.cfg.TransactionalID + "-" + strconv.Itoa(task), slots: make([]slotInfo, s.cfg.TransactionSlots), ctl: ctl,
 		exit: os.Exit}, nil
 }
 
 func (w *txnWriter) id(slot int32) string { return w.prefix + "-" + strconv.Itoa(int(slot)) }
+
+// slotOf returns the slot of one of this task's transactional ids, and
+// false for another task's.
+func (w *txnWriter) slotOf(id string) (int32, bool, error) {
+	rest, ok := strings.CutPrefix(id, w.prefix+"-")
+	if !ok {
+		return 0, false, nil
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil {
+		return 0, false, nil // a longer prefix: another task's
+	}
+	if n < 0 || n >= len(w.slots) {
+		return 0, false, fmt.Errorf("kafka: sink state: transactional id %s is slot %d, but the sink has %d (%s): restore with the same setting",
+			id, n, len(w.slots), KeyTransactionSlots)
+	}
+	return int32(n), true, nil
+}
 
 // producer returns a transactional client for slot's id; its first
 // request initialises the producer id, which fences the id's earlier
@@ -134,7 +155,7 @@ func (w *txnWriter) producer(slot int32) (*kgo.Client, error) {
 
 // initState binds the restored transactions and fences every other slot.
 func (w *txnWriter) initState(states *api.States) error {
-	st, err := api.NewState[int64, PreparedTxn](states, TransactionsState)
+	st, err := api.NewState[string, PreparedTxn](states, TransactionsState)
 	if err != nil {
 		return fmt.Errorf("kafka: sink state: %w", err)
 	}
@@ -143,13 +164,15 @@ func (w *txnWriter) initState(states *api.States) error {
 	clear(w.slots)
 	w.lastBarrier = 0
 	var bad error
-	st.Range(func(id int64, p PreparedTxn) bool {
-		if p.Slot < 0 || int(p.Slot) >= len(w.slots) {
-			bad = fmt.Errorf("kafka: sink state: the transaction of checkpoint %d is in slot %d, but the sink has %d (%s): restore with the same setting",
-				id, p.Slot, len(w.slots), KeyTransactionSlots)
+	st.Range(func(id string, _ PreparedTxn) bool {
+		slot, own, err := w.slotOf(id)
+		if err != nil {
+			bad = err
 			return false
 		}
-		w.slots[p.Slot].state = slotPrepared
+		if own {
+			w.slots[slot].state = slotPrepared
+		}
 		return true
 	})
 	if bad != nil {
@@ -249,7 +272,7 @@ func (w *txnWriter) failure() error {
 
 // begin opens a transaction in a free slot.
 func (w *txnWriter) begin() error {
-	slot := slices.IndexFunc(w.slots, func(s slot) bool { return s.state == slotFree })
+	slot := slices.IndexFunc(w.slots, func(s slotInfo) bool { return s.state == slotFree })
 	if slot < 0 {
 		return fmt.Errorf("kafka: sink: no free transactional id among the %d of %s (a bug: PreSave keeps one free)", len(w.slots), w.prefix)
 	}
@@ -311,7 +334,7 @@ func (w *txnWriter) preSave(checkpoint int64) error {
 		w.fatal(err)
 		return err
 	}
-	w.state.Put(checkpoint, PreparedTxn{Slot: w.openSlot, ProducerID: pid, Epoch: epoch, Records: w.openRecs})
+	w.state.Put(w.id(w.openSlot), PreparedTxn{Checkpoint: checkpoint, ProducerID: pid, Epoch: epoch, Records: w.openRecs})
 	w.slots[w.openSlot].state = slotPrepared
 	w.open.Close() // the transaction stays open on the broker
 	w.open, w.openRecs = nil, 0
@@ -323,20 +346,24 @@ func (w *txnWriter) preSave(checkpoint int64) error {
 // more. A commit that fails for a reason that may pass (broker down) is
 // retried at the next complete checkpoint.
 func (w *txnWriter) complete(checkpoint int64) {
-	var ids []int64
-	w.state.Range(func(id int64, _ PreparedTxn) bool {
-		if id <= checkpoint {
+	var ids []string
+	w.state.Range(func(id string, p PreparedTxn) bool {
+		if p.Checkpoint <= checkpoint {
 			ids = append(ids, id)
 		}
 		return true
 	})
-	slices.Sort(ids)
+	slices.SortFunc(ids, func(a, b string) int {
+		pa, _ := w.state.Get(a)
+		pb, _ := w.state.Get(b)
+		return cmp.Or(cmp.Compare(pa.Checkpoint, pb.Checkpoint), strings.Compare(a, b))
+	})
 	release := max(w.lastBarrier, checkpoint)
 	for _, id := range ids {
 		p, _ := w.state.Get(id)
-		err := w.commit(p)
+		err := w.commit(id, p)
 		if err != nil && retriable(err) {
-			err = fmt.Errorf("kafka: sink: commit the transaction of checkpoint %d on %s: %w (retried when the next checkpoint completes)", id, w.id(p.Slot), err)
+			err = fmt.Errorf("kafka: sink: commit the transaction of checkpoint %d on %s: %w (retried when the next checkpoint completes)", p.Checkpoint, id, err)
 			w.s.log.Warn("commit failed", zap.Error(err))
 			w.s.out.ReportError(err)
 			break
@@ -346,7 +373,7 @@ func (w *txnWriter) complete(checkpoint int64) {
 			// its timeout): its records are lost and nothing can
 			// bring them back.
 			err = fmt.Errorf("kafka: sink: the transaction of checkpoint %d on %s (%d records) cannot be committed: %w; its records are LOST (was the transaction open longer than %s = %s?)",
-				id, w.id(p.Slot), p.Records, err, KeyTransactionTimeout, w.s.cfg.TransactionTimeout)
+				p.Checkpoint, id, p.Records, err, KeyTransactionTimeout, w.s.cfg.TransactionTimeout)
 			w.s.log.Error("transaction lost", zap.Error(err))
 			w.s.out.ReportError(err)
 			w.s.failed.Add(p.Records)
@@ -355,11 +382,13 @@ func (w *txnWriter) complete(checkpoint int64) {
 			w.s.commits.Inc()
 		}
 		w.state.Delete(id)
-		w.slots[p.Slot] = slot{state: slotCommitted, releaseAfter: release}
+		if slot, own, _ := w.slotOf(id); own {
+			w.slots[slot] = slotInfo{state: slotCommitted, releaseAfter: release}
+		}
 	}
 	for i, s := range w.slots {
 		if s.state == slotCommitted && s.releaseAfter < checkpoint {
-			w.slots[i] = slot{}
+			w.slots[i] = slotInfo{}
 		}
 	}
 }
@@ -367,12 +396,12 @@ func (w *txnWriter) complete(checkpoint int64) {
 // commit ends p's transaction with a commit. A transaction already
 // committed (by a process that died before its state said so) commits
 // again without an error.
-func (w *txnWriter) commit(p PreparedTxn) error {
+func (w *txnWriter) commit(id string, p PreparedTxn) error {
 	ctx, cancel := context.WithTimeout(context.Background(), w.s.cfg.ProduceTimeout)
 	defer cancel()
 	for {
 		req := kmsg.NewPtrEndTxnRequest()
-		req.TransactionalID = w.id(p.Slot)
+		req.TransactionalID = id
 		req.ProducerID = p.ProducerID
 		req.ProducerEpoch = p.Epoch
 		req.Commit = true
