@@ -459,3 +459,34 @@ func TestSinkUnionRestore(t *testing.T) {
 		t.Fatalf("errors %v, exits %v", out.errs, e.exit)
 	}
 }
+
+// TestSinkConfigKeys: the sink's settings are read from their config keys
+// when the struct leaves them zero, and bad values are refused naming the
+// key.
+func TestSinkConfigKeys(t *testing.T) {
+	ctx := newCtx(t, topology.EffectivelyOnce, "sink", 0, 1)
+	ctx.config = map[string]string{KeyBrokers: "h:1", KeyTopic: "out", KeyTransactionalID: "p", KeyTransactionSlots: "7",
+		KeyTransactionTimeout: "90s", KeyProduceTimeout: "3s", KeyMaxBufferedBytes: "4MiB"}
+	var c SinkConfig
+	if err := c.resolve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.TransactionalID != "p" || c.TransactionSlots != 7 || c.TransactionTimeout != 90*time.Second || c.ProduceTimeout != 3*time.Second || c.MaxBufferedBytes != 4<<20 {
+		t.Fatalf("resolved %+v", c)
+	}
+	c = SinkConfig{}
+	ctx.config = map[string]string{KeyBrokers: "h:1", KeyTopic: "out"}
+	if err := c.resolve(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c.TransactionalID != "egret-kt-sink" || c.TransactionSlots != DefaultTransactionSlots || c.TransactionTimeout != DefaultTransactionTimeout || c.MaxBufferedBytes != DefaultMaxBufferedBytes {
+		t.Fatalf("defaults: %+v", c)
+	}
+	for key, bad := range map[string]string{KeyTransactionSlots: "1", KeyTransactionTimeout: "soon", KeyMaxBufferedBytes: "lots"} {
+		ctx.config = map[string]string{KeyBrokers: "h:1", KeyTopic: "out", key: bad}
+		c = SinkConfig{}
+		if err := c.resolve(ctx); err == nil || !strings.Contains(err.Error(), key) {
+			t.Errorf("%s=%s: %v, want an error naming the key", key, bad, err)
+		}
+	}
+}
