@@ -58,6 +58,7 @@ func main() {
 		report      = flag.String("report", "", "markdown file whose Nexmark section to rewrite")
 		quick       = flag.Bool("quick", false, "100,000 events, q0, q1, q5 and q17, default container mode, no report")
 		eo          = flag.Bool("effectively-once", true, "also run the stateful queries effectively-once with 10 s checkpoints")
+		allModes    = flag.String("all-modes-queries", "", "comma-separated queries run in every container mode; the others only in the first (default: all in every mode)")
 	)
 	flag.Parse()
 	if *quick {
@@ -79,13 +80,22 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, names, strings.Split(*modes, ","), *events, *parallelism, *eo, *report); err != nil {
+	every := map[string]bool{}
+	for _, n := range strings.Split(*allModes, ",") {
+		every[n] = n != ""
+	}
+	if *allModes == "" {
+		for _, n := range names {
+			every[n] = true
+		}
+	}
+	if err := run(ctx, names, strings.Split(*modes, ","), every, *events, *parallelism, *eo, *report); err != nil {
 		fmt.Fprintln(os.Stderr, "egret-nexmark:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, names, modes []string, events int64, parallelism int, eo bool, report string) error {
+func run(ctx context.Context, names, modes []string, every map[string]bool, events int64, parallelism int, eo bool, report string) error {
 	root, err := harness.ModuleRoot(ctx, ".")
 	if err != nil {
 		return err
@@ -109,7 +119,10 @@ func run(ctx context.Context, names, modes []string, events int64, parallelism i
 		if eo && queries.All[name].Stateful {
 			deliveries = append(deliveries, "effectively-once")
 		}
-		for _, mode := range modes {
+		for i, mode := range modes {
+			if i > 0 && !every[name] {
+				continue
+			}
 			for _, d := range deliveries {
 				r := measure(ctx, egretBin, nexmarkBin, name, mode, d, events, parallelism)
 				if r.err != nil {
