@@ -102,7 +102,6 @@ type GroupBolt[K comparable, IN, ACC, OUT any] struct {
 	dirty map[K]struct{}
 	last  time.Time
 	end   endTracker
-	vals  []api.Values
 }
 
 // NewGroupBolt returns a bolt of spec, or what is missing from it.

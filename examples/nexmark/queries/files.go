@@ -22,7 +22,6 @@ type q10Sink struct {
 	task    int
 	files   map[string]*os.File
 	writers map[string]*bufio.Writer
-	err     error
 	line    []byte
 }
 

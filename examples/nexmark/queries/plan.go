@@ -276,7 +276,6 @@ type eventBolt struct {
 	out   api.BoltCollector
 	tasks int
 	ends  map[int]bool
-	reuse bool
 }
 
 func (p *Plan) stateless(newFn func(ctx api.Context) (func(t api.Tuple, res *Results), error)) api.BoltFactory {

@@ -75,8 +75,31 @@ func Q9Row(a *generator.Auction, b *generator.Bid) []any {
 		b.Auction, b.Bidder, b.Price, b.DateTime, b.Extra}
 }
 
-// q4Final is an auction's final price so far, with its category.
-type q4Final struct{ category, price int64 }
+// q4Final is an auction's final price so far, with an attribute of the
+// auction (q4: its category, q6: its seller).
+type q4Final struct{ attr, price int64 }
+
+// finalPrices adds the interval join of auctions and bids and the group
+// that keeps each auction's final (highest valid) price, emitted as
+// upserts (id, attr, final) where attr is the named attribute of the
+// auction; it returns the group's name.
+func (p *Plan) finalPrices(attr string, of func(a *generator.Auction) int64) string {
+	join := p.winningJoin(func(a *generator.Auction, b *generator.Bid) api.Values {
+		return api.Values{a.ID, of(a), b.Price}
+	}, []string{"id", attr, "price"})
+	return groupOp(p, "final", join, []string{"id"}, false, table.GroupSpec[int64, q4Final, q4Final, q4Final]{
+		Key:   func(t api.Tuple) int64 { return t.Int64(0) },
+		Value: func(t api.Tuple) q4Final { return q4Final{t.Int64(1), t.Int64(2)} },
+		Aggregate: window.Funcs[q4Final, q4Final, q4Final]{
+			InitFn:   func() q4Final { return q4Final{} },
+			AddFn:    func(acc, v q4Final) q4Final { return q4Final{v.attr, max(acc.price, v.price)} },
+			MergeFn:  func(a, _ q4Final) q4Final { return a },
+			ResultFn: func(acc q4Final) q4Final { return acc },
+		},
+		Output:       func(id int64, f q4Final, emit func(api.Values)) { emit(api.Values{id, f.attr, f.price}) },
+		OutputFields: []string{"id", attr, "final"},
+	})
+}
 
 // q4Avg is the average of a category's final prices, each auction's
 // latest final price replacing its previous one (an upsert stream in).
@@ -105,21 +128,7 @@ func init() {
 	}})
 	register(&Query{Name: "q4", Title: "average price per category: the mean of the auctions' winning prices", Stateful: true, Upserts: true, build: func(p *Plan) {
 		p.Events(false, 0)
-		join := p.winningJoin(func(a *generator.Auction, b *generator.Bid) api.Values {
-			return api.Values{a.ID, a.Category, b.Price}
-		}, []string{"id", "category", "price"})
-		finals := groupOp(p, "final", join, []string{"id"}, false, table.GroupSpec[int64, q4Final, q4Final, q4Final]{
-			Key:   func(t api.Tuple) int64 { return t.Int64(0) },
-			Value: func(t api.Tuple) q4Final { return q4Final{t.Int64(1), t.Int64(2)} },
-			Aggregate: window.Funcs[q4Final, q4Final, q4Final]{
-				InitFn:   func() q4Final { return q4Final{} },
-				AddFn:    func(acc, v q4Final) q4Final { return q4Final{v.category, max(acc.price, v.price)} },
-				MergeFn:  func(a, _ q4Final) q4Final { return a },
-				ResultFn: func(acc q4Final) q4Final { return acc },
-			},
-			Output:       func(id int64, f q4Final, emit func(api.Values)) { emit(api.Values{id, f.category, f.price}) },
-			OutputFields: []string{"id", "category", "final"},
-		})
+		finals := p.finalPrices("category", func(a *generator.Auction) int64 { return a.Category })
 		groupOp(p, "avg", finals, []string{"category"}, true, table.GroupSpec[int64, [2]int64, *q4Avg, *q4Avg]{
 			Key:   func(t api.Tuple) int64 { return t.Int64(1) },
 			Value: func(t api.Tuple) [2]int64 { return [2]int64{t.Int64(0), t.Int64(2)} },
@@ -169,21 +178,7 @@ func Q6Average(finals map[int64]int64) int64 {
 func init() {
 	register(&Query{Name: "q6", Title: "average selling price per seller over their 10 latest auctions", Stateful: true, Upserts: true, build: func(p *Plan) {
 		p.Events(false, 0)
-		join := p.winningJoin(func(a *generator.Auction, b *generator.Bid) api.Values {
-			return api.Values{a.ID, a.Seller, b.Price}
-		}, []string{"id", "seller", "price"})
-		finals := groupOp(p, "final", join, []string{"id"}, false, table.GroupSpec[int64, q4Final, q4Final, q4Final]{
-			Key:   func(t api.Tuple) int64 { return t.Int64(0) },
-			Value: func(t api.Tuple) q4Final { return q4Final{t.Int64(1), t.Int64(2)} },
-			Aggregate: window.Funcs[q4Final, q4Final, q4Final]{
-				InitFn:   func() q4Final { return q4Final{} },
-				AddFn:    func(acc, v q4Final) q4Final { return q4Final{v.category, max(acc.price, v.price)} },
-				MergeFn:  func(a, _ q4Final) q4Final { return a },
-				ResultFn: func(acc q4Final) q4Final { return acc },
-			},
-			Output:       func(id int64, f q4Final, emit func(api.Values)) { emit(api.Values{id, f.category, f.price}) },
-			OutputFields: []string{"id", "seller", "final"},
-		})
+		finals := p.finalPrices("seller", func(a *generator.Auction) int64 { return a.Seller })
 		groupOp(p, "avg", finals, []string{"seller"}, true, table.GroupSpec[int64, [2]int64, q6Seller, q6Seller]{
 			Key:   func(t api.Tuple) int64 { return t.Int64(1) },
 			Value: func(t api.Tuple) [2]int64 { return [2]int64{t.Int64(0), t.Int64(2)} },
