@@ -273,7 +273,7 @@ func writeReport(ctx context.Context, root, path string, rows []row, events int6
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
 		if r.err != nil {
-			fmt.Fprintf(&b, "| %s | %s | %s | failed: %s | | | | | |\n", r.query, r.mode, r.delivery, strings.ReplaceAll(firstLine(r.err.Error()), "|", "/"))
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | | | | | |\n", r.query, r.mode, r.delivery, strings.ReplaceAll(reason(r.err), "|", "/"))
 			continue
 		}
 		perCore := float64(r.events) / r.cpu / 1000
@@ -288,11 +288,17 @@ func writeReport(ctx context.Context, root, path string, rows []row, events int6
 	return updateSection(path, b.String())
 }
 
-func firstLine(s string) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		return s[:i]
+// reason is a failed run's cell: why effectively-once was refused, or the
+// error's first line.
+func reason(err error) string {
+	s := err.Error()
+	if strings.Contains(s, "cannot be checkpointed") {
+		return "refused at submit: its windows or table operators keep state outside checkpoints (api.NotCheckpointed)"
 	}
-	return s
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return "failed: " + s
 }
 
 // updateSection replaces the text between the Nexmark markers, or
