@@ -370,8 +370,16 @@ func metricsCmd(g *globals) *cobra.Command {
 			sort.Strings(comps)
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintln(tw, "COMPONENT\tEMITTED\tEXECUTED\tAVG EXECUTE\tERRORS\tDROPPED\tCPU s\tRSS MiB\tUSER COUNTERS\t")
+			var silent []string
 			for _, c := range comps {
 				m := st.Components[c]
+				if _, reported := m["instance.emitted"]; !reported {
+					// No instance of it has reported yet: no figures,
+					// not zeros.
+					silent = append(silent, c)
+					fmt.Fprintf(tw, "%s\t-\t-\t-\t-\t-\t-\t-\t\t\n", c)
+					continue
+				}
 				avg := "-"
 				if n := m["instance.executed"]; n > 0 {
 					avg = time.Duration(m["instance.execute.nanos"] / n).String()
@@ -388,6 +396,14 @@ func metricsCmd(g *globals) *cobra.Command {
 			}
 			if err := tw.Flush(); err != nil {
 				return err
+			}
+			if len(silent) > 0 {
+				every := "its export interval"
+				if d, err := l.Cluster.Duration("egret.metrics.export.interval"); err == nil {
+					every = d.String()
+				}
+				fmt.Fprintf(out, "no metrics report has arrived yet from %s (instances report every %s; a topology just submitted shows them after its first report)\n",
+					strings.Join(silent, ", "), every)
 			}
 			writeCheckpoints(out, st.Checkpoints)
 			writeIsolation(out, st)

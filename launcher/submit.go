@@ -14,6 +14,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -265,7 +266,8 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 		return nil, err
 	}
 
-	l.progress("launching %d containers (%s)", len(pp.Containers)+1, cfg.String("egret.scheduler", ""))
+	l.progress("launching %d containers (%s): container 0 runs the topology manager, %s", len(pp.Containers)+1,
+		cfg.String("egret.scheduler", ""), plural(len(pp.Containers), "container of the packing plan runs", "containers of the packing plan run")+" the instances")
 	if err := l.launch(ctx, cfg, job); err != nil {
 		if kerr := store.Kill(context.WithoutCancel(ctx), t.Name); kerr != nil {
 			l.Log.Warn("could not remove the state of the failed submission", zap.Error(kerr))
@@ -501,4 +503,12 @@ func currentUser() string {
 		return u.Username
 	}
 	return os.Getenv("USER")
+}
+
+// plural is "1 one" or "n many".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
 }

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -176,7 +177,13 @@ func TestMesosWordCount(t *testing.T) {
 	if _, err := os.Stat(c.workDir("wordcount")); !os.IsNotExist(err) {
 		t.Errorf("the framework's working directory is left after kill: %v", err)
 	}
-	c.mustEgret("kill", c.name, "wordcount") // idempotent
+	// A second kill: the mesos scheduler cannot tell whether it runs a
+	// job, so it is asked to stop any container left, and the kill says
+	// that there was no topology (exit 1; 0 with --ignore-not-found).
+	if _, stderr, code := c.egret("kill", c.name, "wordcount"); code != 1 || !strings.Contains(stderr, `no topology "wordcount"`) {
+		t.Errorf("second kill: exit %d, %q", code, stderr)
+	}
+	c.mustEgret("kill", c.name, "wordcount", "--ignore-not-found")
 }
 
 // TestMesosAtLeastOnceFailover: with at-least-once delivery, a framework

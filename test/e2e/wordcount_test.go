@@ -22,12 +22,39 @@ func submitWordCount(t *testing.T, c *cluster, containers, sentences int, extra 
 	args := append([]string{"submit", c.name, binary(t, "wordcount")}, extra...)
 	args = append(args, "--", "--containers", fmt.Sprint(containers), "--sentences", fmt.Sprint(sentences), "--report-dir", reports)
 	out := c.mustEgret(args...)
-	for _, step := range []string{"defining", "packing", "uploading", "writing topology state", "launching", "is running"} {
+	for _, step := range []string{"defining", "packing", "uploading", "writing topology state", "launching", "is running",
+		fmt.Sprintf("launching %d containers", containers+1), "container 0 runs the topology manager"} {
 		if !strings.Contains(out, step) {
 			t.Errorf("submit printed no %q progress line:\n%s", step, out)
 		}
 	}
+	checkFreshMetrics(t, c, "wordcount")
 	return reports
+}
+
+// checkFreshMetrics runs egret metrics right after a submit: a component
+// none of whose instances has reported yet shows no figures ("-", not
+// zeros) and the output says that no report has arrived; one that has
+// reported shows its memory.
+func checkFreshMetrics(t *testing.T, c *cluster, topology string) {
+	t.Helper()
+	out := c.mustEgret("metrics", c.name, topology)
+	silent := false
+	for _, line := range strings.Split(out, "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 8 || strings.HasPrefix(line, "no metrics") {
+			continue
+		}
+		switch {
+		case f[1] == "-":
+			silent = true
+		case f[7] == "0":
+			t.Errorf("egret metrics shows zeros for %s as if it had reported:\n%s", f[0], out)
+		}
+	}
+	if silent != strings.Contains(out, "no metrics report has arrived yet from") {
+		t.Errorf("egret metrics right after submit: components without a report and the note disagree:\n%s", out)
+	}
 }
 
 // exactCounts waits until the count bolts have counted every word the
@@ -95,8 +122,11 @@ func TestWordCountExactOnOneAndThreeContainers(t *testing.T) {
 			if matches, _ := filepath.Glob(filepath.Join(c.home, "repository", "topologies", c.name, "*", "wordcount", "*")); len(matches) > 0 {
 				t.Errorf("package left after kill: %v", matches)
 			}
-			// kill is idempotent.
-			c.mustEgret("kill", c.name, "wordcount")
+			// A second kill finds nothing left to stop (exit 0 with
+			// --ignore-not-found).
+			if out := c.mustEgret("kill", c.name, "wordcount", "--ignore-not-found"); !strings.Contains(out, "nothing left to stop") {
+				t.Errorf("second kill: %q", out)
+			}
 		})
 	}
 }
