@@ -34,19 +34,21 @@ const (
 // every other metric (user counters included) is a counter since the
 // process started, exported as <name>_total.
 var gauges = map[string]bool{
-	"gateway.in.queue.bytes":    true,
-	"gateway.out.queue.bytes":   true,
-	"instance.pending.roots":    true,
-	"stmgr.ack.roots.pending":   true,
-	"stmgr.backpressure.active": true,
-	"stmgr.instances.connected": true,
-	"stmgr.peers.connected":     true,
-	"stmgr.queue.bytes":         true,
-	"process.rss.bytes":         true,
-	"process.open.fds":          true,
-	"process.goroutines":        true,
-	"process.pid":               true,
-	"process.start.unix":        true,
+	"gateway.in.queue.bytes":     true,
+	"gateway.out.queue.bytes":    true,
+	"instance.pending.roots":     true,
+	"stmgr.ack.roots.pending":    true,
+	"stmgr.backpressure.active":  true,
+	"stmgr.instances.connected":  true,
+	"stmgr.peers.connected":      true,
+	"stmgr.queue.bytes":          true,
+	"stmgr.instance.queue.bytes": true, // per destination task
+	"stmgr.peer.queue.bytes":     true, // per destination container
+	"process.rss.bytes":          true,
+	"process.open.fds":           true,
+	"process.goroutines":         true,
+	"process.pid":                true,
+	"process.start.unix":         true,
 	// The executor's view of each instance's resources (docs/isolation.md).
 	"executor.cgroups":            true,
 	"executor.cgroup.version":     true,
@@ -201,7 +203,7 @@ func (s *promSink) Collect(ch chan<- prometheus.Metric) {
 		names, values := promLabelNames, promLabels(s.topology, k)
 		covered := map[string]bool{}
 		for _, l := range latencies {
-			if m := latencyMetric(r.values, l.sum, l.count, l.hist, covered, func(help string) *prometheus.Desc { return desc(l.name, help, names) }, values); m != nil {
+			if m := latencyMetric(r.values, l.sum, l.count, l.hist, covered, func(help string) *prometheus.Desc { return desc(l.name, help, names) }, append(values, "", "")); m != nil {
 				ch <- m
 			}
 		}
@@ -209,11 +211,12 @@ func (s *promSink) Collect(ch chan<- prometheus.Metric) {
 			if covered[metric] {
 				continue
 			}
-			name, typ, scale := PromName(metric)
-			if name == "" {
+			ps := PromSeriesOf(metric)
+			if ps.Name == "" {
 				continue
 			}
-			m, err := prometheus.NewConstMetric(desc(name, "Egret metric "+metric+".", names), typ, v*scale, values...)
+			lv := append(values[:len(values):len(values)], ps.ToTask, ps.ToContainer)
+			m, err := prometheus.NewConstMetric(desc(ps.Name, ps.Help, names), ps.Type, v*ps.Scale, lv...)
 			if err == nil {
 				ch <- m
 			}
@@ -261,8 +264,11 @@ func latencyMetric(values map[string]float64, sum, count, hist string, covered m
 
 // promLabelNames are the labels of every series. A family's series must
 // all have the same label names, so a daemon's series have an empty
-// component and task (Prometheus drops empty labels on ingestion).
-var promLabelNames = []string{"topology", "container", "source", "component", "task"}
+// component and task (Prometheus drops empty labels on ingestion), and
+// only a stream manager's per-destination series have a to_task (the
+// local instance it sends to) or a to_container (the peer stream
+// manager's container).
+var promLabelNames = []string{"topology", "container", "source", "component", "task", "to_task", "to_container"}
 
 // promLabels returns the label values of a source's series.
 func promLabels(topology string, k promSource) []string {
@@ -271,6 +277,47 @@ func promLabels(topology string, k promSource) []string {
 		task = strconv.Itoa(int(k.task))
 	}
 	return []string{topology, strconv.Itoa(int(k.container)), k.source, k.component, task}
+}
+
+// PromSeries is the Prometheus series of a published metric.
+type PromSeries struct {
+	Name  string
+	Type  prometheus.ValueType
+	Scale float64 // the factor the value is multiplied by
+	Help  string  // what it means, and its unit
+	// ToTask and ToContainer are the destination of a stream manager's
+	// per-destination metric (stmgr.instance.<task>.<name>,
+	// stmgr.peer.<container>.<name>), a label and not a part of the name.
+	ToTask, ToContainer string
+}
+
+// PromSeriesOf maps a published metric to its series: the name as
+// PromName gives it, with the ids of a stream manager's per-destination
+// metrics taken out of the name into the to_task and to_container labels
+// (stmgr.instance.3.tuples.out is egret_stmgr_instance_tuples_out_total
+// with to_task="3"), and its help text.
+func PromSeriesOf(metric string) PromSeries {
+	var ps PromSeries
+	for _, kind := range []string{"stmgr.instance.", "stmgr.peer."} {
+		rest, ok := strings.CutPrefix(metric, kind)
+		if !ok {
+			continue
+		}
+		id, name, ok := strings.Cut(rest, ".")
+		if _, err := strconv.Atoi(id); !ok || err != nil {
+			continue
+		}
+		if kind == "stmgr.instance." {
+			ps.ToTask = id
+		} else {
+			ps.ToContainer = id
+		}
+		metric = kind + name
+		break
+	}
+	ps.Name, ps.Type, ps.Scale = PromName(metric)
+	ps.Help = promHelp(metric, ps.Type)
+	return ps
 }
 
 // PromName maps a published metric name to its Prometheus name, type and

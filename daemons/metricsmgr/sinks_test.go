@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -37,6 +38,10 @@ func stmgrReport(throttledNanos float64) *egretpb.MetricsPublish {
 		Metrics: []*egretpb.Metric{
 			{Name: "stmgr.backpressure.time.throttled.ns", Value: throttledNanos},
 			{Name: "stmgr.peers.connected", Value: 2},
+			{Name: "stmgr.instance.3.tuples.out", Value: 30},
+			{Name: "stmgr.instance.4.tuples.out", Value: 40},
+			{Name: "stmgr.instance.3.queue.bytes", Value: 512},
+			{Name: "stmgr.peer.2.tuples.out", Value: 20},
 			{Name: "process.rss.bytes", Value: 1 << 26},
 		}}
 }
@@ -60,7 +65,7 @@ func scrape(t *testing.T, addr string) map[string]*dtoFamily {
 	}
 	out := map[string]*dtoFamily{}
 	for name, f := range fams {
-		df := &dtoFamily{typ: f.GetType().String()}
+		df := &dtoFamily{typ: f.GetType().String(), help: f.GetHelp()}
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
@@ -96,6 +101,7 @@ type series struct {
 
 type dtoFamily struct {
 	typ    string
+	help   string
 	series []series
 	count  float64 // of the last series
 }
@@ -154,6 +160,34 @@ func TestPrometheusSinkServesLatestReports(t *testing.T) {
 		t.Errorf("back pressure seconds: %+v", bp)
 	} else if bp.series[0].labels["component"] != "" || bp.series[0].labels["task"] != "" {
 		t.Errorf("a daemon's series carries a component or task: %v", bp.series[0].labels)
+	}
+	// Destination ids are labels, not parts of names; levels are gauges;
+	// HELP says what a series means and its unit.
+	for name := range fams {
+		if regexp.MustCompile(`_(instance|peer)_[0-9]+_`).MatchString(name) {
+			t.Errorf("a family with an id in its name: %s", name)
+		}
+	}
+	if f := fams["egret_stmgr_instance_tuples_out_total"]; f == nil || f.typ != "COUNTER" || len(f.series) != 2 {
+		t.Errorf("egret_stmgr_instance_tuples_out_total: %+v", f)
+	} else {
+		for _, sr := range f.series {
+			if want := map[string]float64{"3": 30, "4": 40}[sr.labels["to_task"]]; sr.value != want || want == 0 {
+				t.Errorf("to_task %q: %v", sr.labels["to_task"], sr.value)
+			}
+		}
+	}
+	if f := fams["egret_stmgr_instance_queue_bytes"]; f == nil || f.typ != "GAUGE" || f.series[0].labels["to_task"] != "3" {
+		t.Errorf("egret_stmgr_instance_queue_bytes: %+v", f)
+	}
+	if f := fams["egret_stmgr_peer_tuples_out_total"]; f == nil || f.series[0].labels["to_container"] != "2" || f.series[0].value != 20 {
+		t.Errorf("egret_stmgr_peer_tuples_out_total: %+v", f)
+	}
+	for name, want := range map[string]string{"egret_instance_executed_total": "Tuples the bolt task executed",
+		"egret_process_rss_bytes": "in bytes", "egret_stmgr_backpressure_time_throttled_seconds_total": "Seconds"} {
+		if f := fams[name]; f == nil || !strings.Contains(f.help, want) {
+			t.Errorf("HELP of %s does not say %q: %+v", name, want, f)
+		}
 	}
 	// A metric both kinds of process publish has a series for each.
 	if rss := fams["egret_process_rss_bytes"]; rss == nil || len(rss.series) != 2 {

@@ -159,15 +159,12 @@ func waitPromRising(t *testing.T, prom, q, what string) {
 	})
 }
 
-// TestPrometheusScrapesATopology: a real Prometheus, given the targets
-// files the metrics managers write, scrapes every container of a running
-// word count, and the query API returns its series with rising values.
-func TestPrometheusScrapesATopology(t *testing.T) {
-	prometheusBinary(t)
-	c := newCluster(t, "local", "egret.metrics.sinks=file,tmanager,prometheus")
-	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--", "--containers", "2")
+// targetsFiles waits for the targets files of n containers and returns
+// their paths.
+func targetsFiles(t *testing.T, c *cluster, n int) []string {
+	t.Helper()
 	var files []string
-	waitFor(t, "the targets files of containers 0, 1 and 2", 2*time.Minute, func() bool {
+	waitFor(t, fmt.Sprintf("the targets files of %d containers", n), 2*time.Minute, func() bool {
 		files = nil
 		_ = filepath.WalkDir(c.home, func(p string, d fs.DirEntry, err error) error {
 			if err == nil && !d.IsDir() && d.Name() == metricsmgr.TargetsFileName {
@@ -175,9 +172,82 @@ func TestPrometheusScrapesATopology(t *testing.T) {
 			}
 			return nil
 		})
-		return len(files) == 3
+		return len(files) == n
 	})
-	prom := startPrometheus(t, files)
+	return files
+}
+
+// TestGrafanaDashboardQueries: every PromQL expression of the Grafana
+// dashboard in docs/grafana (its panels' and its topology variable's)
+// returns series from a real Prometheus scraping an at-least-once
+// topology on two containers.
+func TestGrafanaDashboardQueries(t *testing.T) {
+	prometheusBinary(t)
+	b, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "grafana", "egret-topology.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+		Templating struct {
+			List []struct {
+				Name  string
+				Query any
+			}
+		}
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatalf("the dashboard is not JSON: %v", err)
+	}
+	c := newCluster(t, "local", "egret.metrics.sinks=file,tmanager,prometheus")
+	run := startAckCheck(t, c, "dashboard", 0, "--rate", "500")
+	prom := startPrometheus(t, targetsFiles(t, c, 3))
+	exprs := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			exprs++
+			q := strings.NewReplacer("$topology", "dashboard", "$__rate_interval", "30s").Replace(tg.Expr)
+			await(t, fmt.Sprintf("panel %q to have series: %s", p.Title, q), 2*time.Minute, func() (bool, string) {
+				res, err := promQuery(prom, q)
+				if err != nil {
+					return false, err.Error()
+				}
+				return len(res) > 0, fmt.Sprintf("%d series", len(res))
+			})
+		}
+	}
+	if exprs < 10 {
+		t.Fatalf("only %d expressions in the dashboard", exprs)
+	}
+	// The topology variable: label_values(<metric>, topology) lists it.
+	for _, v := range dash.Templating.List {
+		if v.Name != "topology" {
+			continue
+		}
+		def, _ := json.Marshal(v.Query)
+		m := regexp.MustCompile(`label_values\((\w+), topology\)`).FindSubmatch(def)
+		if m == nil {
+			t.Fatalf("the topology variable's query is not label_values(metric, topology): %s", def)
+		}
+		res, err := promQuery(prom, fmt.Sprintf(`count by (topology) (%s{topology="dashboard"})`, m[1]))
+		if err != nil || len(res) != 1 {
+			t.Errorf("the topology variable's metric %s does not list the topology: %v %v", m[1], res, err)
+		}
+	}
+	run.kill()
+}
+
+// TestPrometheusScrapesATopology: a real Prometheus, given the targets
+// files the metrics managers write, scrapes every container of a running
+// word count, and the query API returns its series with rising values.
+func TestPrometheusScrapesATopology(t *testing.T) {
+	prometheusBinary(t)
+	c := newCluster(t, "local", "egret.metrics.sinks=file,tmanager,prometheus")
+	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--", "--containers", "2")
+	prom := startPrometheus(t, targetsFiles(t, c, 3))
 
 	waitFor(t, "prometheus to see every container up", 2*time.Minute, func() bool {
 		v, ok := promScalar(prom, `count(up{job="egret"} == 1)`)
