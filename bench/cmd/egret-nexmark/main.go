@@ -105,6 +105,9 @@ func run(ctx context.Context, names, modes []string, every map[string]bool, even
 		return err
 	}
 	defer os.RemoveAll(dir)
+	// The commit the binaries are built from (before they are built, so a
+	// commit made during the run does not end up in the report).
+	commit := describeCommit(ctx, root)
 	egretBin, err := harness.Build(ctx, root, "./cmd/egret", dir, "egret")
 	if err != nil {
 		return err
@@ -141,7 +144,21 @@ func run(ctx context.Context, names, modes []string, every map[string]bool, even
 	if report == "" {
 		return nil
 	}
-	return writeReport(ctx, root, report, rows, events, parallelism)
+	return writeReport(report, commit, rows, events, parallelism)
+}
+
+// describeCommit is HEAD's short hash, with "+changes" when the working
+// tree differs from it.
+func describeCommit(ctx context.Context, root string) string {
+	head, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	c := strings.TrimSpace(string(head))
+	if st, err := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--untracked-files=no").Output(); err == nil && len(st) > 0 {
+		c += "+changes"
+	}
+	return c
 }
 
 // measure runs one query on a fresh local cluster until the source has
@@ -263,12 +280,11 @@ func span(series map[int]harness.Series, total int64) (first, last time.Time, ok
 	return first, last, int64(sum) >= total && !first.IsZero()
 }
 
-func writeReport(ctx context.Context, root, path string, rows []row, events int64, parallelism int) error {
+func writeReport(path, commit string, rows []row, events int64, parallelism int) error {
 	m := harness.DescribeMachine()
-	commit, _ := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 	var b strings.Builder
 	fmt.Fprintf(&b, "Machine: %d × %s, %s, kernel %s, %s; load average at the start %s; %s. Egret commit %s. %d events per run, parallelism %d, one container, the source unthrottled.\n\n",
-		m.NProc, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadAvg, m.Date.UTC().Format(time.RFC3339), strings.TrimSpace(string(commit)), events, parallelism)
+		m.NProc, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadAvg, m.Date.UTC().Format(time.RFC3339), commit, events, parallelism)
 	b.WriteString("| query | container mode | delivery | time first→last event (s) | engine CPU (core·s) | cores used | K events/s per core | Flink 1.13 K/s per core | ratio to Flink |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range rows {
