@@ -283,7 +283,7 @@ func span(series map[int]harness.Series, total int64) (first, last time.Time, ok
 func writeReport(path, commit string, rows []row, events int64, parallelism int) error {
 	m := harness.DescribeMachine()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %d × %s, %s, kernel %s, %s; load average at the start %s; %s. Egret commit %s. %d events per run, parallelism %d, one container, the source unthrottled.\n\n",
+	fmt.Fprintf(&b, "Machine: %d × %s, %s, kernel %s, %s; load average when the table was written %s; %s. Egret commit %s. %d events per run, parallelism %d, one container, the source unthrottled.\n\n",
 		m.NProc, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.LoadAvg, m.Date.UTC().Format(time.RFC3339), commit, events, parallelism)
 	b.WriteString("| query | container mode | delivery | time first→last event (s) | engine CPU (core·s) | cores used | K events/s per core | Flink 1.13 K/s per core | ratio to Flink |\n")
 	b.WriteString("|---|---|---|---:|---:|---:|---:|---:|---:|\n")
