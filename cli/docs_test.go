@@ -245,3 +245,25 @@ func TestDocCommandLines(t *testing.T) {
 	}
 	t.Logf("%d egret command lines of the docs parse", checked)
 }
+
+// TestDocClusterList: cli.md's list of the embedded clusters names every
+// cluster of conf/clusters.
+func TestDocClusterList(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "docs", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`the embedded ones \(([^)]*)\)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatal("cli.md does not list the embedded clusters")
+	}
+	dirs, err := os.ReadDir(filepath.Join("..", "conf", "clusters"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
+		if d.IsDir() && !strings.Contains(string(m[1]), "`"+d.Name()+"`") {
+			t.Errorf("cli.md's list of the embedded clusters (%s) lacks %s", m[1], d.Name())
+		}
+	}
+}

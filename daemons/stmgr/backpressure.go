@@ -41,6 +41,9 @@ type backPressure struct {
 	// the writers' fast path.
 	localActive atomic.Bool
 
+	// changes and peerChanges rate-limit the INFO lines of state changes.
+	changes, peerChanges changeLog
+
 	mu             sync.Mutex
 	resume         chan struct{}
 	active         [numCauses]bool
@@ -254,7 +257,7 @@ func (s *StMgr) checkWatermarks() {
 	s.bp.updateThrottleLocked(now)
 	ann := wire.BackPressure{Container: int32(s.cfg.Container), Active: s.bp.localActive.Load(), Cause: s.bp.causeBitsLocked()}
 	s.bp.mu.Unlock()
-	s.log.Info("back pressure state changed", zap.Bool("initiated", ann.Active), zap.Uint8("cause", ann.Cause))
+	s.bp.changes.log(s.log, now, "back pressure state changed", zap.Bool("initiated", ann.Active), zap.Uint8("cause", ann.Cause))
 	s.announce(rt, ann)
 }
 
@@ -291,7 +294,7 @@ func (s *StMgr) peerState(from int32, ann wire.BackPressure) {
 		delete(s.bp.peers, from)
 	}
 	if had != ann.Active {
-		s.log.Info("peer back pressure announcement", zap.Int32("peer_container", from), zap.Bool("active", ann.Active), zap.Uint8("cause", ann.Cause))
+		s.bp.peerChanges.log(s.log, now, "peer back pressure announcement", zap.Int32("peer_container", from), zap.Bool("active", ann.Active), zap.Uint8("cause", ann.Cause))
 	}
 	s.updateAnnouncedLocked(now)
 }
