@@ -69,6 +69,9 @@ type Launcher struct {
 	// Egret is the egret binary topology packages carry with
 	// egret.package.core.bundle; empty: this executable.
 	Egret string
+	// BuildProgressEvery is how often submit says that the build of a
+	// topology package is still running (default 10s).
+	BuildProgressEvery time.Duration
 }
 
 func (l *Launcher) progress(format string, args ...any) {
@@ -435,10 +438,43 @@ func (l *Launcher) binary(ctx context.Context, path, tmp string) (string, error)
 	out := filepath.Join(tmp, "topology-bin")
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, path)
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
+	start := time.Now()
+	stop := l.tellWhile(func(d time.Duration) {
+		l.progress("still building %s: %s so far (a first build compiles every dependency; later ones are cached)", path, d.Round(100*time.Millisecond))
+	})
+	b, err := cmd.CombinedOutput()
+	stop()
+	if err != nil {
 		return "", buildFailure(path, goos, goarch, err, string(b))
 	}
+	l.progress("built %s in %s", path, time.Since(start).Round(100*time.Millisecond))
 	return out, nil
+}
+
+// tellWhile calls tell with the time elapsed every BuildProgressEvery
+// until the returned stop is called.
+func (l *Launcher) tellWhile(tell func(time.Duration)) (stop func()) {
+	every := l.BuildProgressEvery
+	if every <= 0 {
+		every = 10 * time.Second
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				tell(time.Since(start))
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
 }
 
 // buildFailure describes a failed go build in one line: the first error
