@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/core/topobin"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -56,7 +56,7 @@ func define(ctx context.Context, binary string, args []string, tmp string, timeo
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cmd := exec.CommandContext(runCtx, binary, args...)
-	cmd.Env = append(os.Environ(), egret.DefineEnv+"="+defn)
+	cmd.Env = append(os.Environ(), topobin.DefineEnv+"="+defn)
 	// On timeout or interrupt the binary is killed with every process it
 	// started (its own process group); WaitDelay bounds the wait for a
 	// straggler that escaped the group and holds the output open.
@@ -71,13 +71,13 @@ func define(ctx context.Context, binary string, args []string, tmp string, timeo
 		case runCtx.Err() != nil:
 			return nil, "", withHint(
 				fmt.Errorf("topology binary %s did not define its topology within %s and was killed", binary, timeout),
-				"does its main block or wait before calling egret.Run? A slow machine needs a longer --define-timeout")
+				"does its main block or wait before calling run.Main? A slow machine needs a longer --define-timeout")
 		}
 		return nil, "", defineFailure(binary, args, err, string(out))
 	}
 	b, err := os.ReadFile(defn)
 	if err != nil {
-		return nil, "", badInput(fmt.Errorf("topology binary %s wrote no definition: is it built with egret.Run? (%w)", binary, err))
+		return nil, "", badInput(fmt.Errorf("topology binary %s wrote no definition: does its main call run.Main (package api/run)? (%w)", binary, err))
 	}
 	t, err := topology.Unmarshal(b)
 	if err != nil {
@@ -96,13 +96,13 @@ func define(ctx context.Context, binary string, args []string, tmp string, timeo
 // one line: a panic by its value and the function it came from, refused
 // arguments, or the binary's own message.
 func defineFailure(binary string, args []string, err error, out string) error {
-	words := []string{egret.DefineEnv + "=$(mktemp)"}
+	words := []string{topobin.DefineEnv + "=$(mktemp)"}
 	for _, w := range append([]string{binary}, args...) {
 		words = append(words, shellQuote(w))
 	}
 	rerun := strings.Join(words, " ")
 	var ee *exec.ExitError
-	usage := errors.As(err, &ee) && ee.ExitCode() == egret.ExitUsage // also how Go exits on a panic
+	usage := errors.As(err, &ee) && ee.ExitCode() == topobin.ExitUsage // also how Go exits on a panic
 	if value, where, ok := panicOf(out); ok && usage {
 		msg := fmt.Sprintf("topology binary %s crashed while defining its topology: %s", binary, value)
 		if where != "" {

@@ -8,12 +8,12 @@ import (
 	"path"
 	"path/filepath"
 
-	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/core/topobin"
 )
 
 // PackageResources is the directory of a topology package holding the
 // files of egret submit --resources: shell components run there.
-const PackageResources = egret.ResourcesDirName
+const PackageResources = topobin.ResourcesDirName
 
 // resourceFiles returns the package entries of a --resources directory:
 // every regular file below dir as resources/<path relative to dir>.

@@ -53,10 +53,6 @@ const (
 	DefaultMonitorInterval = 2 * time.Second
 )
 
-// ExitLayoutChanged is the exit code with which an instance says that the
-// task layout changed under it; the executor restarts it at once.
-const ExitLayoutChanged = 3
-
 // maxSocketPath is the longest Unix socket path handed to a child; longer
 // paths are replaced by short ones under os.TempDir() (sun_path holds 108
 // bytes on Linux and 104 on macOS, including the terminating NUL).

@@ -92,9 +92,9 @@
 // at egret.executor.restart.backoff.initial (1s), doubles after every
 // restart up to egret.executor.restart.backoff.max (30s), and falls back to
 // the initial value once a run lasted egret.executor.restart.reset.after
-// (60s). An instance exiting with code 3 (ExitLayoutChanged: its task
-// layout changed) is restarted at once; if it exits with 3 again within the
-// initial backoff, the ordinary backoff applies so it cannot spin. Stopping
+// (60s). An instance exiting with code 3 (core/topobin.ExitPlanChanged:
+// its task layout changed) is restarted at once; if it exits with 3 again
+// within the initial backoff, the ordinary backoff applies so it cannot spin. Stopping
 // a child sends SIGTERM to its process group and SIGKILL after
 // egret.executor.stop.grace (10s). There is no restart limit: a container
 // keeps trying, and the restart counters (Executor.Status) show the churn.

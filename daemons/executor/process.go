@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/core/topobin"
 	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
 	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/internal/loglevel"
@@ -243,11 +244,11 @@ func (r *restartPolicy) next(kind Kind, code int, uptime time.Duration) (time.Du
 	if r.delay == 0 {
 		r.delay = r.set.backoffInitial
 	}
-	if kind == KindInstance && code == ExitLayoutChanged && !(r.lastLayout && uptime < r.set.backoffInitial) {
+	if kind == KindInstance && code == topobin.ExitPlanChanged && !(r.lastLayout && uptime < r.set.backoffInitial) {
 		r.lastLayout = true
 		return 0, true
 	}
-	r.lastLayout = code == ExitLayoutChanged
+	r.lastLayout = code == topobin.ExitPlanChanged
 	if uptime >= r.set.resetAfter {
 		r.delay = r.set.backoffInitial
 	}

@@ -13,8 +13,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/run"
 	"github.com/egret-stream/egret/api/streamlet"
 )
 
@@ -66,16 +66,16 @@ func main() {
 	fs.Int64Var(&numbers, "numbers", 1000, "numbers per source task")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
 	fs.BoolVar(&separate, "separate", false, "one component per stage (no fusing)")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	own, rest := run.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
 	tb, err := Pipeline(numbers, separate).Compile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitFailure)
+		os.Exit(run.ExitFailure)
 	}
 	tb.SetContainers(containers)
-	os.Exit(egret.RunArgs(tb, rest, os.Stdout, os.Stderr))
+	os.Exit(run.MainArgs(tb, rest, os.Stdout, os.Stderr))
 }

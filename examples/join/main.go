@@ -15,7 +15,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/api/run"
 	"github.com/egret-stream/egret/api/streamlet"
 	"github.com/egret-stream/egret/api/window"
 )
@@ -103,21 +103,21 @@ func main() {
 	fs.IntVar(&n, "events", 1000, "impressions in the bounded run")
 	fs.StringVar(&kind, "kind", "inner", "join kind: inner, left, right or outer")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	own, rest := run.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
 	k, ok := Kinds[kind]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "--kind %q: want inner, left, right or outer\n", kind)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
 	tb, err := Pipeline(n, k).Compile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitFailure)
+		os.Exit(run.ExitFailure)
 	}
 	tb.SetContainers(containers)
-	os.Exit(egret.RunArgs(tb, rest, os.Stdout, os.Stderr))
+	os.Exit(run.MainArgs(tb, rest, os.Stdout, os.Stderr))
 }

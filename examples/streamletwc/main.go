@@ -21,8 +21,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/run"
 	"github.com/egret-stream/egret/api/streamlet"
 	"github.com/egret-stream/egret/api/window"
 )
@@ -74,16 +74,16 @@ func main() {
 	fs.DurationVar(&every, "window", time.Second, "window length")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
 	fs.BoolVar(&separate, "separate", false, "one component per stage (no fusing)")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	own, rest := run.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
 	tb, err := Pipeline(sentences, every, separate).Compile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitFailure)
+		os.Exit(run.ExitFailure)
 	}
 	tb.SetContainers(containers)
-	os.Exit(egret.RunArgs(tb, rest, os.Stdout, os.Stderr))
+	os.Exit(run.MainArgs(tb, rest, os.Stdout, os.Stderr))
 }

@@ -25,7 +25,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/api/run"
 	"github.com/egret-stream/egret/examples/windowed/windowed"
 )
 
@@ -41,12 +41,12 @@ func main() {
 	fs.IntVar(&o.Count, "count", 2, "window bolt parallelism")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
 	fs.StringVar(&o.ReportDir, "report-dir", "", "also append the report to files in this directory")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	own, rest := run.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
 	b := windowed.Builder(o)
 	b.SetContainers(containers)
-	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

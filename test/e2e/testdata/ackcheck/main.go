@@ -25,7 +25,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/api/run"
 	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
 )
 
@@ -33,12 +33,12 @@ func main() {
 	o, rest, err := ackcheck.ParseArgs("ackcheck", os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ackcheck: %v\n", err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
 	b, err := ackcheck.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ackcheck: %v\n", err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
-	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

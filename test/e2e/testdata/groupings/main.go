@@ -23,8 +23,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/run"
 	"github.com/egret-stream/egret/daemons/instance/inproc/groupingtest"
 )
 
@@ -33,22 +33,22 @@ func main() {
 	name := fs.String("case", "", "the grouping case: "+strings.Join(groupingtest.Names(), ", "))
 	containers := fs.Int("containers", 2, "containers in a cluster")
 	dir := fs.String("record-dir", "", "the directory the tasks record to")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	own, rest := run.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
 	b, err := builder(*name, *containers, *dir, rest)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "groupings: %v\n", err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(run.ExitUsage)
 	}
-	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
 
 func builder(name string, containers int, dir string, rest []string) (*api.TopologyBuilder, error) {
 	if name == "" {
-		if egret.InContainer(rest) {
+		if run.InContainer(rest) {
 			return groupingtest.AllBuilder(groupingtest.Files{}), nil
 		}
 		return nil, fmt.Errorf("--case is required (one of %s)", strings.Join(groupingtest.Names(), ", "))

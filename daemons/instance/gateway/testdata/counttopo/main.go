@@ -7,8 +7,8 @@ import (
 	"os"
 	"strconv"
 
-	egret "github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/run"
 )
 
 type nums struct {
@@ -47,5 +47,5 @@ func main() {
 	b := api.NewTopologyBuilder("count")
 	b.SetSpout("nums", func() api.Spout { return &nums{} }, 1)
 	b.SetBolt("sink", func() api.Bolt { return sink{} }, 2).ShuffleGrouping("nums")
-	egret.Run(b)
+	run.Main(b)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/api/run"
 )
 
 // ParseArgs parses the topology's own flags (see the ackcheck command)
@@ -35,11 +35,11 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 		o.Settings[k] = val
 		return nil
 	})
-	own, rest := egret.SplitArgs(args, fs)
+	own, rest := run.SplitArgs(args, fs)
 	if err := fs.Parse(own); err != nil {
 		return o, nil, err
 	}
-	if o.StateDir == "" && !egret.InContainer(rest) {
+	if o.StateDir == "" && !run.InContainer(rest) {
 		return o, nil, fmt.Errorf("--state DIR is required")
 	}
 	return o, rest, nil

@@ -24,8 +24,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/run"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -88,7 +88,7 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 		o.Settings[k] = val
 		return nil
 	})
-	own, rest := egret.SplitArgs(args, fs)
+	own, rest := run.SplitArgs(args, fs)
 	if err := fs.Parse(own); err != nil {
 		return o, nil, err
 	}

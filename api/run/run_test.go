@@ -1,4 +1,4 @@
-package egret
+package run
 
 import (
 	"bytes"
@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topobin"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/examples/wordcount/wordcount"
 )
 
 func runArgs(b *api.TopologyBuilder, args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = RunArgs(b, args, &out, &errOut)
+	code = MainArgs(b, args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -261,7 +262,7 @@ func counter(t *testing.T, stdout, name string) int64 {
 
 func TestDefineEnvironment(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "env.defn")
-	t.Setenv(DefineEnv, path)
+	t.Setenv(topobin.DefineEnv, path)
 	code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}))
 	if code != ExitOK || stdout != "" || stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
@@ -290,7 +291,7 @@ func TestDefineRefusesLeftoverArguments(t *testing.T) {
 		{[]string{"extra"}, `takes no argument "extra"`},
 	} {
 		path := filepath.Join(t.TempDir(), "env.defn")
-		t.Setenv(DefineEnv, path)
+		t.Setenv(topobin.DefineEnv, path)
 		code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), tc.args...)
 		if code != ExitUsage || stdout != "" {
 			t.Errorf("%q: exit %d, stdout %q; want exit %d", tc.args, code, stdout, ExitUsage)

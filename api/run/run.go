@@ -1,4 +1,4 @@
-package egret
+package run
 
 import (
 	"context"
@@ -22,37 +22,34 @@ import (
 
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/topobin"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/instance/inproc"
 	"github.com/egret-stream/egret/internal/loglevel"
 )
 
-// Exit codes of a topology binary.
+// Exit codes of a topology binary (the contract is core/topobin's).
 const (
-	ExitOK      = 0
-	ExitFailure = 1 // invalid topology or runtime failure
-	ExitUsage   = 2 // bad command line
+	ExitOK      = topobin.ExitOK
+	ExitFailure = topobin.ExitFailure // invalid topology or runtime failure
+	ExitUsage   = topobin.ExitUsage   // bad command line
 	// ExitPlanChanged: in instance mode, a new physical plan changed the
 	// task layout; the executor restarts the instance with the new plan.
-	ExitPlanChanged = 3
+	ExitPlanChanged = topobin.ExitPlanChanged
 )
 
-// DefineEnv names the environment variable with which egret submit asks a
-// topology binary to write its definition to a file and exit.
-const DefineEnv = "EGRET_DEFINE_OUT"
-
-// Run runs the topology as the command line asks and exits the process.
+// Main runs the topology as the command line asks and exits the process.
 // Arguments the topology's own main consumed must be removed from os.Args
-// first; use RunArgs to pass them explicitly.
-func Run(b *api.TopologyBuilder) {
-	os.Exit(RunArgs(b, os.Args[1:], os.Stdout, os.Stderr))
+// first; use MainArgs to pass them explicitly.
+func Main(b *api.TopologyBuilder) {
+	os.Exit(MainArgs(b, os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// RunArgs is Run with explicit arguments and output; it returns the exit
-// code.
-func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) int {
-	if out := os.Getenv(DefineEnv); out != "" {
+// MainArgs is Main with explicit arguments and output; it returns the
+// exit code.
+func MainArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) int {
+	if out := os.Getenv(topobin.DefineEnv); out != "" {
 		// egret submit: define the topology. The arguments after -- were
 		// the topology's own, which its main took out (SplitArgs): any
 		// left is one it does not know.
@@ -91,7 +88,7 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 		return ExitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected arguments %q: parse your topology's own arguments before calling egret.Run and pass the rest to egret.RunArgs\n", fs.Args())
+		fmt.Fprintf(stderr, "unexpected arguments %q: parse your topology's own arguments before calling run.Main and pass the rest to run.MainArgs\n", fs.Args())
 		return ExitUsage
 	}
 	var level zapcore.Level
@@ -164,7 +161,7 @@ func RunArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) in
 }
 
 // InContainer reports whether args (what the topology's main passes to
-// RunArgs) run the binary in a container, as an instance (--instance) or
+// MainArgs) run the binary in a container, as an instance (--instance) or
 // as a process-per-container container (--container-process): the
 // topology then comes from the submitted definition, so a main may skip
 // the checks of its own options that only submission needs.
@@ -216,17 +213,13 @@ func writeDefinition(t *api.Topology, path string, stderr io.Writer) int {
 	return ExitOK
 }
 
-// ResourcesDirName is the directory of a topology package that holds the
-// files shipped with egret submit --resources.
-const ResourcesDirName = "resources"
-
 // localResources resolves --resources of local mode.
 func localResources(flagValue string) (string, error) {
 	dir := flagValue
 	if dir == "" {
 		dir = "."
-		if fi, err := os.Stat(ResourcesDirName); err == nil && fi.IsDir() {
-			dir = ResourcesDirName
+		if fi, err := os.Stat(topobin.ResourcesDirName); err == nil && fi.IsDir() {
+			dir = topobin.ResourcesDirName
 		}
 	}
 	fi, err := os.Stat(dir)
@@ -249,8 +242,8 @@ func packageResources() string {
 		return dir
 	}
 	pkg := filepath.Dir(exe)
-	if fi, err := os.Stat(filepath.Join(pkg, ResourcesDirName)); err == nil && fi.IsDir() {
-		return filepath.Join(pkg, ResourcesDirName)
+	if fi, err := os.Stat(filepath.Join(pkg, topobin.ResourcesDirName)); err == nil && fi.IsDir() {
+		return filepath.Join(pkg, topobin.ResourcesDirName)
 	}
 	return pkg
 }
@@ -389,9 +382,9 @@ func drainLine(s *inproc.Summary) string {
 // the rest, so that a topology main can accept its flags together with
 // Egret's:
 //
-//	own, rest := egret.SplitArgs(os.Args[1:], fs)
+//	own, rest := run.SplitArgs(os.Args[1:], fs)
 //	fs.Parse(own)
-//	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+//	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
 func SplitArgs(args []string, fs *flag.FlagSet) (own, rest []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]

@@ -1,4 +1,4 @@
-package egret
+package run
 
 import (
 	"context"
