@@ -3,7 +3,7 @@
 // grouping, and typed topology and component configuration.
 //
 // A topology is a Go program. Its main builds the topology and hands it to
-// run.Main (package api/run), which, depending on how the binary is started, writes the
+// runner.Main (package api/runner), which, depending on how the binary is started, writes the
 // topology definition (for egret submit), runs the whole topology in one
 // process (--local), or runs one instance inside a container:
 //
@@ -14,7 +14,7 @@
 //			ShuffleGrouping("sentences")
 //		b.SetBolt("count", func() api.Bolt { return &CountBolt{} }, 2).
 //			FieldsGrouping("split", "word")
-//		run.Main(b)
+//		runner.Main(b)
 //	}
 //
 // Every instance runs in its own process in a cluster, so components are

@@ -71,13 +71,13 @@ func define(ctx context.Context, binary string, args []string, tmp string, timeo
 		case runCtx.Err() != nil:
 			return nil, "", withHint(
 				fmt.Errorf("topology binary %s did not define its topology within %s and was killed", binary, timeout),
-				"does its main block or wait before calling run.Main? A slow machine needs a longer --define-timeout")
+				"does its main block or wait before calling runner.Main? A slow machine needs a longer --define-timeout")
 		}
 		return nil, "", defineFailure(binary, args, err, string(out))
 	}
 	b, err := os.ReadFile(defn)
 	if err != nil {
-		return nil, "", badInput(fmt.Errorf("topology binary %s wrote no definition: does its main call run.Main (package api/run)? (%w)", binary, err))
+		return nil, "", badInput(fmt.Errorf("topology binary %s wrote no definition: does its main call runner.Main (package api/runner)? (%w)", binary, err))
 	}
 	t, err := topology.Unmarshal(b)
 	if err != nil {

@@ -9,7 +9,7 @@
 //		streamlet.WindowConfig{Assigner: window.Tumbling(10 * time.Second)},
 //		nil, window.Count[string]())
 //	streamlet.Consume(counts, func(r streamlet.Windowed[string, int64]) { ... })
-//	tb, err := b.Compile() // an *api.TopologyBuilder: run.Main(tb)
+//	tb, err := b.Compile() // an *api.TopologyBuilder: runner.Main(tb)
 //
 // Stages are Source, Map, FlatMap, Filter, KeyBy, Union, Clone,
 // Transform, Repartition, ReduceByKeyAndWindow, Join (inner, left, right,

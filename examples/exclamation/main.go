@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 )
 
 var words = []string{"nathan", "mike", "jackson", "golda", "bertels"}
@@ -64,5 +64,5 @@ func main() {
 	b.SetSpout("word", func() api.Spout { return &WordSpout{} }, 1)
 	b.SetBolt("exclaim1", func() api.Bolt { return &ExclamationBolt{} }, 3).ShuffleGrouping("word")
 	b.SetBolt("exclaim2", func() api.Bolt { return &ExclamationBolt{Last: true} }, 2).ShuffleGrouping("exclaim1")
-	run.Main(b)
+	runner.Main(b)
 }

@@ -14,7 +14,7 @@ import (
 	"os"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/api/streamlet"
 )
 
@@ -66,16 +66,16 @@ func main() {
 	fs.Int64Var(&numbers, "numbers", 1000, "numbers per source task")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
 	fs.BoolVar(&separate, "separate", false, "one component per stage (no fusing)")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	tb, err := Pipeline(numbers, separate).Compile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitFailure)
+		os.Exit(runner.ExitFailure)
 	}
 	tb.SetContainers(containers)
-	os.Exit(run.MainArgs(tb, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(tb, rest, os.Stdout, os.Stderr))
 }

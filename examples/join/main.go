@@ -15,7 +15,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/api/streamlet"
 	"github.com/egret-stream/egret/api/window"
 )
@@ -103,21 +103,21 @@ func main() {
 	fs.IntVar(&n, "events", 1000, "impressions in the bounded run")
 	fs.StringVar(&kind, "kind", "inner", "join kind: inner, left, right or outer")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	k, ok := Kinds[kind]
 	if !ok {
 		fmt.Fprintf(os.Stderr, "--kind %q: want inner, left, right or outer\n", kind)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	tb, err := Pipeline(n, k).Compile()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitFailure)
+		os.Exit(runner.ExitFailure)
 	}
 	tb.SetContainers(containers)
-	os.Exit(run.MainArgs(tb, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(tb, rest, os.Stdout, os.Stderr))
 }

@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/examples/kafkawordcount/kafkawordcount"
 )
@@ -40,11 +40,11 @@ func main() {
 	fs.IntVar(&o.Counts, "counts", 2, "count bolt parallelism")
 	fs.IntVar(&o.Containers, "containers", 1, "containers in a cluster")
 	fs.DurationVar(&o.CheckpointInterval, "checkpoint-interval", 0, "checkpoint interval (effectively-once; 0: the default)")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	o.Mode = topology.DeliveryMode(mode)
-	os.Exit(run.MainArgs(kafkawordcount.Builder(o), rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(kafkawordcount.Builder(o), rest, os.Stdout, os.Stderr))
 }

@@ -36,8 +36,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/examples/nexmark/generator"
 	"github.com/egret-stream/egret/examples/nexmark/queries"
@@ -72,26 +72,26 @@ func main() {
 	fs.IntVar(&o.containers, "containers", 1, "containers in a cluster")
 	fs.StringVar(&o.sideInput, "side-input", "", "q13's side input file (default: generated)")
 	fs.StringVar(&o.q10Dir, "q10-dir", "", "q10's output directory")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	if egret.InContainer(rest) {
+	if runner.InContainer(rest) {
 		// The submitted definition says which query runs: offer the
 		// components of all of them.
 		tb := api.NewTopologyBuilder("nexmark")
 		for _, name := range queries.Names() {
 			queries.Add(tb, queries.All[name], 1)
 		}
-		os.Exit(egret.RunArgs(tb, rest, os.Stdout, os.Stderr))
+		os.Exit(runner.MainArgs(tb, rest, os.Stdout, os.Stderr))
 	}
 	tb, err := build(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "nexmark: %v\n", err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(egret.RunArgs(tb, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(tb, rest, os.Stdout, os.Stderr))
 }
 
 func build(o options) (*api.TopologyBuilder, error) {

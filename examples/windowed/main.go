@@ -25,7 +25,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/examples/windowed/windowed"
 )
 
@@ -41,12 +41,12 @@ func main() {
 	fs.IntVar(&o.Count, "count", 2, "window bolt parallelism")
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
 	fs.StringVar(&o.ReportDir, "report-dir", "", "also append the report to files in this directory")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b := windowed.Builder(o)
 	b.SetContainers(containers)
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

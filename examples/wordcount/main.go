@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/examples/wordcount/wordcount"
 )
 
@@ -36,12 +36,12 @@ func main() {
 	fs.IntVar(&containers, "containers", 1, "containers in a cluster")
 	fs.StringVar(&o.ReportDir, "report-dir", "", "write per-word counts to this directory")
 	fs.IntVar(&o.Rate, "rate", 0, "sentences per second per spout task (0: as fast as possible)")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b := wordcount.Builder(o)
 	b.SetContainers(containers)
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

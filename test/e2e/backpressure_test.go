@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/stmgr"
@@ -84,8 +84,8 @@ const (
 	bpStMgrQueues = 2 // one local instance, one peer
 )
 
-// bpHeapFloor is an instance's heap floor (run.DefaultHeapFloor).
-const bpHeapFloor = run.DefaultHeapFloor
+// bpHeapFloor is an instance's heap floor (runner.DefaultHeapFloor).
+const bpHeapFloor = runner.DefaultHeapFloor
 
 func bpRSSBound(kind string) int64 {
 	switch kind {

@@ -133,7 +133,7 @@ func hintedError(t *testing.T, what string, stderr string, code, wantCode int, h
 func TestSubmitMessages(t *testing.T) {
 	c := newCluster(t, "local")
 
-	// A panic before run.Main: its value and where, not the stack trace.
+	// A panic before runner.Main: its value and where, not the stack trace.
 	_, stderr, code := c.egret("submit", c.name, binary(t, "panicdefine"))
 	hintedError(t, "panic in main", stderr, code, 2, "to see the stack trace",
 		"crashed while defining its topology: no brokers configured", "main.brokers at ", "panicdefine/main.go:")

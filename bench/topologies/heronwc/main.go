@@ -19,7 +19,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/bench/topologies/heronwc/heronwc"
 )
 
@@ -30,15 +30,15 @@ func main() {
 	fs.IntVar(&o.Containers, "containers", 0, "containers (default: the parallelism)")
 	fs.BoolVar(&o.Acking, "acking", false, "at-least-once: the spout tracks every word and the count bolt acks it")
 	fs.IntVar(&o.MaxPending, "max-pending", 0, "topology.max.spout.pending with --acking (0: the runtime's default)")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b, err := heronwc.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "heronwc: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

@@ -23,7 +23,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/bench/topologies/sentencewc/sentencewc"
 )
 
@@ -31,12 +31,12 @@ func main() {
 	o, rest, err := sentencewc.ParseArgs(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b, err := sentencewc.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sentencewc: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

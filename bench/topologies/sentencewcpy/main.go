@@ -12,7 +12,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/bench/topologies/sentencewc/sentencewc"
 )
 
@@ -20,14 +20,14 @@ func main() {
 	o, rest, err := sentencewc.ParseArgs(os.Args[1:])
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	o.Name = "sentencewcpy"
 	o.ShellSplit = []string{"python3", "split.py"}
 	b, err := sentencewc.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sentencewcpy: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/api/window"
 	"github.com/egret-stream/egret/bench/topologies/latency"
 )
@@ -113,10 +113,10 @@ func main() {
 	fs.DurationVar(&slide, "slide", 0, "slide (default: tumbling)")
 	fs.Float64Var(&rate, "rate", 0, "words per second in total (0: unthrottled)")
 	fs.StringVar(&dir, "latency-dir", "", "where the latency recorder writes")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	tb := api.NewTopologyBuilder("windowedwc").SetContainers(containers)
 	if rate > 0 {
@@ -147,5 +147,5 @@ func main() {
 		OutputFields: []string{"word", "start", "end", "count", "fired"},
 	}).FieldsGrouping("word", "word")
 	tb.SetBolt("report", func() api.Bolt { return &reportBolt{} }, 1).GlobalGrouping("count").SetTickFrequency(time.Second)
-	os.Exit(run.MainArgs(tb, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(tb, rest, os.Stdout, os.Stderr))
 }

@@ -1,6 +1,6 @@
 // Package gateway connects an instance process to its container's stream
 // manager: it is the socket implementation of instance.Transport and the
-// body of a topology binary's instance mode (api/run's Main with --instance).
+// body of a topology binary's instance mode (api/runner's Main with --instance).
 //
 // Run dials the stream manager's Unix socket (retrying with backoff),
 // registers the task (RegisterInstanceRequest), waits for the physical

@@ -60,7 +60,7 @@ func exitCode(t *testing.T, cmd *exec.Cmd, timeout time.Duration) int {
 }
 
 // TestInstanceModeProcess runs a real topology binary in instance mode
-// (run.Main --instance) against a fake stream manager: it registers with
+// (runner.Main --instance) against a fake stream manager: it registers with
 // its pid, sends its tuples, follows a rescale live, exits with code 3
 // when a plan moves its task and with 0 on SIGTERM; a bad command line exits with 2.
 func TestInstanceModeProcess(t *testing.T) {

@@ -3,7 +3,7 @@ package sentencewc
 import (
 	"flag"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 )
 
 // ParseArgs parses the topology's own flags (see the sentencewc command)
@@ -22,6 +22,6 @@ func ParseArgs(args []string) (Options, []string, error) {
 	fs.StringVar(&o.LatencyDir, "latency-dir", "", "directory of the latency recorders' files (with --rate)")
 	fs.StringVar(&o.ContainerMode, "container-mode", "", "topology.container.mode (default: the runtime's, process-per-instance)")
 	fs.StringVar(&o.PythonPath, "python-path", "", "topology.multilang.path of a Python split bolt (a virtualenv's bin)")
-	own, rest := run.SplitArgs(args, fs)
+	own, rest := runner.SplitArgs(args, fs)
 	return o, rest, fs.Parse(own)
 }

@@ -25,7 +25,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
 )
 
@@ -33,12 +33,12 @@ func main() {
 	o, rest, err := ackcheck.ParseArgs("ackcheck", os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ackcheck: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b, err := ackcheck.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ackcheck: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
@@ -16,12 +16,12 @@ func main() {
 	o, rest, err := eocount.ParseArgs("eocount", os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "effectivelyonce: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b, err := eocount.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "effectivelyonce: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

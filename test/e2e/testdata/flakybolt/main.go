@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 )
 
 // keyRate is the topology config key of the spout's rate.
@@ -35,14 +35,14 @@ func main() {
 	fs := flag.NewFlagSet("flakybolt", flag.ContinueOnError)
 	fs.IntVar(&rate, "rate", 200, "numbers per second per spout task")
 	fs.IntVar(&containers, "containers", 2, "containers in a cluster")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	if rate < 1 || containers < 1 {
 		fmt.Fprintln(os.Stderr, "flakybolt: --rate and --containers must be positive")
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b := api.NewTopologyBuilder("flakybolt")
 	b.SetContainers(containers)
@@ -50,7 +50,7 @@ func main() {
 	b.SetSpout("numbers", func() api.Spout { return &numbers{} }, 1)
 	b.SetBolt("flaky", func() api.Bolt { return &flaky{} }, 2).ShuffleGrouping("numbers")
 	b.SetBolt("sink", func() api.Bolt { return &sink{} }, 1).FieldsGrouping("flaky", "n")
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
 
 type numbers struct {

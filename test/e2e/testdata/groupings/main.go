@@ -24,7 +24,7 @@ import (
 	"strings"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/daemons/instance/inproc/groupingtest"
 )
 
@@ -33,22 +33,22 @@ func main() {
 	name := fs.String("case", "", "the grouping case: "+strings.Join(groupingtest.Names(), ", "))
 	containers := fs.Int("containers", 2, "containers in a cluster")
 	dir := fs.String("record-dir", "", "the directory the tasks record to")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b, err := builder(*name, *containers, *dir, rest)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "groupings: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
 
 func builder(name string, containers int, dir string, rest []string) (*api.TopologyBuilder, error) {
 	if name == "" {
-		if run.InContainer(rest) {
+		if runner.InContainer(rest) {
 			return groupingtest.AllBuilder(groupingtest.Files{}), nil
 		}
 		return nil, fmt.Errorf("--case is required (one of %s)", strings.Join(groupingtest.Names(), ", "))

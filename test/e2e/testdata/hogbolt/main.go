@@ -29,7 +29,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 )
 
 const keyState = "hogbolt.state.dir"
@@ -40,10 +40,10 @@ const MiB = 1 << 20
 func main() {
 	fs := flag.NewFlagSet("hogbolt", flag.ContinueOnError)
 	state := fs.String("state", "", "directory of the control files (required)")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b := api.NewTopologyBuilder("hogbolt")
 	b.SetContainers(1)
@@ -51,7 +51,7 @@ func main() {
 		dir, err := filepath.Abs(*state)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "hogbolt: --state: %v\n", err)
-			os.Exit(run.ExitUsage)
+			os.Exit(runner.ExitUsage)
 		}
 		b.SetConfig(keyState, dir)
 	}
@@ -60,7 +60,7 @@ func main() {
 	b.SetSpout("tick", func() api.Spout { return &tick{} }, 1).SetResources(0.25, 96*MiB, 16*MiB)
 	b.SetBolt("hog", func() api.Bolt { return &misbehaving{file: "hog", act: hog} }, 1).ShuffleGrouping("tick").SetResources(0.5, 128*MiB, 16*MiB)
 	b.SetBolt("spin", func() api.Bolt { return &misbehaving{file: "spin", act: spin} }, 1).ShuffleGrouping("tick").SetResources(0.25, 96*MiB, 16*MiB)
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
 
 // source emits increasing ids as fast as the runtime takes them.

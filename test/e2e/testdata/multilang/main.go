@@ -16,7 +16,7 @@ import (
 	"strconv"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -29,9 +29,9 @@ func main() {
 	state := fs.String("state", "", "directory of the recorded counts")
 	pyPath := fs.String("python-path", "", "directory of streamparse_run (a virtualenv's bin): topology.multilang.path")
 	containers := fs.Int("containers", 2, "containers in a cluster")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b := api.NewTopologyBuilder(*name)
 	b.SetContainers(*containers)
@@ -45,7 +45,7 @@ func main() {
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "multilang: --state:", err)
-			os.Exit(run.ExitUsage)
+			os.Exit(runner.ExitUsage)
 		}
 		b.SetConfig(keyState, abs)
 	}
@@ -53,7 +53,7 @@ func main() {
 	b.SetShellBolt("count", api.ShellBolt("streamparse_run", "bolts.wordcount.WordCountBolt").Declare("word", "count"), 2).
 		FieldsGrouping("words", "word")
 	b.SetBolt("record", func() api.Bolt { return &recordBolt{} }, 2).FieldsGrouping("count", "word")
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
 
 // recordBolt appends "<word> <count>" lines to counts-<task>.log.

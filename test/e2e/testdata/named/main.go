@@ -9,19 +9,19 @@ import (
 	"os"
 
 	api "github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/examples/wordcount/wordcount"
 )
 
 func main() {
 	fs := flag.NewFlagSet("named", flag.ContinueOnError)
 	name := fs.String("name", "named", "topology name")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b := api.NewTopologyBuilder(*name)
 	b.SetSpout("sentence", func() api.Spout { return &wordcount.SentenceSpout{} }, 1)
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

@@ -1,12 +1,12 @@
 // Command panicdefine is a topology binary whose main panics before it
-// calls run.Main, for the end-to-end test that submit reports the panic
+// calls runner.Main, for the end-to-end test that submit reports the panic
 // in one line instead of a stack trace.
 package main
 
 import (
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/examples/wordcount/wordcount"
 )
 
@@ -21,5 +21,5 @@ func brokers() []string {
 
 func main() {
 	_ = brokers()
-	run.Main(wordcount.Builder(wordcount.Options{}))
+	runner.Main(wordcount.Builder(wordcount.Options{}))
 }

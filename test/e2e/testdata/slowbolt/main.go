@@ -45,7 +45,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -102,17 +102,17 @@ func main() {
 	fs.IntVar(&o.pending, "pending", 1000, "max spout pending (at-least-once)")
 	fs.IntVar(&o.emitRate, "emit-rate", 0, "most tuples per second the spout emits (0: unlimited)")
 	fs.Var(o.settings, "topology-config", "a topology setting KEY=VALUE (repeatable)")
-	own, rest := run.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b, err := builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "slowbolt: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
 
 func builder(o options) (*api.TopologyBuilder, error) {

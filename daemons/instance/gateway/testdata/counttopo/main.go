@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 )
 
 type nums struct {
@@ -47,5 +47,5 @@ func main() {
 	b := api.NewTopologyBuilder("count")
 	b.SetSpout("nums", func() api.Spout { return &nums{} }, 1)
 	b.SetBolt("sink", func() api.Bolt { return sink{} }, 2).ShuffleGrouping("nums")
-	run.Main(b)
+	runner.Main(b)
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 )
 
 // ParseArgs parses the topology's own flags (see the ackcheck command)
@@ -35,11 +35,11 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 		o.Settings[k] = val
 		return nil
 	})
-	own, rest := run.SplitArgs(args, fs)
+	own, rest := runner.SplitArgs(args, fs)
 	if err := fs.Parse(own); err != nil {
 		return o, nil, err
 	}
-	if o.StateDir == "" && !run.InContainer(rest) {
+	if o.StateDir == "" && !runner.InContainer(rest) {
 		return o, nil, fmt.Errorf("--state DIR is required")
 	}
 	return o, rest, nil

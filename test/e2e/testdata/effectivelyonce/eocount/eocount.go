@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -88,7 +88,7 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 		o.Settings[k] = val
 		return nil
 	})
-	own, rest := run.SplitArgs(args, fs)
+	own, rest := runner.SplitArgs(args, fs)
 	if err := fs.Parse(own); err != nil {
 		return o, nil, err
 	}

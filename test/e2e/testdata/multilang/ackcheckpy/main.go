@@ -15,7 +15,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
 )
 
@@ -23,14 +23,14 @@ func main() {
 	o, rest, err := ackcheck.ParseArgs("ackcheckpy", os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ackcheckpy: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	o.ShellSource = []string{"python3", "source.py"}
 	o.ShellRelay = []string{"python3", "relay.py"}
 	b, err := ackcheck.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "ackcheckpy: %v\n", err)
-		os.Exit(run.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }

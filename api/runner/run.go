@@ -1,4 +1,4 @@
-package run
+package runner
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func MainArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) i
 		return ExitUsage
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "unexpected arguments %q: parse your topology's own arguments before calling run.Main and pass the rest to run.MainArgs\n", fs.Args())
+		fmt.Fprintf(stderr, "unexpected arguments %q: parse your topology's own arguments before calling runner.Main and pass the rest to runner.MainArgs\n", fs.Args())
 		return ExitUsage
 	}
 	var level zapcore.Level
@@ -382,9 +382,9 @@ func drainLine(s *inproc.Summary) string {
 // the rest, so that a topology main can accept its flags together with
 // Egret's:
 //
-//	own, rest := run.SplitArgs(os.Args[1:], fs)
+//	own, rest := runner.SplitArgs(os.Args[1:], fs)
 //	fs.Parse(own)
-//	os.Exit(run.MainArgs(b, rest, os.Stdout, os.Stderr))
+//	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 func SplitArgs(args []string, fs *flag.FlagSet) (own, rest []string) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]

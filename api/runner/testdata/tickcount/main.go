@@ -24,7 +24,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/api/run"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -192,5 +192,5 @@ func main() {
 	b.SetBolt("total", func() api.Bolt { return &totalBolt{} }, 1).
 		GlobalGrouping("count").SetTickFrequency(time.Hour)
 	b.SetBolt("sink", func() api.Bolt { return &sinkBolt{dir: dir} }, 1).GlobalGrouping("total")
-	run.Main(b)
+	runner.Main(b)
 }

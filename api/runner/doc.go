@@ -1,7 +1,7 @@
-// Package run is the runtime of a topology binary: what a topology's main
+// Package runner is the runtime of a topology binary: what a topology's main
 // calls once it has built the topology with package api.
 //
-//	func main() { run.Main(buildTopology()) }
+//	func main() { runner.Main(buildTopology()) }
 //
 // Main chooses what the binary does from its command line:
 //
@@ -20,4 +20,4 @@
 // define-mode variable, the package layout) is core/topobin's: the
 // launcher and the executor import that, not this package, which links
 // the instance runtime and the stream manager.
-package run
+package runner
