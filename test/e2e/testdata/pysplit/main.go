@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/egret-stream/egret"
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/core/topology"
 )
 
@@ -36,9 +36,9 @@ func main() {
 	rate := fs.Int("rate", 1000, "sentences per second")
 	delay := fs.Duration("split-delay", 0, "how long the Python split bolt takes per sentence")
 	pyPath := fs.String("python-path", "", "topology.multilang.path (a virtualenv's bin with pystorm)")
-	own, rest := egret.SplitArgs(os.Args[1:], fs)
+	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
-		os.Exit(egret.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	b := api.NewTopologyBuilder("pysplit")
 	if *pyPath != "" {
@@ -49,7 +49,7 @@ func main() {
 	b.SetShellBolt("split", api.ShellBolt("python3", "split.py").Declare("word").
 		Env("SPLIT_DELAY_MS", strconv.FormatFloat(float64(*delay)/float64(time.Millisecond), 'f', -1, 64)), 2).ShuffleGrouping("sentences")
 	b.SetBolt("count", func() api.Bolt { return &countBolt{} }, 2).FieldsGrouping("split", "word")
-	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
 
 type sentenceSpout struct {
