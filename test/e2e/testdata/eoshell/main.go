@@ -10,7 +10,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/egret-stream/egret"
+	"github.com/egret-stream/egret/api/runner"
 	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
@@ -18,13 +18,13 @@ func main() {
 	o, rest, err := eocount.ParseArgs("eoshell", os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "eoshell: %v\n", err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
 	o.ShellSplit = true
 	b, err := eocount.Builder(o)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "eoshell: %v\n", err)
-		os.Exit(egret.ExitUsage)
+		os.Exit(runner.ExitUsage)
 	}
-	os.Exit(egret.RunArgs(b, rest, os.Stdout, os.Stderr))
+	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
