@@ -33,11 +33,12 @@ test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Sl
 # The test programs under testdata directories (./... leaves them out).
 TESTDATA_PKGS = $(shell git ls-files '*.go' | grep -E '(^|/)testdata/' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 
-lint: ## gofmt, go vet and staticcheck (also of the test programs under testdata)
+lint: ## gofmt, go vet, staticcheck (also of the test programs under testdata) and the layering of DESIGN.md §3 (scripts/layering)
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); if [ -n "$$out" ]; then echo "not gofmt-formatted:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./... $(TESTDATA_PKGS)
 	@[ -x $(GOBIN)/staticcheck ] || GOFLAGS= $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	$(GOBIN)/staticcheck ./... $(TESTDATA_PKGS)
+	$(GO) run ./scripts/layering
 
 proto: ## regenerate the protobuf and gRPC Go code (needs protoc; installs protoc-gen-go and protoc-gen-go-grpc)
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
