@@ -89,7 +89,9 @@ func TestKafkaEffectivelyOnce(t *testing.T) {
 	b.CreateTopic(t, "sentences", 2, nil)
 	b.CreateTopic(t, "counts", 1, nil)
 	c := newCluster(t, "local")
-	const n = 24000
+	// A minute of input at 1,000 sentences a second, so that every fault
+	// strikes while records flow into the sink's transactions.
+	const n = 60000
 	expected := eocount.Expected(n)
 
 	// The sentences arrive at about 1,000 a second while the faults run.
