@@ -118,11 +118,8 @@ func Open(name string, o Options) (Backend, error) {
 	if !ok {
 		return nil, fmt.Errorf("state backend %q is not built in (built in: %v)", name, Names())
 	}
-	if err := keygroup.Check(max(o.Groups.Len(), 1), o.MaxParallelism); err != nil {
-		return nil, fmt.Errorf("state backend %s: %w", name, err)
-	}
-	if o.Groups.Start < 0 || o.Groups.End > o.MaxParallelism || o.Groups.Len() < 1 {
-		return nil, fmt.Errorf("state backend %s: key groups %v are not within [0, %d)", name, o.Groups, o.MaxParallelism)
+	if o.MaxParallelism < 1 || o.MaxParallelism > keygroup.Limit || o.Groups.Start < 0 || o.Groups.End > o.MaxParallelism || o.Groups.Len() < 1 {
+		return nil, fmt.Errorf("state backend %s: key groups %v are not a non-empty range of [0, %d) (max parallelism in [1, %d])", name, o.Groups, o.MaxParallelism, keygroup.Limit)
 	}
 	return f(o)
 }

@@ -34,6 +34,20 @@ func AppendGroupPrefix(dst []byte, group int) []byte {
 	return binary.BigEndian.AppendUint16(dst, uint16(group))
 }
 
+// StatePrefix checks a scan of state in group and returns the stored
+// prefix of its keys that start with prefix, and the length of the part
+// before the user key.
+func StatePrefix(group int, state string, prefix []byte, groups keygroup.Range) (lo []byte, skip int, err error) {
+	if err := CheckState(state); err != nil {
+		return nil, 0, err
+	}
+	if err := CheckGroup(group, groups); err != nil {
+		return nil, 0, err
+	}
+	lo = AppendStatePrefix(nil, group, state)
+	return append(lo, prefix...), len(lo), nil
+}
+
 // CheckGroup refuses a group the task does not own.
 func CheckGroup(group int, groups keygroup.Range) error {
 	if !groups.Contains(group) {

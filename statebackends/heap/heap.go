@@ -22,6 +22,15 @@ type entry struct {
 	expires int64
 }
 
+// newEntry returns an entry owning copies of key and val (one allocation):
+// a snapshot may share it after the call.
+func newEntry(key, val []byte, expires int64) entry {
+	kv := make([]byte, len(key)+len(val))
+	copy(kv, key)
+	copy(kv[len(key):], val)
+	return entry{key: kv[:len(key):len(key)], val: kv[len(key):], expires: expires}
+}
+
 func less(a, b entry) bool { return bytes.Compare(a.key, b.key) < 0 }
 
 // degree of the B-tree: nodes of up to 2×degree−1 entries.
@@ -76,11 +85,7 @@ func (b *Backend) Put(k statebackend.Key, val []byte, expires int64) error {
 	if err != nil {
 		return err
 	}
-	// The entry owns its bytes: a snapshot may share it after this call.
-	kv := make([]byte, len(probe.key)+len(val))
-	copy(kv, probe.key)
-	copy(kv[len(probe.key):], val)
-	b.tree.ReplaceOrInsert(entry{key: kv[:len(probe.key):len(probe.key)], val: kv[len(probe.key):], expires: expires})
+	b.tree.ReplaceOrInsert(newEntry(probe.key, val, expires))
 	return nil
 }
 
@@ -97,14 +102,10 @@ func (b *Backend) Delete(k statebackend.Key) error {
 // Scan calls f for the live entries of state in group whose key starts
 // with prefix.
 func (b *Backend) Scan(group int, state string, prefix []byte, f func(key, val []byte) bool) error {
-	if err := statebackend.CheckState(state); err != nil {
+	lo, skip, err := statebackend.StatePrefix(group, state, prefix, b.groups)
+	if err != nil {
 		return err
 	}
-	if err := statebackend.CheckGroup(group, b.groups); err != nil {
-		return err
-	}
-	lo := append(statebackend.AppendStatePrefix(nil, group, state), prefix...)
-	skip := len(lo) - len(prefix)
 	return b.scan(lo, func(e entry) bool { return f(e.key[skip:], e.val) })
 }
 
@@ -178,10 +179,7 @@ func (b *Backend) Restore(r io.Reader) error {
 		if !b.groups.Contains(group) || !statebackend.Live(expires, now) {
 			return nil
 		}
-		kv := make([]byte, len(key)+len(v))
-		copy(kv, key)
-		copy(kv[len(key):], v)
-		b.tree.ReplaceOrInsert(entry{key: kv[:len(key):len(key)], val: kv[len(key):], expires: expires})
+		b.tree.ReplaceOrInsert(newEntry(key, v, expires))
 		return nil
 	})
 }

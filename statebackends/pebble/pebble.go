@@ -159,14 +159,10 @@ func scan(r reader, lo []byte, now int64, f func(key []byte, expires int64, val 
 // Scan calls f for the live entries of state in group whose key starts
 // with prefix.
 func (b *Backend) Scan(group int, state string, prefix []byte, f func(key, val []byte) bool) error {
-	if err := statebackend.CheckState(state); err != nil {
+	lo, skip, err := statebackend.StatePrefix(group, state, prefix, b.groups)
+	if err != nil {
 		return err
 	}
-	if err := statebackend.CheckGroup(group, b.groups); err != nil {
-		return err
-	}
-	lo := append(statebackend.AppendStatePrefix(nil, group, state), prefix...)
-	skip := len(lo) - len(prefix)
 	return scan(b.db, lo, b.now(), func(key []byte, _ int64, val []byte) bool { return f(key[skip:], val) })
 }
 

@@ -64,6 +64,26 @@ func (s Suite) Run(t *testing.T) {
 	t.Run("TTL", s.ttl)
 	t.Run("Corrupt", s.corrupt)
 	t.Run("Clear", s.clear)
+	t.Run("BadOptions", s.badOptions)
+}
+
+func (s Suite) badOptions(t *testing.T) {
+	for _, o := range []statebackend.Options{
+		{MaxParallelism: 0, Groups: keygroup.Range{Start: 0, End: 1}},
+		{MaxParallelism: keygroup.Limit + 1, Groups: keygroup.Range{Start: 0, End: 1}},
+		{MaxParallelism: 8, Groups: keygroup.Range{Start: 4, End: 9}},
+		{MaxParallelism: 8, Groups: keygroup.Range{Start: 4, End: 4}},
+		{MaxParallelism: 8, Groups: keygroup.Range{Start: -1, End: 4}},
+	} {
+		o.Dir = filepath.Join(t.TempDir(), "state")
+		if b, err := statebackend.Open(s.Name, o); err == nil {
+			_ = b.Close()
+			t.Errorf("open with max parallelism %d, groups %v accepted", o.MaxParallelism, o.Groups)
+		}
+	}
+	if _, err := statebackend.Open("no-such-backend", statebackend.Options{MaxParallelism: 8, Groups: keygroup.Range{Start: 0, End: 8}}); err == nil {
+		t.Errorf("an unknown backend opened")
+	}
 }
 
 func k(group int, state, key string) statebackend.Key {
