@@ -245,6 +245,19 @@ func TestBound(t *testing.T) {
 	}
 }
 
+// TestBoundByKeyGroups: the max parallelism (the number of key groups)
+// caps the health manager's own bound.
+func TestBoundByKeyGroups(t *testing.T) {
+	f := newFakeTopo(t, map[string]string{topology.KeyHealthMgrMaxParallelism: "8", topology.KeyMaxParallelism: "2", topology.KeyHealthMgrCooldown: "30s"})
+	m := f.manager()
+	f.run(m, 7, 5*time.Second, true)
+	f.run(m, 7, 5*time.Second, true)
+	want := []string{"slow scale-up 1→2", "slow at-bound 2→2"}
+	if got := f.decisions(); strings.Join(got, ",") != strings.Join(want, ",") || f.slowParallelism != 2 {
+		t.Fatalf("decisions %v (parallelism %d), want %v", got, f.slowParallelism, want)
+	}
+}
+
 // TestEffectivelyOnceRefused: an effectively-once topology is never
 // rescaled; the health manager records that it would have.
 func TestEffectivelyOnceRefused(t *testing.T) {
