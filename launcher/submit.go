@@ -435,8 +435,18 @@ func (l *Launcher) binary(ctx context.Context, path, tmp string) (string, error)
 	goos := cfg.String("egret.package.goos", runtime.GOOS)
 	goarch := cfg.String("egret.package.goarch", runtime.GOARCH)
 	l.progress("building %s for %s/%s", path, goos, goarch)
-	out := filepath.Join(tmp, "topology-bin")
+	out, err := filepath.Abs(filepath.Join(tmp, "topology-bin"))
+	if err != nil {
+		return "", err
+	}
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, path)
+	if statErr == nil {
+		// A directory is built from inside it, so that it builds in its
+		// own module (a user's module elsewhere, not the one of the
+		// current directory).
+		cmd = exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+		cmd.Dir = path
+	}
 	cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
 	start := time.Now()
 	stop := l.tellWhile(func(d time.Duration) {
