@@ -490,3 +490,25 @@ func TestSinkConfigKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkFailsOverWhenRecordsAreLost: a produce that fails for good
+// (here: the topic does not exist) loses records of the open transaction
+// that only a replay brings back, so the sink reports it and ends its
+// process (the runtime then rolls the topology back).
+func TestSinkFailsOverWhenRecordsAreLost(t *testing.T) {
+	b := kafkatest.Start(t)
+	e := &eoSinks{t: t, cfg: SinkConfig{Brokers: []string{b.Addr}, Topic: "missing", ProduceTimeout: time.Minute,
+		ClientOptions: []kgo.Opt{kgo.UnknownTopicRetries(1)}}}
+	states := api.NewStates()
+	s, out := e.start(states)
+	execAll(s, "x")
+	if err := s.PreSave(1); err == nil {
+		t.Fatal("PreSave prepared a transaction whose record failed")
+	}
+	if !slices.Equal(e.exit, []int{1}) || len(out.errs) != 1 || !strings.Contains(out.errs[0].Error(), "rolls back") {
+		t.Fatalf("exits %v, errors %v; want exit 1 and one error saying the topology rolls back", e.exit, out.errs)
+	}
+	if ids := preparedIDs(t, snapshot(t, states)); len(ids) != 0 {
+		t.Fatalf("the failed transaction is named in the state: %v", ids)
+	}
+}
