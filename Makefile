@@ -13,6 +13,7 @@ export EGRET_REQUIRE_PROMETHEUS ?= 1
 export EGRET_REQUIRE_CHROMIUM ?= 1
 export EGRET_REQUIRE_CARBON ?= 1
 export EGRET_REQUIRE_SLURM ?= 1
+export EGRET_REQUIRE_NOMAD ?= 1
 
 .DEFAULT_GOAL := help
 
@@ -27,7 +28,7 @@ build: ## build every package and the egret binary into bin/
 test: test-deps ## run every test (installs what the tests need when missing)
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
 
-test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars) when missing
+test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars, the Nomad 1.6.3 agent built from its module) when missing
 	@scripts/test-deps.sh
 
 # The test programs under testdata directories (./... leaves them out).

@@ -39,7 +39,11 @@ cd "$scratch/nomad"
 go mod edit -dropreplace=github.com/hashicorp/nomad/api \
   -replace="github.com/hashicorp/nomad/api=github.com/hashicorp/nomad/api@$api_version"
 echo "building the Nomad $version agent in $scratch (first time only; several minutes)" >&2
-nice -n 10 go build -trimpath -o "$scratch/nomad.bin" . >&2
+# Bounded: a build that hangs must fail test-deps, not CI's whole run.
+if ! timeout 45m nice -n 10 go build -trimpath -o "$scratch/nomad.bin" . >&2; then
+  echo "building the Nomad $version agent failed or took over 45 minutes (see above); set EGRET_NOMAD_BIN to a nomad binary to run the tests with it" >&2
+  exit 1
+fi
 "$scratch/nomad.bin" version >&2
 mv "$scratch/nomad.bin" "$bin"
 echo "built $bin in $(( $(date +%s) - start ))s" >&2

@@ -2,7 +2,8 @@
 # Installs what `make test` needs and a fresh machine lacks: ZooKeeper,
 # Prometheus, Chromium, carbon-cache, Slurm and munge from Debian's packages, the Python
 # virtualenv of the multilang tests (pystorm and streamparse), and the Maven
-# artifacts of the Hadoop mini-cluster and Kafka broker tests.
+# artifacts of the Hadoop mini-cluster and Kafka broker tests, and the Nomad
+# 1.6.3 agent built from source (scripts/nomad-agent.sh).
 set -euo pipefail
 # Debian packages, each installed when missing: ZooKeeper (the real server
 # the state-manager tests start), Prometheus (the real server that scrapes
@@ -60,3 +61,9 @@ else
   echo "java/javac or mvn missing: the Kafka broker tests (EGRET_REQUIRE_KAFKA=1) will fail under make test"
   echo "java/javac or mvn missing: the Hadoop mini-cluster tests (test/hadoop) will fail under make test (EGRET_REQUIRE_HADOOP=1); install openjdk-17-jdk-headless and maven"
 fi
+
+# The Nomad agent of the real-agent tests (schedulers/nomad, test/e2e;
+# EGRET_REQUIRE_NOMAD=1): built once per machine from the module zip of
+# github.com/hashicorp/nomad v1.6.3 and cached in ~/.cache/egret
+# (scripts/nomad-agent.sh; a few minutes the first time, instant after).
+"$(dirname "$0")/nomad-agent.sh" >/dev/null

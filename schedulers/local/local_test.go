@@ -318,12 +318,41 @@ func (e *env) endpoint(t *testing.T, topology string) (url string, pid int) {
 
 func TestConformance(t *testing.T) {
 	e := newEnv(t)
-	schedulertest.Run(t, schedulertest.Harness{
-		New:          e.scheduler,
+	schedulertest.Run(t, e.harness(e.scheduler))
+}
+
+// harness is the conformance harness of the local scheduler, with its
+// fault hooks: a lost container is an executor killed with SIGKILL (the
+// service restarts it); a failover is the SIGKILL of every topology's
+// scheduler service (the executors keep running, and the next operation
+// starts a service that adopts them).
+func (e *env) harness(newSched func(t *testing.T, topology string) spi.Scheduler) schedulertest.Harness {
+	return schedulertest.Harness{
+		New:          newSched,
 		Containers:   e.containers,
 		Timeout:      20 * time.Second,
 		StrictErrors: true,
-	})
+		LoseContainer: func(ctx context.Context, topology string, container int) error {
+			running, err := e.containers(ctx, topology)
+			if err != nil {
+				return err
+			}
+			pid, err := strconv.Atoi(running[container])
+			if err != nil {
+				return fmt.Errorf("container %d of %s does not run (%v)", container, topology, running)
+			}
+			return syscall.Kill(pid, syscall.SIGKILL)
+		},
+		FailOver: func(t *testing.T) {
+			dirs, _ := filepath.Glob(filepath.Join(e.root, "*", "scheduler.json"))
+			for _, d := range dirs {
+				e.killService(t, filepath.Base(filepath.Dir(d)))
+			}
+		},
+		Impossible: map[string]string{
+			"Unplaceable": "the local scheduler runs every container on this machine and checks no resources: nothing is ever unplaceable",
+		},
+	}
 }
 
 // TestConformanceOverPlugin runs the suite against the local scheduler
@@ -336,20 +365,15 @@ func TestConformanceOverPlugin(t *testing.T) {
 	e := newEnv(t)
 	loader := plugins.NewLoader(pluginDir, zap.NewNop())
 	t.Cleanup(func() { _ = loader.Close() })
-	schedulertest.Run(t, schedulertest.Harness{
-		New: func(t *testing.T, topology string) spi.Scheduler {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			s, err := loader.LoadScheduler(ctx, pluginName, e.config(topology))
-			if err != nil {
-				t.Fatalf("load the scheduler plugin: %v", err)
-			}
-			return s
-		},
-		Containers:   e.containers,
-		Timeout:      20 * time.Second,
-		StrictErrors: true,
-	})
+	schedulertest.Run(t, e.harness(func(t *testing.T, topology string) spi.Scheduler {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		s, err := loader.LoadScheduler(ctx, pluginName, e.config(topology))
+		if err != nil {
+			t.Fatalf("load the scheduler plugin: %v", err)
+		}
+		return s
+	}))
 }
 
 func TestNewNeedsWorkingDirectory(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -36,11 +38,20 @@ var testPackage = sync.OnceValue(func() []byte { return tarGz("egret", "topology
 
 // tarGz builds a tar.gz holding one small file per name.
 func tarGz(names ...string) []byte {
+	files := map[string]string{}
+	for _, n := range names {
+		files[n] = "content of " + n
+	}
+	return tarGzFiles(files)
+}
+
+// tarGzFiles builds a tar.gz of executable files, name → content.
+func tarGzFiles(files map[string]string) []byte {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	tw := tar.NewWriter(zw)
-	for _, n := range names {
-		body := []byte("content of " + n)
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		body := []byte(files[n])
 		if err := tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
 			panic(err)
 		}

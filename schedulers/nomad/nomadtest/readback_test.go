@@ -29,8 +29,27 @@ func TestReadBackMatchesNomad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := New(t)
-	req, _ := http.NewRequest(http.MethodPut, s.URL+"/v1/jobs", bytes.NewReader(body))
+	compareReadBack(t, "Nomad 1.6.5", real, registerAndRead(t, New(t).URL, body))
+}
+
+// TestReadBackMatchesRealAgent does the same against a real agent, the
+// one the real-agent tests run (AgentVersion): the job registered on it
+// and on the fake must read back alike.
+func TestReadBackMatchesRealAgent(t *testing.T) {
+	body, err := os.ReadFile("testdata/register-nomad-1.6.5.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := StartAgent(t)
+	real := registerAndRead(t, a.Addr, body)
+	compareReadBack(t, "Nomad "+AgentVersion, real, registerAndRead(t, New(t).URL, body))
+}
+
+// registerAndRead registers the job body at the Nomad HTTP API at addr
+// and returns the job as a GET reads it back.
+func registerAndRead(t *testing.T, addr string, body []byte) []byte {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPut, addr+"/v1/jobs", bytes.NewReader(body))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -40,13 +59,19 @@ func TestReadBackMatchesNomad(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("register: %s %s", resp.Status, b)
 	}
-	resp, err = http.Get(s.URL + "/v1/job/wordcount-7f3a9c")
+	resp, err = http.Get(addr + "/v1/job/wordcount-7f3a9c")
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	defer resp.Body.Close()
+	b, _ = io.ReadAll(resp.Body)
+	return b
+}
 
+// compareReadBack reports every leaf in which the fake's read-back
+// differs from the real one's.
+func compareReadBack(t *testing.T, what string, real, fake []byte) {
+	t.Helper()
 	want, got := flatten(t, real), flatten(t, fake)
 	var diffs []string
 	for k, v := range want {
@@ -61,7 +86,7 @@ func TestReadBackMatchesNomad(t *testing.T) {
 	}
 	sort.Strings(diffs)
 	if len(diffs) > 0 {
-		t.Errorf("the fake reads the job back unlike Nomad 1.6.5:\n%s", strings.Join(diffs, "\n"))
+		t.Errorf("the fake reads the job back unlike %s:\n%s", what, strings.Join(diffs, "\n"))
 	}
 }
 
