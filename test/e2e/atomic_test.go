@@ -115,10 +115,7 @@ func TestSchedulerServiceKilled(t *testing.T) {
 	}
 	waitFor(t, "the service to die", 30*time.Second, func() bool { return !procinfo.Alive(pid, "") })
 
-	before := c.metric("wordcount", "count", "instance.executed")
-	waitFor(t, "data to flow without the service", 60*time.Second, func() bool {
-		return c.metric("wordcount", "count", "instance.executed") > before
-	})
+	awaitRise(t, "data to flow without the service", 60*time.Second, func() float64 { return c.metric("wordcount", "count", "instance.executed") })
 	if !procinfo.Alive(executor, "") {
 		t.Errorf("the executor of container 1 (pid %d) died with the service", executor)
 	}
@@ -148,10 +145,7 @@ func TestSchedulerServiceKilled(t *testing.T) {
 		out := c.mustEgret("list", c.name)
 		return strings.Contains(out, "running") && !strings.Contains(out, "not running")
 	})
-	restarted := c.metric("wordcount", "count", "instance.executed")
-	waitFor(t, "data to flow after the restart", 60*time.Second, func() bool {
-		return c.metric("wordcount", "count", "instance.executed") > restarted
-	})
+	awaitRise(t, "data to flow after the restart", 60*time.Second, func() float64 { return c.metric("wordcount", "count", "instance.executed") })
 	c.mustEgret("kill", c.name, "wordcount")
 	c.waitGone(t)
 }
@@ -224,10 +218,7 @@ func TestUpdateRollbackLocal(t *testing.T) {
 	if out := c.mustEgret("list", c.name); !strings.Contains(out, "running") {
 		t.Errorf("list after the rollback:\n%s", out)
 	}
-	before := c.metric("wordcount", "count", "instance.executed")
-	waitFor(t, "data to flow after the rollback", 60*time.Second, func() bool {
-		return c.metric("wordcount", "count", "instance.executed") > before
-	})
+	awaitRise(t, "data to flow after the rollback", 60*time.Second, func() float64 { return c.metric("wordcount", "count", "instance.executed") })
 	c.mustEgret("kill", c.name, "wordcount")
 	c.waitGone(t)
 }

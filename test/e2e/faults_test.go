@@ -461,6 +461,28 @@ func await(t *testing.T, what string, timeout time.Duration, cond func() (bool, 
 	}
 }
 
+// awaitRise waits until a counter read by read rises: both values
+// compared are read during the wait, never one read before some moment
+// (a report not yet written then, or written by a process since restarted,
+// would make the rise impossible or trivial). A value below the baseline
+// (a restarted process counting from zero) becomes the new baseline; -1 is
+// "not readable".
+func awaitRise(t *testing.T, what string, timeout time.Duration, read func() float64) {
+	t.Helper()
+	base := -1.0
+	await(t, what, timeout, func() (bool, string) {
+		v := read()
+		switch {
+		case v < 0:
+			return false, fmt.Sprintf("unreadable (baseline %v)", base)
+		case base < 0 || v < base:
+			base = v
+			return false, fmt.Sprintf("baseline %v", base)
+		}
+		return v > base, fmt.Sprintf("%v (baseline %v)", v, base)
+	})
+}
+
 // TestFaultKillInstances kills -9 one instance of each component (the only
 // spout, a split bolt and a count bolt): the executor restarts each with a
 // new pid, and the restarted processes work — since the spout is the only

@@ -177,11 +177,7 @@ func TestKafkaEffectivelyOnce(t *testing.T) {
 	}
 	for _, f := range faults {
 		// Each fault strikes a topology that processes and checkpoints.
-		before := completed()
-		await(t, "a checkpoint to complete before the "+f.name+" kill", recoverTimeout, func() (bool, string) {
-			v := completed()
-			return v > before, fmt.Sprintf("checkpoint.completed = %v (was %v)", v, before)
-		})
+		awaitRise(t, "a checkpoint to complete before the "+f.name+" kill", recoverTimeout, completed)
 		container, names := f.victim()
 		old := r.killProcs(container, names)
 		_, _, progress := log.check(expected)

@@ -105,6 +105,23 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 	}
 }
 
+// waitRise waits until a count read by read rises between two reads made
+// during the wait (a value read before, from a process since replaced,
+// could make the rise impossible); a drop (a replaced process counting
+// from zero) becomes the new baseline, as does the first readable value.
+func waitRise(t *testing.T, what string, timeout time.Duration, read func() float64) {
+	t.Helper()
+	base := -1.0
+	waitFor(t, what, timeout, func() bool {
+		v := read()
+		if v >= 0 && (base < 0 || v < base) {
+			base = v
+			return false
+		}
+		return base >= 0 && v > base
+	})
+}
+
 // executorPid finds the pid of the executor of container c among the
 // cluster's processes.
 func executorPid(t *testing.T, c int) int {
@@ -205,8 +222,7 @@ func TestWordCountOnYARN(t *testing.T) {
 		now, err := observe(ctx, "wordcount")
 		return err == nil && now[1] != "" && now[1] != old
 	})
-	before := x.executed()
-	waitFor(t, "counts to rise after the restart", 3*time.Minute, func() bool { return x.executed() > before })
+	waitRise(t, "counts to rise after the restart", 3*time.Minute, x.executed)
 
 	// update to 3 containers: YARN flexes the worker component.
 	x.must("update", "yarn", "wordcount", "--container-number", "3")
@@ -214,8 +230,7 @@ func TestWordCountOnYARN(t *testing.T) {
 		now, err := observe(ctx, "wordcount")
 		return err == nil && len(now) == 4
 	})
-	before = x.executed()
-	waitFor(t, "counts to rise on 3 containers", 3*time.Minute, func() bool { return x.executed() > before })
+	waitRise(t, "counts to rise on 3 containers", 3*time.Minute, x.executed)
 
 	links := x.must("list", "yarn")
 	if !strings.Contains(links, "wordcount") {
