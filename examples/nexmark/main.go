@@ -32,7 +32,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -138,6 +137,5 @@ func build(o options) (*api.TopologyBuilder, error) {
 		tb.SetContainerMode(topology.ContainerMode(o.containerMode))
 	}
 	queries.Add(tb, q, o.parallelism)
-	tb.SetConfig("nexmark.parallelism", strconv.Itoa(o.parallelism))
 	return tb, nil
 }

@@ -26,8 +26,8 @@ type Query struct {
 	// Stateful queries keep state across events (aggregations, joins,
 	// windows).
 	Stateful bool
-	// Upserts: the query's rows update a keyed result; Key returns the
-	// key columns of a printed row (all columns when nil).
+	// Upserts: the query's rows update a keyed result (a row replaces
+	// the earlier row of its key) instead of being appended.
 	Upserts bool
 	build   func(p *Plan)
 }
