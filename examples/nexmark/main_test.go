@@ -57,6 +57,7 @@ func TestQueriesMatchTheirReferences(t *testing.T) {
 		q := queries.All[name]
 		for _, seed := range testSeeds {
 			t.Run(fmt.Sprintf("%s/seed%d", name, seed), func(t *testing.T) {
+				t.Parallel() // the runs mostly wait (start-up, processing-time windows)
 				var want []string
 				if ref.seeded != nil {
 					want = ref.seeded(events(t, seed), seed)
