@@ -20,6 +20,7 @@ import (
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/daemons/executor"
 	"github.com/egret-stream/egret/daemons/shell"
+	"github.com/egret-stream/egret/daemons/shellapi"
 	"github.com/egret-stream/egret/internal/hostaddr"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
@@ -264,8 +265,8 @@ func readChunk(ctx context.Context, sh launcher.Shell, file string, offset, leng
 	if err != nil {
 		return nil, 0, 0, fmt.Errorf("shell of container %d: read %s: %w", sh.Container, file, err)
 	}
-	at, _ := strconv.ParseInt(resp.Header.Get(shell.HeaderOffset), 10, 64)
-	size, _ := strconv.ParseInt(resp.Header.Get(shell.HeaderFileSize), 10, 64)
+	at, _ := strconv.ParseInt(resp.Header.Get(shellapi.HeaderOffset), 10, 64)
+	size, _ := strconv.ParseInt(resp.Header.Get(shellapi.HeaderFileSize), 10, 64)
 	return b, at, size, nil
 }
 

@@ -45,7 +45,7 @@ func (p *Process) Exited() bool { return p.client.Exited() }
 
 // Kill stops the plugin process: it asks the plugin to exit and kills it
 // after two seconds. Kill is idempotent and blocks until the process is
-// gone. Calls on the plugin's value fail with ErrPluginExited afterwards.
+// gone. Calls on the plugin's value fail with spi.ErrPluginExited afterwards.
 func (p *Process) Kill() {
 	p.client.Kill()
 	if p.sockDir != "" {
@@ -96,9 +96,9 @@ func (c *client) label() string { return fmt.Sprintf("%s plugin %q", c.kind, c.n
 // exitedErr is the error of a call to a plugin whose process is gone.
 func (c *client) exitedErr() error {
 	if c.proc != nil {
-		return fmt.Errorf("%s (%s, pid %d): %w; its log above says why", c.label(), c.proc.Path, c.proc.Pid, ErrPluginExited)
+		return fmt.Errorf("%s (%s, pid %d): %w; its log above says why", c.label(), c.proc.Path, c.proc.Pid, spi.ErrPluginExited)
 	}
-	return fmt.Errorf("%s: %w", c.label(), ErrPluginExited)
+	return fmt.Errorf("%s: %w", c.label(), spi.ErrPluginExited)
 }
 
 func (c *client) exited() bool { return c.done.Err() != nil }
@@ -117,7 +117,7 @@ func (c *client) check() error {
 // rpcErr converts the error of a gRPC call made with ctx. An error the
 // plugin returned keeps its message and sentinels; a call that failed
 // because ctx ended wraps ctx.Err(); a call that failed because the plugin
-// died wraps ErrPluginExited.
+// died wraps spi.ErrPluginExited.
 func (c *client) rpcErr(ctx context.Context, err error) error {
 	if err == nil {
 		return nil

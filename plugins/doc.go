@@ -18,6 +18,6 @@
 // The protocol is gRPC only (package proto/pluginpb), with go-plugin's
 // versioned handshake and automatic mutual TLS. Sentinel errors of package
 // spi survive the boundary (errors.Is works on the host), a dead plugin
-// gives an error wrapping ErrPluginExited, and a plugin never outlives its
+// gives an error wrapping spi.ErrPluginExited, and a plugin never outlives its
 // host. See README.md in this directory.
 package plugins

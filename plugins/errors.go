@@ -13,10 +13,6 @@ import (
 	"github.com/egret-stream/egret/proto/pluginpb"
 )
 
-// ErrPluginExited is wrapped by the error of a call whose plugin process is
-// gone: it crashed, was killed, or exited on its own.
-var ErrPluginExited = errors.New("plugin exited")
-
 // sentinel is an error that crosses the plugin boundary by name.
 type sentinel struct {
 	name string

@@ -225,7 +225,7 @@ func (l *Loader) LoadBinary(ctx context.Context, kind, path, name string, cfg sp
 }
 
 // Close stops every plugin process the loader started that is still
-// running. Values backed by them fail with ErrPluginExited afterwards.
+// running. Values backed by them fail with spi.ErrPluginExited afterwards.
 // Later loads fail.
 func (l *Loader) Close() error {
 	l.mu.Lock()
@@ -249,7 +249,7 @@ func (l *Loader) Close() error {
 
 // startErr adds the plugin's identity to an error of its first calls.
 func (l *Loader) startErr(proc *Process, err error) error {
-	if errors.Is(err, ErrPluginExited) {
+	if errors.Is(err, spi.ErrPluginExited) {
 		return err
 	}
 	return fmt.Errorf("%s plugin %q (%s): %w", proc.Kind, proc.Name, proc.Path, err)

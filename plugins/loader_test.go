@@ -316,8 +316,8 @@ func TestPluginCrash(t *testing.T) {
 	}
 	plugintest.Crash(t, sm)
 	_, err = sm.Get(ctx, "/x")
-	if !errors.Is(err, plugins.ErrPluginExited) || !strings.Contains(err.Error(), "egret-statemgr-memory") {
-		t.Fatalf("Get after the plugin died: %v, want ErrPluginExited naming the plugin", err)
+	if !errors.Is(err, spi.ErrPluginExited) || !strings.Contains(err.Error(), "egret-statemgr-memory") {
+		t.Fatalf("Get after the plugin died: %v, want spi.ErrPluginExited naming the plugin", err)
 	}
 	waitFor(t, events, spi.EventSessionLost)
 	if _, ok := <-events; ok {
@@ -337,8 +337,8 @@ func TestPluginExitsDuringCall(t *testing.T) {
 	}
 	defer sm.Close()
 	_, err = sm.Get(testCtx(t), fakes.ExitPath)
-	if !errors.Is(err, plugins.ErrPluginExited) {
-		t.Fatalf("a call during which the plugin exits: %v, want ErrPluginExited", err)
+	if !errors.Is(err, spi.ErrPluginExited) {
+		t.Fatalf("a call during which the plugin exits: %v, want spi.ErrPluginExited", err)
 	}
 }
 
@@ -366,7 +366,7 @@ func TestLoaderCloseKillsPlugins(t *testing.T) {
 			t.Errorf("plugin %s runs on after Loader.Close", p.Path)
 		}
 	}
-	if err := s.Kill(testCtx(t), "x"); !errors.Is(err, plugins.ErrPluginExited) {
+	if err := s.Kill(testCtx(t), "x"); !errors.Is(err, spi.ErrPluginExited) {
 		t.Errorf("call after Loader.Close: %v", err)
 	}
 	if _, err := l.LoadScheduler(testCtx(t), "basic", nil); err == nil || !strings.Contains(err.Error(), "closed") {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
-	"github.com/egret-stream/egret/daemons/shell"
+	"github.com/egret-stream/egret/daemons/shellapi"
 )
 
 // The log files of a container, read through the container's shell
@@ -161,8 +161,8 @@ func (t *Tracker) containerFileDataEP(ctx context.Context, q *query) (any, error
 	if err != nil {
 		return nil, &unavailableError{fmt.Errorf("shell of container %d of %q: reading %s: %w", f.container, q.name, f.path, err)}
 	}
-	size, _ := strconv.ParseInt(resp.Header.Get(shell.HeaderFileSize), 10, 64)
-	offset, _ := strconv.ParseInt(resp.Header.Get(shell.HeaderOffset), 10, 64)
+	size, _ := strconv.ParseInt(resp.Header.Get(shellapi.HeaderFileSize), 10, 64)
+	offset, _ := strconv.ParseInt(resp.Header.Get(shellapi.HeaderOffset), 10, 64)
 	return map[string]any{"cluster": q.cluster.name, "topology": q.name, "container": f.container, "path": f.path,
 		"offset": offset, "length": len(data), "size": size, "data": string(data)}, nil
 }

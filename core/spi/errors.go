@@ -27,4 +27,8 @@ var (
 	ErrCorrupt = errors.New("corrupt")
 	// ErrUnknownBackend: no built-in implementation has the requested name.
 	ErrUnknownBackend = errors.New("unknown backend")
+	// ErrPluginExited: the process of an external backend (a plugin) is
+	// gone: it crashed, was killed, or exited on its own. The calls on its
+	// value fail with it from then on.
+	ErrPluginExited = errors.New("plugin exited")
 )

@@ -17,7 +17,6 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/wire"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -203,7 +202,7 @@ func (s *Server) Run(ctx context.Context) error {
 // storageLost stops the manager when err says the storage's plugin
 // process is gone: every later call would fail.
 func (s *Server) storageLost(err error) {
-	if !errors.Is(err, plugins.ErrPluginExited) {
+	if !errors.Is(err, spi.ErrPluginExited) {
 		return
 	}
 	s.stopOnce.Do(func() {

@@ -26,7 +26,6 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/wire"
-	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -610,7 +609,7 @@ func TestTimeout(t *testing.T) {
 type gone struct{ spi.CheckpointStorage }
 
 func (gone) Store(context.Context, spi.CheckpointKey, []byte) error {
-	return fmt.Errorf("checkpointstorage plugin \"disk\" (pid 1): %w; its log above says why", plugins.ErrPluginExited)
+	return fmt.Errorf("checkpointstorage plugin \"disk\" (pid 1): %w; its log above says why", spi.ErrPluginExited)
 }
 
 // TestStorageLost: when the storage's plugin process is gone, the request
@@ -632,7 +631,7 @@ func TestStorageLost(t *testing.T) {
 	}
 	select {
 	case err := <-done:
-		if !errors.Is(err, plugins.ErrPluginExited) {
+		if !errors.Is(err, spi.ErrPluginExited) {
 			t.Fatalf("Run = %v, want an error wrapping ErrPluginExited", err)
 		}
 	case <-time.After(30 * time.Second):

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/daemons/shellapi"
 	"github.com/egret-stream/egret/internal/logfile"
 )
 
@@ -218,7 +219,7 @@ func ComputePaths(workDir, configFile string) (Paths, error) {
 		PackageDir:    filepath.Join(w, "package"),
 		LogsDir:       filepath.Join(w, "logs"),
 		InstancesDir:  filepath.Join(w, "instances"),
-		PidsFile:      filepath.Join(w, "pids.json"),
+		PidsFile:      filepath.Join(w, shellapi.PidsFile),
 		MetricsFile:   filepath.Join(w, "metrics.jsonl"),
 		StmgrSocket:   filepath.Join(w, "stmgr.sock"),
 		MetricsSocket: filepath.Join(w, "metricsmgr.sock"),

@@ -22,11 +22,6 @@ import (
 	"github.com/egret-stream/egret/statemgr/localfs"
 )
 
-// KindContainer is the process of a process-per-container topology
-// (topology.container.mode): the topology binary running the container's
-// stream manager and all its instances.
-const KindContainer Kind = "container"
-
 // containerProcess is the name of that process (and its log file).
 const containerProcess = "container"
 

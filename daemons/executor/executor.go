@@ -584,16 +584,6 @@ func (e *Executor) Restarts(name string) int {
 	return 0
 }
 
-// PidFile is the content of W/pids.json.
-type PidFile struct {
-	Executor int `json:"executor"`
-	// Processes maps each running child to its pid.
-	Processes map[string]int `json:"processes"`
-	// Status is every child's state and restart count, sorted by name
-	// (what the shell's GET /processes serves).
-	Status []ProcessStatus `json:"status"`
-}
-
 // writePidsLocked rewrites W/pids.json atomically; the caller holds e.mu.
 func (e *Executor) writePidsLocked() {
 	pf := PidFile{Executor: os.Getpid(), Processes: map[string]int{}}

@@ -15,35 +15,37 @@ import (
 
 	"github.com/egret-stream/egret/core/topobin"
 	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
+	"github.com/egret-stream/egret/daemons/shellapi"
 	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/internal/safepath"
 )
 
-// Kind is the kind of a child process.
-type Kind string
-
-// The kinds of children.
-const (
-	KindTManager   Kind = "tmanager"
-	KindMetricsMgr Kind = "metricsmgr"
-	KindStmgr      Kind = "stmgr"
-	KindInstance   Kind = "instance"
-	KindShell      Kind = "shell"
-	KindCkptMgr    Kind = "ckptmgr"
-	KindHealthMgr  Kind = "healthmgr"
+// The process kinds, states and statuses the executor publishes in its
+// pid file are the shell's contract (daemons/shellapi).
+type (
+	Kind          = shellapi.Kind
+	State         = shellapi.State
+	ProcessStatus = shellapi.ProcessStatus
+	PidFile       = shellapi.PidFile
 )
 
-// State is where a child is in its life cycle.
-type State string
-
-// The states of a child.
+// The kinds and states of children.
 const (
-	StateStarting State = "starting"
-	StateRunning  State = "running"
-	StateBackoff  State = "backoff"  // exited; waiting to be restarted
-	StateStopping State = "stopping" // SIGTERM sent
-	StateStopped  State = "stopped"  // stopped for good
+	KindTManager   = shellapi.KindTManager
+	KindMetricsMgr = shellapi.KindMetricsMgr
+	KindStmgr      = shellapi.KindStmgr
+	KindInstance   = shellapi.KindInstance
+	KindShell      = shellapi.KindShell
+	KindCkptMgr    = shellapi.KindCkptMgr
+	KindHealthMgr  = shellapi.KindHealthMgr
+	KindContainer  = shellapi.KindContainer
+
+	StateStarting = shellapi.StateStarting
+	StateRunning  = shellapi.StateRunning
+	StateBackoff  = shellapi.StateBackoff
+	StateStopping = shellapi.StateStopping
+	StateStopped  = shellapi.StateStopped
 )
 
 // EventKind says what happened to a child.
@@ -78,27 +80,6 @@ type Event struct {
 	Reason string
 	Killed bool
 	Err    error
-}
-
-// ProcessStatus is a snapshot of one child, for tests, the shell and the
-// tracker.
-type ProcessStatus struct {
-	Name string `json:"name"`
-	Kind Kind   `json:"kind"`
-	// Task is the task id of an instance (0 otherwise).
-	Task int `json:"task,omitempty"`
-	// PID is 0 while the process is not running.
-	PID      int   `json:"pid"`
-	State    State `json:"state"`
-	Restarts int   `json:"restarts"`
-	// StartedAt is when the current (or last) run started.
-	StartedAt time.Time `json:"started_at"`
-	// LastExit describes how the last run ended ("" if none has).
-	LastExit string   `json:"last_exit,omitempty"`
-	Args     []string `json:"args"`
-	// OOMKills counts the runs of an instance that ended because it
-	// exceeded its memory limit.
-	OOMKills int `json:"oom_kills,omitempty"`
 }
 
 // process supervises one child: it runs it, restarts it when it exits and

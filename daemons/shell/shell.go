@@ -25,7 +25,7 @@ import (
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
-	"github.com/egret-stream/egret/daemons/executor"
+	"github.com/egret-stream/egret/daemons/shellapi"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/internal/safepath"
 	"github.com/egret-stream/egret/proto/egretpb"
@@ -267,12 +267,6 @@ func openLog(p string) (*os.File, os.FileInfo, error) {
 	return f, fi, nil
 }
 
-// Response headers of a log read.
-const (
-	HeaderFileSize = "X-Egret-File-Size"
-	HeaderOffset   = "X-Egret-Offset"
-)
-
 func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, escaped string) {
 	p, code, err := s.checkLogName(escaped)
 	if err != nil {
@@ -301,7 +295,7 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, escaped string
 	}
 	defer f.Close()
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set(HeaderFileSize, strconv.FormatInt(fi.Size(), 10))
+	w.Header().Set(shellapi.HeaderFileSize, strconv.FormatInt(fi.Size(), 10))
 	if !ranged {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		http.ServeContent(w, r, "", fi.ModTime(), f)
@@ -318,7 +312,7 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, escaped string
 	}
 	n = min(n, MaxRead)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set(HeaderOffset, strconv.FormatInt(offset, 10))
+	w.Header().Set(shellapi.HeaderOffset, strconv.FormatInt(offset, 10))
 	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
 	if _, err := f.Seek(offset, io.SeekStart); err != nil {
 		httpError(w, http.StatusInternalServerError, "seek: "+err.Error())
@@ -327,9 +321,9 @@ func (s *Server) serveLog(w http.ResponseWriter, r *http.Request, escaped string
 	_, _ = io.CopyN(w, f, n)
 }
 
-func (s *Server) pidFile() (executor.PidFile, error) {
-	var pf executor.PidFile
-	b, err := os.ReadFile(filepath.Join(s.cfg.WorkDir, "pids.json"))
+func (s *Server) pidFile() (shellapi.PidFile, error) {
+	var pf shellapi.PidFile
+	b, err := os.ReadFile(filepath.Join(s.cfg.WorkDir, shellapi.PidsFile))
 	if err != nil {
 		return pf, fmt.Errorf("read the executor's pid file: %w", err)
 	}
@@ -339,7 +333,7 @@ func (s *Server) pidFile() (executor.PidFile, error) {
 	return pf, nil
 }
 
-func (s *Server) processes() ([]executor.ProcessStatus, error) {
+func (s *Server) processes() ([]shellapi.ProcessStatus, error) {
 	pf, err := s.pidFile()
 	return pf.Status, err
 }
@@ -438,7 +432,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request, escaped string) {
 		return
 	}
 	ps := pf.Status
-	var target *executor.ProcessStatus
+	var target *shellapi.ProcessStatus
 	for i := range ps {
 		if ps[i].Name == name {
 			target = &ps[i]

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/state"
-	"github.com/egret-stream/egret/daemons/executor"
+	"github.com/egret-stream/egret/daemons/shellapi"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/statemgr/memory"
@@ -46,9 +46,9 @@ func mustWrite(t *testing.T, p, content string) {
 	}
 }
 
-func writePids(t *testing.T, work string, st ...executor.ProcessStatus) {
+func writePids(t *testing.T, work string, st ...shellapi.ProcessStatus) {
 	t.Helper()
-	pf := executor.PidFile{Executor: os.Getpid(), Processes: map[string]int{}, Status: st}
+	pf := shellapi.PidFile{Executor: os.Getpid(), Processes: map[string]int{}, Status: st}
 	for _, s := range st {
 		if s.PID > 0 {
 			pf.Processes[s.Name] = s.PID
@@ -206,9 +206,9 @@ func TestReadLog(t *testing.T) {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 || string(b) != tc.want || resp.Header.Get(HeaderOffset) != tc.offset || resp.Header.Get(HeaderFileSize) != "31" {
+		if resp.StatusCode != 200 || string(b) != tc.want || resp.Header.Get(shellapi.HeaderOffset) != tc.offset || resp.Header.Get(shellapi.HeaderFileSize) != "31" {
 			t.Errorf("GET %s = %d %q (offset %q size %q), want %q at %q", tc.path, resp.StatusCode, b,
-				resp.Header.Get(HeaderOffset), resp.Header.Get(HeaderFileSize), tc.want, tc.offset)
+				resp.Header.Get(shellapi.HeaderOffset), resp.Header.Get(shellapi.HeaderFileSize), tc.want, tc.offset)
 		}
 	}
 	// HTTP Range.
@@ -295,8 +295,8 @@ func TestProcessesAndKill(t *testing.T) {
 	f := start(t)
 	cmd, exited := startChild(t)
 	writePids(t, f.work,
-		executor.ProcessStatus{Name: "instance-word-1", Kind: executor.KindInstance, Task: 1, PID: cmd.Process.Pid, State: executor.StateRunning, Restarts: 2},
-		executor.ProcessStatus{Name: "stmgr", Kind: executor.KindStmgr, State: executor.StateBackoff, Restarts: 5},
+		shellapi.ProcessStatus{Name: "instance-word-1", Kind: shellapi.KindInstance, Task: 1, PID: cmd.Process.Pid, State: shellapi.StateRunning, Restarts: 2},
+		shellapi.ProcessStatus{Name: "stmgr", Kind: shellapi.KindStmgr, State: shellapi.StateBackoff, Restarts: 5},
 	)
 	code, body := raw(t, f.addr, "GET", "/processes", nil)
 	var ps []Process
@@ -335,8 +335,8 @@ func TestProcessesAndKill(t *testing.T) {
 	default:
 	}
 	// A pid file naming another executor (stale, or a reused pid): refused.
-	pf := executor.PidFile{Executor: 1, Processes: map[string]int{"instance-word-1": cmd.Process.Pid},
-		Status: []executor.ProcessStatus{{Name: "instance-word-1", PID: cmd.Process.Pid, State: executor.StateRunning}}}
+	pf := shellapi.PidFile{Executor: 1, Processes: map[string]int{"instance-word-1": cmd.Process.Pid},
+		Status: []shellapi.ProcessStatus{{Name: "instance-word-1", PID: cmd.Process.Pid, State: shellapi.StateRunning}}}
 	b, _ := json.Marshal(pf)
 	mustWrite(t, filepath.Join(f.work, "pids.json"), string(b))
 	if code, body := raw(t, f.addr, "POST", kill, map[string]string{SecretHeader: hex.EncodeToString(f.secret)}); code != http.StatusConflict {
@@ -347,7 +347,7 @@ func TestProcessesAndKill(t *testing.T) {
 		t.Fatal("the process died although it is not the executor's child")
 	default:
 	}
-	writePids(t, f.work, executor.ProcessStatus{Name: "instance-word-1", Kind: executor.KindInstance, Task: 1, PID: cmd.Process.Pid, State: executor.StateRunning})
+	writePids(t, f.work, shellapi.ProcessStatus{Name: "instance-word-1", Kind: shellapi.KindInstance, Task: 1, PID: cmd.Process.Pid, State: shellapi.StateRunning})
 	if code, body := raw(t, f.addr, "POST", kill, map[string]string{SecretHeader: hex.EncodeToString(f.secret)}); code != 200 {
 		t.Fatalf("kill with the secret = %d %s", code, body)
 	}

@@ -89,7 +89,7 @@ func LoadScheduler(t testing.TB, pkg, name string, cfg spi.Config) spi.Scheduler
 // closeOrExited closes c, accepting that a test already closed it or
 // killed its plugin.
 func closeOrExited(t testing.TB, c io.Closer) {
-	if err := c.Close(); err != nil && !errors.Is(err, plugins.ErrPluginExited) && !errors.Is(err, spi.ErrClosed) {
+	if err := c.Close(); err != nil && !errors.Is(err, spi.ErrPluginExited) && !errors.Is(err, spi.ErrClosed) {
 		t.Errorf("close: %v", err)
 	}
 }

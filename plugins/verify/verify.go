@@ -164,7 +164,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	// its config before any check runs.
 	probe, closer, err := v.load(ctx)
 	if err != nil {
-		if errors.Is(err, plugins.ErrPluginExited) {
+		if errors.Is(err, spi.ErrPluginExited) {
 			return nil, fmt.Errorf("verify %s plugin %s: it crashed while starting: %w", kind, path, err)
 		}
 		return nil, badInput("verify %s plugin %s: %w", kind, path, err)

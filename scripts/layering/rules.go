@@ -34,9 +34,9 @@ var backendKinds = map[string]bool{
 // contracts are the packages of daemons/ that daemons share; a daemon
 // reaches another only through them.
 var contracts = map[string]bool{
-	"daemons/wire":    true, // framing, codecs, the data frame
-	"daemons/acking":  true, // the XOR ledger, kept by the stream manager and by local mode
-	"daemons/handoff": true, // the in-process hand-off between instances and their stream manager
+	"daemons/wire":     true, // framing, codecs, the data frame
+	"daemons/acking":   true, // the XOR ledger, kept by the stream manager and by local mode
+	"daemons/shellapi": true, // the executor's pid file and the shell's HTTP API, read by the tracker
 }
 
 // fakes are test doubles whose name does not say so.
@@ -76,9 +76,6 @@ var allowed = []allowance{
 	{"schedulers/mesos/mesostest", "uploaders/fetch", "issue 35: fetch moves out of uploaders/"},
 	{"uploaders/uploadertest", "uploaders/fetch", "issue 35: fetch moves out of uploaders/"},
 	{"launcher", "packing/render", "issue 35: render moves out of packing/"},
-	{"daemons/ckptmgr", "plugins", "issue 35: plugins.ErrPluginExited moves to core/spi"},
-	{"daemons/shell", "daemons/executor", "issue 35: what the shell reads of the executor moves to a contract package"},
-	{"tracker", "daemons/shell", "issue 35: the shell's header constants move to a contract package"},
 	{"bench/recovery", "test/e2e/testdata/ackcheck/ackcheck", "issue 35: bench gets its own topologies"},
 	{"bench/recovery", "test/e2e/testdata/effectivelyonce/eocount", "issue 35: bench gets its own topologies"},
 }
@@ -187,7 +184,7 @@ func violation(from, to string) string {
 		case in(ta, areaBackend, areaKind):
 			return "a daemon imports no backend"
 		case ta == areaDaemon && tr != fr && !(fa == areaDaemon && isTestHelper(from)):
-			return "daemons import each other only through the contract packages (daemons/wire, daemons/acking, daemons/handoff)"
+			return "daemons import each other only through the contract packages (daemons/wire, daemons/acking, daemons/shellapi)"
 		case in(ta, areaLauncher, areaPlugins, areaComposition, areaTracker, areaConnectors, areaRunner):
 			return "a daemon imports none of launcher/, plugins/, cli/, tracker/, connectors/, api/runner"
 		}
