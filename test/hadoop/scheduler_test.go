@@ -3,8 +3,14 @@ package hadoop
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,6 +83,36 @@ func conformanceHarness(t *testing.T, newSched func(t *testing.T) spi.Scheduler)
 		Timeout:      4 * time.Minute,
 		PollInterval: time.Second,
 		StrictErrors: true,
+		// The container's process (YARN sets CONTAINER_ID in its
+		// environment) is killed with SIGKILL: the NodeManager reports the
+		// container failed and the service's AM asks for a new one.
+		LoseContainer: func(ctx context.Context, topology string, container int) error {
+			running, err := observe(ctx, topology)
+			if err != nil {
+				return err
+			}
+			id := running[container]
+			if id == "" {
+				return fmt.Errorf("container %d of %s is not running (%v)", container, topology, running)
+			}
+			n := 0
+			entries, _ := os.ReadDir("/proc")
+			for _, e := range entries {
+				pid, err := strconv.Atoi(e.Name())
+				if err != nil {
+					continue
+				}
+				env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+				if err == nil && slices.Contains(strings.Split(string(env), "\x00"), "CONTAINER_ID="+id) {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					n++
+				}
+			}
+			if n == 0 {
+				return fmt.Errorf("no process of YARN container %s (container %d of %s)", id, container, topology)
+			}
+			return nil
+		},
 	}
 }
 
