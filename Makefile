@@ -31,6 +31,12 @@ test: test-deps ## run every test (installs what the tests need when missing)
 test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars, the Nomad 1.6.3 agent built from its module) when missing
 	@scripts/test-deps.sh
 
+IMAGE ?= egret/egret:latest
+image: ## build egret's container image without Docker: bin/egret-image.tar (an OCI archive for ctr images import or egret image push --from)
+	@mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/egret-linux-$$($(GO) env GOARCH) ./cmd/egret
+	bin/egret-linux-$$($(GO) env GOARCH) image build --binary bin/egret-linux-$$($(GO) env GOARCH) --tag $(IMAGE) -o bin/egret-image.tar
+
 # The test programs under testdata directories (./... leaves them out).
 TESTDATA_PKGS = $(shell git ls-files '*.go' | grep -E '(^|/)testdata/' | xargs -n1 dirname | sort -u | sed 's|^|./|')
 
@@ -76,4 +82,4 @@ demo: ## run word count on a local 2-container cluster for 15 s, print live coun
 demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test test-deps lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local
+.PHONY: help build test test-deps image lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local

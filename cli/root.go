@@ -138,6 +138,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(
 		submitCmd(g), killCmd(g), activateCmd(g, true), activateCmd(g, false), restartCmd(g),
 		updateCmd(g), upgradeCmd(g), applyCmd(g), listCmd(g), metricsCmd(g), logsCmd(g), loglevelCmd(g), trackerCmd(g), configCmd(g), servePackagesCmd(g), pluginCmd(g),
+		imageCmd(), kubernetesCmd(),
 	)
 	addDaemonCmds(root, g)
 	closeAfter(root, g)

@@ -241,9 +241,14 @@ func TestForbiddenStatefulSet(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log.add(r)
 		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/version":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, `{"major":"1","minor":"34","gitVersion":"v1.34.4"}`)
 		case r.Method == http.MethodGet:
 			status(w, 404, "NotFound", "not found")
-		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/statefulsets"):
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/statefulsets") && r.URL.Query().Get("dryRun") == "":
+			// The dry run passes, the real create is refused (as an
+			// admission webhook may refuse the real create only).
 			status(w, 403, "Forbidden", `statefulsets.apps is forbidden: User "alice" cannot create resource "statefulsets" in API group "apps" in the namespace "egret-test"`)
 		case r.Method == http.MethodPost:
 			body, _ := io.ReadAll(r.Body)

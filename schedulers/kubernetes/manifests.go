@@ -381,7 +381,10 @@ func (s *settings) podTemplate(job spi.Job, ns string) (*corev1.PodTemplateSpec,
 		ObjectMeta: metav1.ObjectMeta{Labels: labels(name), Annotations: map[string]string{AnnotationTopologyID: job.TopologyID}},
 		Spec: corev1.PodSpec{
 			ServiceAccountName: s.serviceAccount,
-			RestartPolicy:      corev1.RestartPolicyAlways,
+			// The daemons do not call the API server.
+			AutomountServiceAccountToken: ptr(false),
+			SecurityContext:              podSecurity(),
+			RestartPolicy:                corev1.RestartPolicyAlways,
 			// The executor stops its daemons within the stop grace.
 			TerminationGracePeriodSeconds: ptr(int64((s.stopGrace + 5e9).Seconds())),
 			InitContainers: []corev1.Container{{
@@ -391,6 +394,7 @@ func (s *settings) podTemplate(job spi.Job, ns string) (*corev1.PodTemplateSpec,
 				Command:         []string{"sh", "-c", fetchScript},
 				Env:             initEnv,
 				VolumeMounts:    mounts,
+				SecurityContext: containerSecurity(),
 			}},
 			Containers: []corev1.Container{{
 				Name:            ContainerName,
@@ -404,7 +408,8 @@ func (s *settings) podTemplate(job spi.Job, ns string) (*corev1.PodTemplateSpec,
 					{Name: "tmanager-http", ContainerPort: PortTManagerHTTP, Protocol: corev1.ProtocolTCP},
 					{Name: "stmgr", ContainerPort: PortStmgr, Protocol: corev1.ProtocolTCP},
 				},
-				VolumeMounts: append(slices.Clone(mounts), corev1.VolumeMount{Name: volumeConfig, MountPath: mountConfig, ReadOnly: true}),
+				VolumeMounts:    append(slices.Clone(mounts), corev1.VolumeMount{Name: volumeConfig, MountPath: mountConfig, ReadOnly: true}),
+				SecurityContext: containerSecurity(),
 			}},
 			Volumes: []corev1.Volume{
 				{Name: volumeWork, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
@@ -418,6 +423,32 @@ func (s *settings) podTemplate(job spi.Job, ns string) (*corev1.PodTemplateSpec,
 		return t, nil
 	}
 	return applyPatch(t, s.patch, s.patchType, name)
+}
+
+// RunAsUser is the uid (and gid) the pods run as: the egret image's user
+// egret (internal/ociimage).
+const RunAsUser = 65532
+
+// podSecurity is the pod's security context of the "restricted" Pod
+// Security Standard: not root (uid and gid 65532, which also own the
+// volumes), the runtime's default seccomp profile.
+func podSecurity() *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot:   ptr(true),
+		RunAsUser:      ptr(int64(RunAsUser)),
+		RunAsGroup:     ptr(int64(RunAsUser)),
+		FSGroup:        ptr(int64(RunAsUser)),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+// containerSecurity is each container's part of the "restricted"
+// standard: no privilege escalation, every capability dropped.
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+	}
 }
 
 // fetchScript is the init container's: download the topology package,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +94,7 @@ func realClusterConfig(kc, ns string) spi.Config {
 	return spi.Config{
 		KeyKubeconfig: kc, KeyNamespace: ns, KeyImage: "busybox:1.36", KeyScheduleTimeout: "60s", KeyDeleteTimeout: "2m",
 		KeyTManagerCPU: "0.1", KeyTManagerRAM: "64MiB", KeyTManagerDisk: "64MiB",
-		KeyPodTemplatePatch: `{"spec":{"initContainers":[{"name":"fetch","command":["true"]}],"containers":[{"name":"executor","command":["sleep","3600"],"args":[]}]}}`,
+		KeyPodTemplatePatch: `{"spec":{"initContainers":[{"name":"fetch","command":["true"]}],"containers":[{"name":"executor","command":["sh","-c","trap 'exit 0' TERM; sleep 3600 & wait"],"args":[]}]}}`,
 	}
 }
 
@@ -107,7 +108,7 @@ func TestRealClusterPatch(t *testing.T) {
 	}
 	_, _, sts := decodeManifests(t, out)
 	spec := sts.Spec.Template.Spec
-	if c := spec.Containers[0]; c.Name != ContainerName || len(c.Command) != 2 || c.Command[0] != "sleep" || len(c.Args) != 0 || c.Image != "busybox:1.36" {
+	if c := spec.Containers[0]; c.Name != ContainerName || len(c.Command) != 3 || !strings.Contains(c.Command[2], "trap 'exit 0' TERM") || len(c.Args) != 0 || c.Image != "busybox:1.36" {
 		t.Errorf("executor: %v %v %s", c.Command, c.Args, c.Image)
 	}
 	if c := spec.InitContainers[0]; len(c.Command) != 1 || c.Command[0] != "true" {

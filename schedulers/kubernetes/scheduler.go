@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -106,6 +108,12 @@ func (sc *Scheduler) Schedule(ctx context.Context, job spi.Job) error {
 	case !apierrors.IsNotFound(err):
 		return sc.fail(ctx, "look up StatefulSet "+name, err)
 	}
+	if err := sc.checkVersion(ctx); err != nil {
+		return err
+	}
+	if err := sc.dryRun(ctx, objs); err != nil {
+		return err
+	}
 	if err := sc.create(ctx, objs); err != nil {
 		return err
 	}
@@ -117,6 +125,69 @@ func (sc *Scheduler) Schedule(ctx context.Context, job spi.Job) error {
 		return fmt.Errorf("%w; the topology's objects were removed", err)
 	}
 	return nil
+}
+
+// minPodIndex is the first Kubernetes minor version (1.x) whose
+// StatefulSet controller sets the apps.kubernetes.io/pod-index label
+// (feature gate PodIndexLabel, on by default from 1.28), which gives each
+// pod its container index.
+const minPodIndex = 28
+
+// checkVersion refuses an API server older than 1.28, before anything is
+// created. A version the server does not report in numbers (a
+// distribution's own scheme) is let through: the pods' wait then reports
+// a missing label.
+func (sc *Scheduler) checkVersion(ctx context.Context) error {
+	v, err := sc.client.Discovery().ServerVersion()
+	if err != nil {
+		return sc.fail(ctx, "read the server version", err)
+	}
+	major, err1 := strconv.Atoi(strings.TrimRight(v.Major, "+"))
+	minor, err2 := strconv.Atoi(strings.TrimRight(v.Minor, "+"))
+	if err1 != nil || err2 != nil {
+		sc.log.Warn("the API server reports no numeric version; assuming it sets the pod-index label", zap.String("version", v.GitVersion))
+		return nil
+	}
+	if major < 1 || (major == 1 && minor < minPodIndex) {
+		return fmt.Errorf("kubernetes scheduler: the API server %s runs Kubernetes %s, whose StatefulSet pods have no %s label (it gives each pod its container index): use Kubernetes 1.%d or later: %w",
+			sc.host, v.GitVersion, appsv1.PodIndexLabel, minPodIndex, spi.ErrUnsupported)
+	}
+	return nil
+}
+
+// dryRun has the API server check the objects (a server-side dry run:
+// admission, defaulting and validation, strict field validation, nothing
+// stored), so that a pod template patch or a setting the server rejects
+// fails the submission before anything is created.
+func (sc *Scheduler) dryRun(ctx context.Context, o *Objects) error {
+	opts := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict}
+	check := func(kind, name string, err error) error {
+		switch {
+		case err == nil, apierrors.IsAlreadyExists(err):
+			// Validation passed (a stale object is replaced later).
+			return nil
+		case apierrors.IsInvalid(err), apierrors.IsBadRequest(err):
+			var status apierrors.APIStatus
+			msg := err.Error()
+			if errors.As(err, &status) {
+				msg = status.Status().Message
+			}
+			return fmt.Errorf("kubernetes scheduler: the API server rejects the topology's %s %s/%s, so nothing was created: %s (check %s and the other %s keys)",
+				kind, sc.ns, name, oneLine(msg), KeyPodTemplatePatch, "egret.kubernetes.*")
+		default:
+			return sc.fail(ctx, "check "+kind+" "+name+" (server-side dry run)", err)
+		}
+	}
+	_, err := sc.client.CoreV1().ConfigMaps(sc.ns).Create(ctx, o.ConfigMap, opts)
+	if err := check("ConfigMap", o.ConfigMap.Name, err); err != nil {
+		return err
+	}
+	_, err = sc.client.CoreV1().Services(sc.ns).Create(ctx, o.Service, opts)
+	if err := check("Service", o.Service.Name, err); err != nil {
+		return err
+	}
+	_, err = sc.client.AppsV1().StatefulSets(sc.ns).Create(ctx, o.StatefulSet, opts)
+	return check("StatefulSet", o.StatefulSet.Name, err)
 }
 
 // create creates the objects in order; when one fails, those created
@@ -135,7 +206,8 @@ func (sc *Scheduler) create(ctx context.Context, o *Objects) error {
 	}
 	name := o.StatefulSet.Name
 	cms := sc.client.CoreV1().ConfigMaps(sc.ns)
-	if _, err := cms.Create(ctx, o.ConfigMap, metav1.CreateOptions{}); err != nil {
+	strict := metav1.CreateOptions{FieldValidation: metav1.FieldValidationStrict}
+	if _, err := cms.Create(ctx, o.ConfigMap, strict); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return sc.fail(ctx, "create ConfigMap "+o.ConfigMap.Name, err)
 		}
@@ -152,7 +224,7 @@ func (sc *Scheduler) create(ctx context.Context, o *Objects) error {
 	}
 	undo = append(undo, func(c context.Context) error { return cms.Delete(c, o.ConfigMap.Name, metav1.DeleteOptions{}) })
 	svcs := sc.client.CoreV1().Services(sc.ns)
-	if _, err := svcs.Create(ctx, o.Service, metav1.CreateOptions{}); err != nil {
+	if _, err := svcs.Create(ctx, o.Service, strict); err != nil {
 		if !apierrors.IsAlreadyExists(err) {
 			return rollback(sc.fail(ctx, "create Service "+o.Service.Name, err))
 		}
@@ -168,7 +240,7 @@ func (sc *Scheduler) create(ctx context.Context, o *Objects) error {
 		}
 	}
 	undo = append(undo, func(c context.Context) error { return svcs.Delete(c, o.Service.Name, metav1.DeleteOptions{}) })
-	if _, err := sc.client.AppsV1().StatefulSets(sc.ns).Create(ctx, o.StatefulSet, metav1.CreateOptions{}); err != nil {
+	if _, err := sc.client.AppsV1().StatefulSets(sc.ns).Create(ctx, o.StatefulSet, strict); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			return rollback(fmt.Errorf("kubernetes scheduler: StatefulSet %s/%s was created by someone else meanwhile: %w", sc.ns, name, spi.ErrExists))
 		}

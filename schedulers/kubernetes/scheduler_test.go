@@ -14,12 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/schedulers/kubernetes/kubetest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/version"
+	fakediscovery "k8s.io/client-go/discovery/fake"
 )
 
 func waitFor(t *testing.T, what string, cond func() bool) {
@@ -218,7 +221,7 @@ func TestUnschedulable(t *testing.T) {
 // TestFailedCreate: pods the StatefulSet controller cannot create (a
 // quota) are reported with its event.
 func TestFailedCreate(t *testing.T) {
-	f := fake.NewClientset() // no controller: no pod appears
+	f := kubetest.NewFake() // no controller: no pod appears
 	ctx := context.Background()
 	_, err := f.CoreV1().Events(testNS).Create(ctx, &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: "wordcount.1", Namespace: testNS},
@@ -357,7 +360,7 @@ func envValue(env []corev1.EnvVar, name string) string {
 // TestNoPodIndexLabel: on a Kubernetes older than 1.28 the pods have no
 // pod-index label; submit says so and removes what it created.
 func TestNoPodIndexLabel(t *testing.T) {
-	f := fake.NewClientset()
+	f := kubetest.NewFake()
 	ctx := context.Background()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "wordcount-0", Namespace: testNS, Labels: selector("wordcount")}}
 	if _, err := f.CoreV1().Pods(testNS).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
@@ -367,6 +370,56 @@ func TestNoPodIndexLabel(t *testing.T) {
 	err := sc.Schedule(ctx, testJob())
 	if err == nil || !strings.Contains(err.Error(), "pod wordcount-0 has no label apps.kubernetes.io/pod-index") || !strings.Contains(err.Error(), "the topology's objects were removed") {
 		t.Errorf("got %v", err)
+	}
+	noObjects(t, f, "wordcount")
+}
+
+// TestOldServerVersion: an API server older than 1.28 (no pod-index
+// label) is refused before anything is created.
+func TestOldServerVersion(t *testing.T) {
+	f := kubetest.NewFake()
+	f.Discovery().(*fakediscovery.FakeDiscovery).FakedServerVersion = &version.Info{Major: "1", Minor: "27+", GitVersion: "v1.27.3-gke.100"}
+	sc := newTestScheduler(t, f, testConfig())
+	err := sc.Schedule(context.Background(), testJob())
+	if !errors.Is(err, spi.ErrUnsupported) || !strings.Contains(err.Error(), "runs Kubernetes v1.27.3-gke.100") || !strings.Contains(err.Error(), "use Kubernetes 1.28 or later") {
+		t.Fatalf("got %v", err)
+	}
+	for _, a := range f.Actions() {
+		if a.GetVerb() == "create" {
+			t.Errorf("%s %s sent", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+}
+
+// TestDryRunFirst: the objects are checked with a server-side dry run
+// before the first is created, and a rejection creates nothing.
+func TestDryRunFirst(t *testing.T) {
+	f := kubetest.NewFake()
+	f.PrependReactor("create", "statefulsets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if ca := a.(k8stesting.CreateActionImpl); len(ca.CreateOptions.DryRun) > 0 {
+			return true, nil, apierrors.NewInvalid(schema.GroupKind{Group: "apps", Kind: "StatefulSet"}, "wordcount",
+				field.ErrorList{field.Required(field.NewPath("spec", "template", "spec", "containers").Index(0).Child("image"), "")})
+		}
+		return false, nil, nil
+	})
+	sc := newTestScheduler(t, f, testConfig())
+	err := sc.Schedule(context.Background(), testJob())
+	if err == nil || !strings.Contains(err.Error(), "the API server rejects the topology's StatefulSet egret-test/wordcount, so nothing was created") ||
+		!strings.Contains(err.Error(), "spec.template.spec.containers[0].image: Required value") {
+		t.Fatalf("got %v", err)
+	}
+	var dry, real int
+	for _, a := range f.Actions() {
+		if ca, ok := a.(k8stesting.CreateActionImpl); ok {
+			if len(ca.CreateOptions.DryRun) > 0 {
+				dry++
+			} else {
+				real++
+			}
+		}
+	}
+	if dry != 3 || real != 0 {
+		t.Errorf("%d dry-run creates, %d real ones; want 3 and 0", dry, real)
 	}
 	noObjects(t, f, "wordcount")
 }

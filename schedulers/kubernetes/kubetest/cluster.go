@@ -48,7 +48,7 @@ type Cluster struct {
 // (until the test ends).
 func NewCluster(t testing.TB, namespace string) *Cluster {
 	t.Helper()
-	f := &Cluster{Clientset: fake.NewClientset(), ns: namespace, nodeCPU: resource.MustParse("8"), nodeMem: resource.MustParse("16Gi")}
+	f := &Cluster{Clientset: NewFake(), ns: namespace, nodeCPU: resource.MustParse("8"), nodeMem: resource.MustParse("16Gi")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

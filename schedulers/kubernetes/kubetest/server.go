@@ -38,9 +38,9 @@ var kinds = map[string]schema.GroupVersionKind{
 // the stored resourceVersion, else 409 Conflict) and delete (honouring a
 // UID precondition) of ConfigMaps, Services, Pods, Events and
 // StatefulSets in a namespace; errors are Status objects with the API
-// server's codes and reasons. Anything else is 404. It is a facade of
-// the fake clientset's object tracker, not an API server: it validates
-// and defaults nothing.
+// server's codes and reasons; /version. Anything else is 404. It is a
+// facade of the fake clientset's object tracker, not an API server: it
+// validates and defaults only what real.go lists.
 func (f *Cluster) Serve(t testing.TB) *httptest.Server {
 	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(f.serveHTTP))
@@ -49,6 +49,11 @@ func (f *Cluster) Serve(t testing.TB) *httptest.Server {
 }
 
 func (f *Cluster) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/version" && r.Method == http.MethodGet {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(ServerVersion)
+		return
+	}
 	prefix, rest, ok := strings.Cut(r.URL.Path, "/namespaces/")
 	if !ok {
 		writeErr(w, apierrors.NewNotFound(schema.GroupResource{Resource: r.URL.Path}, ""))
@@ -109,6 +114,22 @@ func (f *Cluster) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		m, _ := meta.Accessor(obj)
 		if m.GetNamespace() == "" {
 			m.SetNamespace(ns)
+		}
+		var old runtime.Object
+		if r.Method == http.MethodPut {
+			old, _ = tracker.Get(gvr, ns, name)
+		}
+		if err := admit(obj, old); err != nil {
+			writeErr(w, err)
+			return
+		}
+		if r.Method == http.MethodPost && isDryRun(r.URL.Query()["dryRun"]) {
+			if _, err := tracker.Get(gvr, ns, m.GetName()); err == nil {
+				writeErr(w, apierrors.NewAlreadyExists(gvr.GroupResource(), m.GetName()))
+				return
+			}
+			writeObj(w, http.StatusCreated, withKind(obj, gvk))
+			return
 		}
 		code := http.StatusCreated
 		f.mu.Lock()
