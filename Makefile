@@ -31,6 +31,9 @@ test: test-deps ## run every test (installs what the tests need when missing)
 test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars, the Nomad 1.6.3 agent built from its module) when missing
 	@scripts/test-deps.sh
 
+k8s-deps: ## build the real Kubernetes of the kubernetes scheduler's real-cluster tests into ~/.cache/egret-k8s (once per machine; about 30 min of one core) and install containerd, runc and the CNI plugins
+	@scripts/k8s-deps.sh
+
 IMAGE ?= egret/egret:latest
 image: ## build egret's container image without Docker: bin/egret-image.tar (an OCI archive for ctr images import or egret image push --from)
 	@mkdir -p bin
@@ -82,4 +85,4 @@ demo: ## run word count on a local 2-container cluster for 15 s, print live coun
 demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test test-deps image lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local
+.PHONY: help build test test-deps k8s-deps image lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local
