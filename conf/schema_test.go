@@ -2,10 +2,13 @@ package conf_test
 
 import (
 	"flag"
+	"io"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+
+	"go.uber.org/zap"
 
 	_ "github.com/egret-stream/egret/catalog"
 	. "github.com/egret-stream/egret/conf"
@@ -127,5 +130,86 @@ func TestReferenceUpToDate(t *testing.T) {
 	}
 	if string(want) != got {
 		t.Fatal("REFERENCE.md is out of date: run go test ./conf -run TestReferenceUpToDate -update")
+	}
+}
+
+// TestEveryBackendKeyIsRead: a documented key that its backend never reads
+// is a lie to the operator. Each built-in backend is built by its
+// registered factory from a config holding every key's default (required
+// keys: a value pointing nowhere), and each key it declares must have been
+// looked up through spi.Config (spi.KeysRead records the lookups). The
+// factories may fail to reach their systems; they read their config first.
+func TestEveryBackendKeyIsRead(t *testing.T) {
+	cfg := spi.Config{}
+	for _, k := range Schema() {
+		v, err := ExpandDefault(k.Default)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.Required && v == "" {
+			v = "127.0.0.1:1" // host:port keys
+			if k.Check == nil || k.Check(v) != nil {
+				v = "http://127.0.0.1:1/"
+			}
+		}
+		cfg[k.Name] = v
+	}
+	cfg["egret.statemgr.root.path"] = "/egret-test"
+	cfg["egret.statemgr.connection.timeout"] = "100ms"
+	log := zap.NewNop()
+	build := map[string]func(name string, cfg spi.Config) (io.Closer, error){
+		spi.KindScheduler: func(n string, cfg spi.Config) (io.Closer, error) {
+			f, err := spi.LookupScheduler(n)
+			if err != nil {
+				return nil, err
+			}
+			return f(cfg, log)
+		},
+		spi.KindStateManager: func(n string, cfg spi.Config) (io.Closer, error) {
+			f, err := spi.LookupStateManager(n)
+			if err != nil {
+				return nil, err
+			}
+			return f(cfg, log)
+		},
+		spi.KindUploader: func(n string, cfg spi.Config) (io.Closer, error) {
+			f, err := spi.LookupUploader(n)
+			if err != nil {
+				return nil, err
+			}
+			return f(cfg, log)
+		},
+		spi.KindCheckpointStorage: func(n string, cfg spi.Config) (io.Closer, error) {
+			f, err := spi.LookupCheckpointStorage(n)
+			if err != nil {
+				return nil, err
+			}
+			return f(cfg, log)
+		},
+	}
+	for _, kind := range spi.Kinds {
+		for _, name := range Builtins(kind) {
+			keys, _ := spi.BackendKeys(kind, name)
+			if len(keys) == 0 {
+				continue
+			}
+			b, ok := build[kind]
+			if !ok {
+				continue // the metrics sinks: TestEveryCoreKeyIsRead
+			}
+			c := cfg.Clone()
+			c["egret."+map[string]string{spi.KindCheckpointStorage: "checkpoint.storage"}[kind]] = name
+			if be, err := b(name, c); err == nil && be != nil {
+				_ = be.Close()
+			} else {
+				t.Logf("%s %s: %v", kind, name, err)
+			}
+			read := spi.KeysRead()
+			for _, k := range keys {
+				if !slices.Contains(read, k.Name) {
+					t.Errorf("%s %s documents %s but does not read it: implement it or remove it from its keys", spi.KindNoun(kind), name, k.Name)
+				}
+			}
+		}
 	}
 }
