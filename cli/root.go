@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.uber.org/zap"
@@ -16,6 +17,7 @@ import (
 
 	_ "github.com/egret-stream/egret/catalog" // the built-in backends
 	"github.com/egret-stream/egret/conf"
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/plugins"
 )
@@ -67,7 +69,7 @@ func (g *globals) loadClusterWith(arg string, props []string) (*conf.Cluster, er
 		return nil, usageError{err}
 	}
 	c, err := conf.Load(conf.LoadOptions{Cluster: cluster, Role: role, Environ: env, ConfigPath: g.configPath, Overrides: props,
-		FindBackend: findBackend})
+		FindBackend: findBackend, PluginKeys: pluginKeys})
 	if err != nil {
 		return nil, usageError{err}
 	}
@@ -80,6 +82,17 @@ func findBackend(kind, name, pluginDir string) error {
 	_, err := plugins.NewLoader(pluginDir, nil).Find(kind, name)
 	return err
 }
+
+// pluginKeys asks an external plugin a cluster config selects for the
+// config keys it declares (it is started and stopped for the question).
+func pluginKeys(kind, name, pluginDir string) ([]spi.Key, bool, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), pluginKeysTimeout)
+	defer cancel()
+	return plugins.NewLoader(pluginDir, nil).Keys(ctx, kind, name)
+}
+
+// pluginKeysTimeout bounds a plugin's start and its answer.
+const pluginKeysTimeout = 30 * time.Second
 
 func (g *globals) launcher(arg string, log *zap.Logger) (*launcher.Launcher, error) {
 	return g.launcherWith(arg, g.properties, log, g.stdout)

@@ -279,7 +279,7 @@ func (l *loader) load() (*Cluster, error) {
 			msg := fmt.Sprintf("required key is missing; set it in %s.yaml of cluster %s", sk.File, cluster)
 			if sk.Backend != "" {
 				msg = fmt.Sprintf("required by the %s %s; set it in %s.yaml of cluster %s",
-					strings.Split(sk.Backend, "/")[1], kindNoun(strings.Split(sk.Backend, "/")[0]), sk.File, cluster)
+					strings.Split(sk.Backend, "/")[1], spi.KindNoun(strings.Split(sk.Backend, "/")[0]), sk.File, cluster)
 			}
 			e := l.values[sk.Name]
 			l.problem(Problem{File: e.origin, Line: e.line, Key: sk.Name, Message: msg})
@@ -493,7 +493,7 @@ func (l *loader) plugins(sel selection, sub *substituter) {
 			}
 			keys, ok, err := l.opts.PluginKeys(b.kind, name, dir)
 			if err != nil {
-				report(fmt.Errorf("the %s plugin %s cannot tell its config keys: %w", kindNoun(b.kind), name, err))
+				report(fmt.Errorf("the %s plugin %s cannot tell its config keys: %w", spi.KindNoun(b.kind), name, err))
 				continue
 			}
 			if ok {
@@ -561,19 +561,19 @@ func (l *loader) unknownKey(k string, sel selection) string {
 		scope := ns.prefix + "." + name
 		builtin := slices.Contains(t.builtins[ns.kind], name)
 		if builtin && t.hasPrefix(scope) {
-			return fmt.Sprintf("unknown key of the built-in %s %s", name, kindNoun(ns.kind)) + t.suggestIn(k, scope)
+			return fmt.Sprintf("unknown key of the built-in %s %s", name, spi.KindNoun(ns.kind)) + t.suggestIn(k, scope)
+		}
+		if l.declared[ns.kind+"/"+name] {
+			return fmt.Sprintf("unknown key of the %s plugin %s", spi.KindNoun(ns.kind), name) + t.suggestIn(k, scope)
 		}
 		if t.hasPrefix(scope) {
 			continue // not a plugin name but a section of the schema
 		}
 		if builtin {
-			return fmt.Sprintf("the built-in %s %s has no configuration keys", name, kindNoun(ns.kind)) + suggestFrom(k, t.names())
+			return fmt.Sprintf("the built-in %s %s has no configuration keys", name, spi.KindNoun(ns.kind)) + suggestFrom(k, t.names())
 		}
 		if !sel.selected(ns.kind, name) {
 			continue // not a plugin of this config: an unknown key
-		}
-		if l.declared[ns.kind+"/"+name] {
-			return fmt.Sprintf("unknown key of the %s plugin %s", kindNoun(ns.kind), name) + t.suggestIn(k, scope)
 		}
 		return "" // a key of the selected external plugin, which declares none
 	}
@@ -582,18 +582,6 @@ func (l *loader) unknownKey(k string, sel selection) string {
 	}
 	near, _ := nearest(k, t.names())
 	return fmt.Sprintf("unknown key (no built-in or selected backend reads it); did you mean %s?", near)
-}
-
-func kindNoun(kind string) string {
-	switch kind {
-	case "statemgr":
-		return "state manager"
-	case "packing":
-		return "packing algorithm"
-	case spi.KindCheckpointStorage:
-		return "checkpoint storage"
-	}
-	return kind
 }
 
 // suggestFrom returns "; did you mean X?" for the name nearest to k, or ""

@@ -298,7 +298,7 @@ func owner(k Key) string {
 		return "the core"
 	}
 	kind, name, _ := strings.Cut(k.Backend, "/")
-	return "the " + name + " " + kindNoun(kind)
+	return "the " + name + " " + spi.KindNoun(kind)
 }
 
 func (t *schemaTable) lookup(name string) (*Key, bool) {

@@ -32,7 +32,9 @@ type ObserverFactory func(cfg spi.Config, log *zap.Logger) (Observer, error)
 type ServeOption func(*serveOptions)
 
 type serveOptions struct {
-	observer ObserverFactory
+	observer     ObserverFactory
+	keys         []spi.Key // see WithKeys
+	keysDeclared bool
 }
 
 // WithObserver makes a scheduler plugin also serve the SchedulerObserver

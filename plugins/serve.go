@@ -65,7 +65,8 @@ func ServeBuiltin(kind, name string) {
 	if err != nil {
 		fail(err)
 	}
-	Serve(kind, impl)
+	keys, _ := spi.BackendKeys(kind, name)
+	Serve(kind, impl, WithKeys(keys...))
 }
 
 // Serve serves impl as a plugin of kind and never returns. impl is the
@@ -93,6 +94,13 @@ func Serve(kind string, impl any, opts ...ServeOption) {
 	set, closeBackend, err := pluginSet(kind, impl, log, o)
 	if err != nil {
 		fail(err)
+	}
+	if o.keysDeclared {
+		p, err := newConfigKeysPlugin(o.keys)
+		if err != nil {
+			fail(fmt.Errorf("serve %s: WithKeys: %w", kind, err))
+		}
+		set[configKeysName] = p
 	}
 	watchParent(log)
 	plugin.Serve(&plugin.ServeConfig{

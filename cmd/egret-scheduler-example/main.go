@@ -16,7 +16,8 @@ func main() {
 	// The observer lets `egret plugin verify` run the scheduler conformance
 	// suite against this binary: it reads the resource manager (the state
 	// file), never the scheduler's report.
-	plugins.ServeScheduler(example.New, plugins.WithObserver(func(cfg spi.Config, _ *zap.Logger) (plugins.Observer, error) {
+	// WithKeys declares its config keys, which egret then checks.
+	plugins.ServeScheduler(example.New, plugins.WithKeys(example.Keys...), plugins.WithObserver(func(cfg spi.Config, _ *zap.Logger) (plugins.Observer, error) {
 		return example.NewObserver(cfg)
 	}))
 }

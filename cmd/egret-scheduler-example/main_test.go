@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/egret-stream/egret/catalog"
 	"github.com/egret-stream/egret/cmd/egret-scheduler-example/example"
+	"github.com/egret-stream/egret/conf"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/plugins/plugintest"
@@ -83,5 +85,61 @@ func TestConfigErrors(t *testing.T) {
 	err = s.Schedule(context.Background(), schedulertest.NewJob("wc", 1))
 	if err == nil || !strings.Contains(err.Error(), "is corrupt") {
 		t.Fatalf("schedule with a corrupt state file: %v", err)
+	}
+}
+
+// TestDeclaresItsKeys: across the plugin boundary the binary declares its
+// config keys, and a cluster config that selects it has them checked as a
+// built-in's are (conf.LoadOptions.PluginKeys, as the CLI sets it).
+func TestDeclaresItsKeys(t *testing.T) {
+	dir := t.TempDir()
+	plugintest.Install(t, dir, spi.KindScheduler, "example", plugintest.Build(t, "."))
+	loader := plugintest.NewLoader(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	keys, declared, err := loader.Keys(ctx, spi.KindScheduler, "example")
+	if err != nil || !declared || len(keys) != 1 || keys[0].Name != example.KeyStateFile || !keys[0].Required || keys[0].Doc != example.Keys[0].Doc {
+		t.Fatalf("Keys = %+v, %v, %v", keys, declared, err)
+	}
+
+	confDir := t.TempDir()
+	files := map[string]string{
+		"ex/client.yaml":    "egret.plugin.directory: " + dir + "\n",
+		"ex/scheduler.yaml": "egret.scheduler: example\n",
+		"ex/statemgr.yaml":  "egret.statemgr: localfs\negret.statemgr.root.path: /tmp/ex-state\n",
+		"ex/uploader.yaml":  "egret.uploader: localfs\n",
+	}
+	for name, body := range files {
+		if err := os.MkdirAll(filepath.Join(confDir, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(confDir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	load := func(props ...string) error {
+		_, err := conf.Load(conf.LoadOptions{Cluster: "ex", ConfigPath: confDir, Overrides: props,
+			FindBackend: func(kind, name, pluginDir string) error {
+				_, err := plugins.NewLoader(pluginDir, nil).Find(kind, name)
+				return err
+			},
+			PluginKeys: func(kind, name, pluginDir string) ([]spi.Key, bool, error) {
+				return plugins.NewLoader(pluginDir, nil).Keys(ctx, kind, name)
+			}})
+		return err
+	}
+	for _, tc := range []struct {
+		props []string
+		want  string // "" = valid
+	}{
+		{[]string{example.KeyStateFile + "=/tmp/ex.json"}, ""},
+		{nil, example.KeyStateFile + ": required by the example scheduler"},
+		{[]string{example.KeyStateFile + "=/tmp/ex.json", "egret.scheduler.example.state.fil=x"},
+			"egret.scheduler.example.state.fil: unknown key of the scheduler plugin example; did you mean " + example.KeyStateFile + "?"},
+	} {
+		err := load(tc.props...)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%v: %v, want %q", tc.props, err, tc.want)
+		}
 	}
 }

@@ -22,6 +22,14 @@ import (
 // KeyStateFile names the JSON file the scheduler keeps its allocations in.
 const KeyStateFile = "egret.scheduler.example.state.file"
 
+// Keys are the config keys the scheduler reads, which the plugin declares
+// (plugins.WithKeys): egret checks them when it loads a cluster config
+// that selects it, and names the nearest one for a misspelled key.
+var Keys = []spi.Key{
+	{Name: KeyStateFile, Type: spi.KeyString, Required: true,
+		Doc: "The JSON file that records the running containers (the example's resource manager), e.g. ${EGRET_HOME}/example-cluster.json."},
+}
+
 // State is the content of the state file.
 type State struct {
 	// NextAlloc numbers allocations.
