@@ -87,7 +87,7 @@ type Key struct {
 func (k Key) Validate() error {
 	switch {
 	case k.Name != strings.ToLower(k.Name) || !strings.HasPrefix(k.Name, "egret.") || strings.HasSuffix(k.Name, ".") || strings.Contains(k.Name, ".."):
-		return fmt.Errorf("key %q: keys are lower-case dotted names starting with egret.", k.Name)
+		return fmt.Errorf("key %q: keys are lower-case dotted names starting with \"egret.\"", k.Name)
 	case k.Doc == "":
 		return fmt.Errorf("key %s: no doc", k.Name)
 	case (k.Type == KeyEnum) != (len(k.Enum) > 0):
