@@ -20,6 +20,7 @@ import (
 	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/metricsmgr"
 	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/internal/daemonlog"
 	"github.com/egret-stream/egret/internal/hostaddr"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
@@ -276,17 +277,9 @@ func (g *globals) daemonLogger() *zap.Logger {
 
 // daemonLoggerLevel builds a daemon's logger and returns its level.
 func (g *globals) daemonLoggerLevel() (*zap.Logger, zap.AtomicLevel) {
-	cfg := zap.NewProductionConfig()
-	cfg.OutputPaths = []string{"stderr"}
-	cfg.ErrorOutputPaths = []string{"stderr"}
-	cfg.DisableStacktrace = true // a peer sending garbage must not multiply the log volume
+	level := zap.NewAtomicLevelAt(zap.InfoLevel)
 	if g.verbose {
-		cfg.Level.SetLevel(zap.DebugLevel)
+		level.SetLevel(zap.DebugLevel)
 	}
-	log, err := cfg.Build()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "egret: logger:", err)
-		return zap.NewNop(), cfg.Level
-	}
-	return log, cfg.Level
+	return daemonlog.New(os.Stderr, level), level
 }

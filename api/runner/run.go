@@ -26,6 +26,7 @@ import (
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/instance/inproc"
+	"github.com/egret-stream/egret/internal/daemonlog"
 	"github.com/egret-stream/egret/internal/loglevel"
 )
 
@@ -129,7 +130,9 @@ func MainArgs(b *api.TopologyBuilder, args []string, stdout, stderr io.Writer) i
 	switch {
 	case inst.enabled || cont.enabled:
 		atom := zap.NewAtomicLevelAt(level)
-		log := zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig()), zapcore.AddSync(stderr), atom))
+		// The daemons' format (internal/daemonlog): one JSON object a
+		// line in every log file of a container.
+		log := daemonlog.New(stderr, atom)
 		defer func() { _ = log.Sync() }()
 		// Live log levels (egret loglevel, internal/loglevel).
 		wctx, stopWatch := context.WithCancel(context.Background())
