@@ -171,3 +171,22 @@ func TestUpdateRestartCheckedFirst(t *testing.T) {
 		t.Errorf("EGRET_HOME holds %v after refused updates", entries)
 	}
 }
+
+// TestConfigUnknownEgretKey (issue 40): a misspelled egret.* key is bad
+// input wherever it comes from, named with the nearest known key, and
+// submit refuses it before it builds anything.
+func TestConfigUnknownEgretKey(t *testing.T) {
+	_, cp := isolate(t, map[string]string{"local/internals.yaml": "egret.stmgr.buffer.max.byte: 1MiB\n"})
+	code, stdout, stderr := egret(t, "--config-property", "egret.no.such.key=1", "config", "validate", "local", "--config-path", t.TempDir())
+	if code != ExitUsage || stdout != "" || !strings.Contains(stderr, "egret.no.such.key: unknown key (no built-in or selected backend reads it); did you mean egret.") {
+		t.Errorf("flag: exit %d, %q, %q", code, stdout, stderr)
+	}
+	code, _, stderr = egret(t, "config", "validate", "local", "--config-path", cp)
+	if code != ExitUsage || !strings.Contains(stderr, filepath.Join(cp, "local", "internals.yaml")+":1: egret.stmgr.buffer.max.byte: unknown key; did you mean egret.stmgr.buffer.max.bytes?") {
+		t.Errorf("override file: exit %d, %q", code, stderr)
+	}
+	code, stdout, stderr = egret(t, "--config-property", "egret.lsf.queue=1", "submit", "local", "./no-such-package", "--config-path", t.TempDir())
+	if code != ExitUsage || !strings.Contains(stderr, "egret.lsf.queue: unknown key") || strings.Contains(stdout+stderr, "build") {
+		t.Errorf("submit: exit %d, %q, %q", code, stdout, stderr)
+	}
+}
