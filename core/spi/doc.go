@@ -8,7 +8,10 @@
 // The interfaces take and return plain Go structs; no protobuf type crosses
 // them. Every built-in backend registers itself from an init function:
 //
-//	func init() { spi.RegisterStateManager("localfs", New) }
+//	func init() { spi.RegisterStateManager("localfs", New, configKeys...) }
+//
+// with the config keys the backend reads (Key: name, type, default, doc),
+// from which package conf derives the schema and its reference.
 //
 // and the same interface can be served by an external plugin binary through
 // package plugins.
