@@ -72,7 +72,9 @@ func RBAC(ns, podSA string, subject rbacv1.Subject) (*RBACObjects, error) {
 		return nil, fmt.Errorf("service account %q: %s", podSA, strings.Join(m, "; "))
 	}
 	l := map[string]string{LabelManagedBy: managedBy, LabelName: "egret"}
-	meta := func(name string) metav1.ObjectMeta { return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: cloneMap(l)} }
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: ns, Labels: cloneMap(l)}
+	}
 	return &RBACObjects{
 		PodServiceAccount: &corev1.ServiceAccount{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"}, ObjectMeta: meta(podSA),
