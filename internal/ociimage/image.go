@@ -242,6 +242,9 @@ func WriteArchive(img v1.Image, ref name.Reference, path string) error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("image: write %s: %w", path, err)
 	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return fmt.Errorf("image: %w", err)
+	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return fmt.Errorf("image: %w", err)
 	}
@@ -265,9 +268,16 @@ func writeArchive(w io.Writer, img v1.Image, ref name.Reference) error {
 	if t, ok := ref.(name.Tag); ok {
 		refName = t.TagStr()
 	}
+	// containerd (and so the kubelet) names Docker Hub images
+	// docker.io/..., not go-containerregistry's index.docker.io/...: a
+	// pod's "busybox:1.36" must find the imported image.
+	full := ref.Name()
+	if rest, ok := strings.CutPrefix(full, name.DefaultRegistry+"/"); ok {
+		full = "docker.io/" + rest
+	}
 	desc.Annotations = map[string]string{
 		"org.opencontainers.image.ref.name": refName,
-		"io.containerd.image.name":          ref.Name(),
+		"io.containerd.image.name":          full,
 	}
 	index, err := json.Marshal(v1.IndexManifest{SchemaVersion: 2, MediaType: types.OCIImageIndex, Manifests: []v1.Descriptor{*desc}})
 	if err != nil {

@@ -266,3 +266,42 @@ func TestPushAndLayout(t *testing.T) {
 		t.Fatal("layout image differs")
 	}
 }
+
+// TestArchiveName: the archive names a Docker Hub image as containerd
+// does (docker.io/library/..., which a pod's "busybox:1.36" resolves to),
+// and its ref.name is the tag. ctr images import of such an archive and
+// ctr run of the image were checked by hand with Debian's containerd 1.6.
+func TestArchiveName(t *testing.T) {
+	img, err := Build(Spec{Binary: staticBinary(t, "x"), CACerts: certs(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := ParseRef("busybox:1.36")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "a.tar")
+	if err := WriteArchive(img, ref, p); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			t.Fatalf("no index.json: %v", err)
+		}
+		if h.Name != "index.json" {
+			continue
+		}
+		b, _ := io.ReadAll(tr)
+		if !strings.Contains(string(b), `"io.containerd.image.name":"docker.io/library/busybox:1.36"`) || !strings.Contains(string(b), `"org.opencontainers.image.ref.name":"1.36"`) {
+			t.Errorf("index.json: %s", b)
+		}
+		return
+	}
+}
