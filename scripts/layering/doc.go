@@ -32,7 +32,7 @@
 //     package whose name ends in "test", a fakes package, the memory
 //     state manager, anything under test/).
 //
-// cli/ and cmd/ compose everything and bench/ and examples/ are programs
+// cli/, cmd/ and catalog/ (the built-in backends) compose everything and bench/ and examples/ are programs
 // on top; only the last rule applies to them. A rule broken on purpose is
 // listed, with its reason, in allowed (rules.go).
 package main

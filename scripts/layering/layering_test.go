@@ -54,6 +54,8 @@ func TestViolation(t *testing.T) {
 		{"connectors/kafka", "api", ""},
 		{"connectors/kafka", "launcher", "built on api/ only"},
 		{"cli", "schedulers/nomad", ""},
+		{"catalog", "schedulers/nomad", ""},
+		{"schedulers/nomad", "catalog", "a backend imports no daemon"},
 		{"cli", "schedulers/schedulertest", "no test suite"},
 		{"bench/recovery", "test/e2e/testdata/ackcheck/ackcheck", "no test suite"},
 		{"bench/harness", "daemons/stmgr", ""},

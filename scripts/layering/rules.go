@@ -20,7 +20,7 @@ const (
 	areaPlugins                 // plugins/: the go-plugin glue
 	areaTracker                 // tracker/
 	areaConnectors              // connectors/
-	areaComposition             // cli/, cmd/: they compose everything
+	areaComposition             // cli/, cmd/, catalog/: they compose everything
 	areaProgram                 // bench/, examples/, test/: programs on top
 )
 
@@ -119,7 +119,7 @@ func classify(p string) (area, string) {
 		return areaTracker, first
 	case first == "connectors":
 		return areaConnectors, first
-	case first == "cli" || first == "cmd":
+	case first == "cli" || first == "cmd" || first == "catalog":
 		return areaComposition, first
 	case first == "bench" || first == "examples" || first == "test":
 		return areaProgram, first
