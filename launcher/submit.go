@@ -22,11 +22,11 @@ import (
 
 	"github.com/egret-stream/egret/conf"
 	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/plan/render"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
-	"github.com/egret-stream/egret/packing/render"
+	"github.com/egret-stream/egret/internal/fetch"
 	"github.com/egret-stream/egret/proto/egretpb"
-	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
 // Names of the files in a topology package.

@@ -91,7 +91,7 @@ type Config struct {
 	StateManager spi.StateManager
 	Connect      func(ctx context.Context, cluster spi.Config) (spi.StateManager, error)
 	// Settings override the cluster config's keys (see the Key constants;
-	// the http token and timeout of uploaders/fetch are read from here,
+	// the http token and timeout of internal/fetch are read from here,
 	// since the cluster config is inside the package).
 	Settings spi.Config
 	// ExtraEnv is appended to the executor's environment for every child.

@@ -25,7 +25,7 @@ import (
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 // retryDelay is how long the executor waits before re-reading the packing

@@ -21,9 +21,9 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/executor/internal/cgroup"
+	"github.com/egret-stream/egret/internal/fetch"
 	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/statemgr/memory"
-	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
 func TestArgs(t *testing.T) {

@@ -26,8 +26,8 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/internal/fetch"
 	"github.com/egret-stream/egret/statemgr/memory"
-	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
 // The test binary doubles as the fake `egret` binary, the fake topology

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 // preparePackage makes sure paths.PackageDir holds the extracted package of

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/internal/fetch"
 	"github.com/egret-stream/egret/proto/egretpb"
-	"github.com/egret-stream/egret/uploaders/fetch"
 )
 
 // upgradedPackage builds a second package of v whose definition reads

@@ -24,11 +24,11 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/spi/spitest"
 	"github.com/egret-stream/egret/daemons/metricsmgr/metricssinktest"
+	"github.com/egret-stream/egret/internal/fetch"
 	"github.com/egret-stream/egret/packing/packingtest"
 	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/schedulers/schedulertest"
 	"github.com/egret-stream/egret/statemgr/statemgrtest"
-	"github.com/egret-stream/egret/uploaders/fetch"
 	"github.com/egret-stream/egret/uploaders/uploadertest"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 // toolbox returns a PATH holding sh, wget, sha256sum and tar: busybox's

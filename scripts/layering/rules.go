@@ -70,12 +70,6 @@ var allowed = []allowance{
 	// Known violations that issue 35 fixes next (each goes when fixed).
 	{"api/runner", "statemgr/localfs", "issue 35: the container process reads the topology manager's address from a localfs copy"},
 	{"daemons/executor", "statemgr/localfs", "issue 35: the executor writes that localfs copy"},
-	{"daemons/executor", "uploaders/fetch", "issue 35: fetch moves out of uploaders/"},
-	{"launcher", "uploaders/fetch", "issue 35: fetch moves out of uploaders/"},
-	{"plugins/verify", "uploaders/fetch", "issue 35: fetch moves out of uploaders/"},
-	{"schedulers/mesos/mesostest", "uploaders/fetch", "issue 35: fetch moves out of uploaders/"},
-	{"uploaders/uploadertest", "uploaders/fetch", "issue 35: fetch moves out of uploaders/"},
-	{"launcher", "packing/render", "issue 35: render moves out of packing/"},
 	{"bench/recovery", "test/e2e/testdata/ackcheck/ackcheck", "issue 35: bench gets its own topologies"},
 	{"bench/recovery", "test/e2e/testdata/effectivelyonce/eocount", "issue 35: bench gets its own topologies"},
 }

@@ -16,9 +16,9 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/fetch"
 	"github.com/egret-stream/egret/internal/hdfsx"
 	"github.com/egret-stream/egret/plugins/plugintest"
-	"github.com/egret-stream/egret/uploaders/fetch"
 	egrethdfs "github.com/egret-stream/egret/uploaders/hdfs"
 	"github.com/egret-stream/egret/uploaders/uploadertest"
 )

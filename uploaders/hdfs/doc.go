@@ -1,6 +1,6 @@
 // Package hdfs is the "hdfs" uploader: it stores topology packages in HDFS,
 // where a YARN NodeManager localizes them for the topology's containers
-// (or the executor fetches them itself, see uploaders/fetch), and returns
+// (or the executor fetches them itself, see internal/fetch), and returns
 // hdfs://<namenode>/<directory>/<topology>-<role>-<sha256[:12]>.tar.gz.
 //
 // Config (conf/REFERENCE.md describes every key):

@@ -19,7 +19,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/hdfsx"
-	"github.com/egret-stream/egret/uploaders/internal/pkgio"
+	"github.com/egret-stream/egret/internal/pkgio"
 )
 
 // Config keys of the uploader (conf/REFERENCE.md describes them).

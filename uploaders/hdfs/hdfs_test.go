@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 // The uploader's behaviour against a real NameNode is tested in

@@ -17,8 +17,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/internal/pkgio"
 	"github.com/egret-stream/egret/internal/safepath"
-	"github.com/egret-stream/egret/uploaders/internal/pkgio"
 )
 
 // PathPrefix is where the server serves packages: /packages/<name>.

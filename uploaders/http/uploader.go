@@ -15,8 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/uploaders/internal/httpx"
-	"github.com/egret-stream/egret/uploaders/internal/pkgio"
+	"github.com/egret-stream/egret/internal/httpx"
+	"github.com/egret-stream/egret/internal/pkgio"
 )
 
 // Config keys of the http uploader.

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 	egrethttp "github.com/egret-stream/egret/uploaders/http"
 	"github.com/egret-stream/egret/uploaders/uploadertest"
 )

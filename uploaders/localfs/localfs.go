@@ -14,8 +14,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/internal/pkgio"
 	"github.com/egret-stream/egret/internal/safepath"
-	"github.com/egret-stream/egret/uploaders/internal/pkgio"
 )
 
 // KeyDirectory is the config key naming the repository directory.

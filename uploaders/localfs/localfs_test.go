@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 	"github.com/egret-stream/egret/uploaders/localfs"
 	"github.com/egret-stream/egret/uploaders/uploadertest"
 )

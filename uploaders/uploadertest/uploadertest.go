@@ -21,7 +21,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/spi/spitest"
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 // Suite is the conformance suite with options.

@@ -10,23 +10,6 @@ import (
 	"github.com/egret-stream/egret/core/topology"
 )
 
-func TestFormat(t *testing.T) {
-	for _, tc := range []struct {
-		in   int64
-		want string
-	}{
-		{0, "0 B"}, {100, "100 B"}, {KiB, "1 KiB"}, {512 * MiB, "512 MiB"}, {GiB, "1 GiB"},
-		{GiB + GiB/2, "1.5 GiB"}, {GiB + GiB/3, "1.33 GiB"}, {3 << 40, "3 TiB"}, {-GiB, "-1 GiB"},
-	} {
-		if got := FormatBytes(tc.in); got != tc.want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	if got := FormatCPU(0.1 + 0.2); got != "0.3" {
-		t.Errorf("FormatCPU = %q", got)
-	}
-}
-
 func TestParseSettings(t *testing.T) {
 	s, err := ParseSettings(nil)
 	if err != nil {

@@ -1,9 +1,6 @@
 package binpack
 
 import (
-	"math"
-	"strconv"
-
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/topology"
 )
@@ -59,17 +56,17 @@ func (d Dim) Set(r *plan.Resources, v float64) {
 // Format renders an amount of d for messages: "1.5 cpu", "2 GiB ram".
 func (d Dim) Format(v float64) string {
 	if d == CPU {
-		return FormatCPU(v) + " cpu"
+		return plan.FormatCPU(v) + " cpu"
 	}
-	return FormatBytes(int64(v)) + " " + d.String()
+	return plan.FormatBytes(int64(v)) + " " + d.String()
 }
 
 // Amount renders an amount of d without the dimension: "1.5", "2 GiB".
 func (d Dim) Amount(v float64) string {
 	if d == CPU {
-		return FormatCPU(v)
+		return plan.FormatCPU(v)
 	}
-	return FormatBytes(int64(v))
+	return plan.FormatBytes(int64(v))
 }
 
 // ComponentKey is the topology setting of the per-instance amount.
@@ -94,28 +91,3 @@ func (d Dim) PaddingKey() string {
 
 // cpuEpsilon absorbs float rounding when cpu amounts are summed.
 const cpuEpsilon = 1e-9
-
-// FormatCPU renders cores with at most three decimals: "1", "0.5".
-func FormatCPU(v float64) string {
-	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64)
-}
-
-// FormatBytes renders a byte amount in binary units with at most two
-// decimals: "512 MiB", "1.5 GiB", "100 B".
-func FormatBytes(b int64) string {
-	units := []struct {
-		name string
-		size int64
-	}{{"TiB", 1 << 40}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB}}
-	neg := ""
-	if b < 0 {
-		neg, b = "-", -b
-	}
-	for _, u := range units {
-		if b >= u.size {
-			v := math.Round(float64(b)/float64(u.size)*100) / 100
-			return neg + strconv.FormatFloat(v, 'f', -1, 64) + " " + u.name
-		}
-	}
-	return neg + strconv.FormatInt(b, 10) + " B"
-}

@@ -19,7 +19,7 @@ import (
 	"github.com/mesos/mesos-go/api/v1/lib/scheduler"
 	"go.uber.org/zap"
 
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 // task is one launched task and its process.

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/egret-stream/egret/core/plan"
-	"github.com/egret-stream/egret/packing/render"
+	"github.com/egret-stream/egret/core/plan/render"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")

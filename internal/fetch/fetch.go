@@ -16,8 +16,8 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/hdfsx"
-	"github.com/egret-stream/egret/uploaders/internal/httpx"
-	"github.com/egret-stream/egret/uploaders/internal/pkgio"
+	"github.com/egret-stream/egret/internal/httpx"
+	"github.com/egret-stream/egret/internal/pkgio"
 )
 
 // ErrChecksumMismatch is wrapped by Fetch when the downloaded bytes do not

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 func TestExtractRejectsMaliciousArchives(t *testing.T) {

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/egret-stream/egret/uploaders/internal/pkgio"
+	"github.com/egret-stream/egret/internal/pkgio"
 )
 
 // epoch is the modification time of every entry CreateTarGz writes.

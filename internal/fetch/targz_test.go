@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egret-stream/egret/uploaders/fetch"
+	"github.com/egret-stream/egret/internal/fetch"
 )
 
 func TestCreateTarGzDeterministic(t *testing.T) {

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 
 	"github.com/egret-stream/egret/core/plan"
-	"github.com/egret-stream/egret/packing/internal/binpack"
 )
 
 // Output formats.
@@ -104,11 +103,11 @@ func table(doc Plan, w io.Writer) error {
 			names[i] = fmt.Sprintf("%s:%d", in.Component, in.TaskID)
 		}
 		n += len(c.Instances)
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.ID, binpack.FormatCPU(c.Required.CPU),
-			binpack.FormatBytes(c.Required.RAMBytes), binpack.FormatBytes(c.Required.DiskBytes), strings.Join(names, " "))
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\n", c.ID, plan.FormatCPU(c.Required.CPU),
+			plan.FormatBytes(c.Required.RAMBytes), plan.FormatBytes(c.Required.DiskBytes), strings.Join(names, " "))
 	}
-	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%d instances in %d containers\n", binpack.FormatCPU(doc.Total.CPU),
-		binpack.FormatBytes(doc.Total.RAMBytes), binpack.FormatBytes(doc.Total.DiskBytes), n, len(doc.Containers))
+	fmt.Fprintf(tw, "total\t%s\t%s\t%s\t%d instances in %d containers\n", plan.FormatCPU(doc.Total.CPU),
+		plan.FormatBytes(doc.Total.RAMBytes), plan.FormatBytes(doc.Total.DiskBytes), n, len(doc.Containers))
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("render: write table: %w", err)
 	}
