@@ -437,26 +437,30 @@ func (l *loader) userName() string {
 type selection map[string][]string
 
 func (l *loader) selection(sub *substituter) selection {
-	value := func(key string) string {
-		e, ok := l.values[key]
-		if !ok {
-			if sk, ok := l.schema.lookup(key); ok {
-				e.value = sk.Default
-			}
-		}
-		v, err := sub.Expand(e.value)
-		if err != nil {
-			return ""
-		}
-		return strings.TrimSpace(v)
-	}
+	value := func(key string) string { return l.resolved(sub, key) }
 	sel := selection{}
 	for _, b := range backendKeys {
 		sel[b.kind] = []string{value(b.key)}
 	}
 	sel[spi.KindMetricsSink] = splitList(value(keySinks))
-	sel["plugindir"] = []string{value("egret.plugin.directory")}
 	return sel
+}
+
+// resolved returns the substituted value of key as set so far (its
+// default when unset), "" when it cannot be substituted: enough to select
+// backends before the values are checked.
+func (l *loader) resolved(sub *substituter, key string) string {
+	e, ok := l.values[key]
+	if !ok {
+		if sk, ok := l.schema.lookup(key); ok {
+			e.value = sk.Default
+		}
+	}
+	v, err := sub.Expand(e.value)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(v)
 }
 
 // plugins checks that each selected backend that is not built in exists
@@ -466,7 +470,7 @@ func (l *loader) plugins(sel selection, sub *substituter) {
 	if l.opts.FindBackend == nil && l.opts.PluginKeys == nil {
 		return
 	}
-	dir := sel["plugindir"][0]
+	dir := l.resolved(sub, "egret.plugin.directory")
 	declared := map[string][]spi.Key{}
 	selectors := append(backendKeys[:len(backendKeys):len(backendKeys)], struct{ kind, key string }{spi.KindMetricsSink, keySinks})
 	for _, b := range selectors {
