@@ -80,9 +80,12 @@ func (d *daemonEnv) duration(key string, def time.Duration) time.Duration {
 }
 
 func addDaemonCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g), mesosFrameworkCmd(g)} {
+	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g)} {
 		c.Hidden = true
 		root.AddCommand(c)
+	}
+	for _, c := range spi.Commands() {
+		root.AddCommand(backendCmd(g, c))
 	}
 	addRuntimeCmds(root, g)
 }

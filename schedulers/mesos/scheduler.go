@@ -26,7 +26,17 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
-func init() { spi.RegisterScheduler("mesos", New, configKeys...) }
+func init() {
+	spi.RegisterScheduler("mesos", New, configKeys...)
+	spi.RegisterCommand(spi.Command{Name: FrameworkCommand, Args: "--work-dir W", Short: "Run the Mesos framework of one topology",
+		Run: func(ctx context.Context, args []string, log *zap.Logger) error {
+			dir, err := ParseFrameworkArgs(args)
+			if err != nil {
+				return spi.Usage(err)
+			}
+			return Serve(ctx, ServeConfig{WorkDir: dir}, log)
+		}})
+}
 
 // FrameworkCommand is the sub-command of the egret binary (and of
 // egret-scheduler-mesos) that runs the framework service:
