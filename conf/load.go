@@ -652,8 +652,8 @@ func (l *loader) crossCheck(cfg spi.Config, valid map[string]bool) {
 		if !valid[c.a] || !valid[c.b] {
 			continue
 		}
-		a, _ := numeric(cfg[c.a])
-		b, _ := numeric(cfg[c.b])
+		a, _ := spi.Numeric(cfg[c.a])
+		b, _ := spi.Numeric(cfg[c.b])
 		if a < b || (c.le && a == b) {
 			continue
 		}

@@ -129,18 +129,8 @@ func ParseBytes(s string) (int64, error) {
 
 // ---- checks run on canonical values ----
 
-func numeric(v string) (float64, bool) {
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		return f, true
-	}
-	if d, err := time.ParseDuration(v); err == nil {
-		return float64(d), true
-	}
-	return 0, false
-}
-
 func checkPercent(v string) error {
-	if f, ok := numeric(v); ok && (f < 0 || f > 100) {
+	if f, ok := spi.Numeric(v); ok && (f < 0 || f > 100) {
 		return fmt.Errorf("%q is not a percentage between 0 and 100", v)
 	}
 	return nil

@@ -100,7 +100,9 @@ func (k Key) Validate() error {
 
 // ---- checks of canonical values, for Key.Check ----
 
-func numeric(v string) (float64, bool) {
+// Numeric reads a canonical number or duration (as nanoseconds), for
+// checks and comparisons of values.
+func Numeric(v string) (float64, bool) {
 	if f, err := strconv.ParseFloat(v, 64); err == nil {
 		return f, true
 	}
@@ -112,7 +114,7 @@ func numeric(v string) (float64, bool) {
 
 // CheckPositive accepts a number or duration greater than zero.
 func CheckPositive(v string) error {
-	if f, ok := numeric(v); ok && f <= 0 {
+	if f, ok := Numeric(v); ok && f <= 0 {
 		return fmt.Errorf("%q must be greater than zero", v)
 	}
 	return nil
@@ -120,7 +122,7 @@ func CheckPositive(v string) error {
 
 // CheckNonNegative accepts a number or duration that is not negative.
 func CheckNonNegative(v string) error {
-	if f, ok := numeric(v); ok && f < 0 {
+	if f, ok := Numeric(v); ok && f < 0 {
 		return fmt.Errorf("%q must not be negative", v)
 	}
 	return nil
