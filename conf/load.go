@@ -336,7 +336,7 @@ func (l *loader) readUserDir(dir string) {
 		p := filepath.Join(dir, name)
 		l.addSource(p)
 		msg := "unknown config file: expected " + strings.Join(Files, ".yaml, ") + ".yaml"
-		if near, d := nearest(base, Files); d <= 3 {
+		if near, d := names.Closest(base, Files); d <= 3 {
 			msg += fmt.Sprintf(" (did you mean %s.yaml?)", near)
 		}
 		l.problem(Problem{File: p, Message: msg})
@@ -584,16 +584,16 @@ func (l *loader) unknownKey(k string, sel selection) string {
 	if s := suggestFrom(k, t.names()); s != "" {
 		return "unknown key" + s
 	}
-	near, _ := nearest(k, t.names())
+	near, _ := names.Closest(k, t.names())
 	return fmt.Sprintf("unknown key (no built-in or selected backend reads it); did you mean %s?", near)
 }
 
 // suggestFrom returns "; did you mean X?" for the name nearest to k, or ""
 // when none is close: within two edits, the only name that extends k, or
 // within a quarter of k's length and sharing its last segment.
-func suggestFrom(k string, names []string) string {
+func suggestFrom(k string, known []string) string {
 	var ext []string
-	for _, n := range names {
+	for _, n := range known {
 		if strings.HasPrefix(n, k+".") {
 			ext = append(ext, n)
 		}
@@ -601,7 +601,7 @@ func suggestFrom(k string, names []string) string {
 	if len(ext) == 1 {
 		return fmt.Sprintf("; did you mean %s?", ext[0])
 	}
-	near, d := nearest(k, names)
+	near, d := names.Closest(k, known)
 	if d <= 2 || (d <= len(k)/4 && path.Ext(near) == path.Ext(k)) {
 		return fmt.Sprintf("; did you mean %s?", near)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
 )
 
@@ -179,41 +180,8 @@ func checkSinks(v string) error {
 // didYouMean returns " (did you mean X?)" for the nearest candidate within
 // maxDist edits, or "".
 func didYouMean(s string, candidates []string, maxDist int) string {
-	if near, d := nearest(s, candidates); d <= maxDist {
+	if near, d := names.Closest(s, candidates); d <= maxDist {
 		return fmt.Sprintf(" (did you mean %s?)", near)
 	}
 	return ""
-}
-
-// nearest returns the candidate with the smallest edit distance to s (the
-// first in order on a tie) and that distance; distance is huge when there is
-// no candidate.
-func nearest(s string, candidates []string) (string, int) {
-	best, bestD := "", math.MaxInt
-	for _, c := range candidates {
-		if d := levenshtein(s, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best, bestD
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }

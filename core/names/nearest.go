@@ -1,20 +1,30 @@
 package names
 
+import "math"
+
 // Nearest returns the candidate nearest to s by edit distance, when it is
 // close enough to be a likely misspelling (at most 2 edits, or a third of
 // s's length for longer names), and ok false otherwise. A tie goes to the
 // first candidate.
 func Nearest(s string, candidates []string) (near string, ok bool) {
-	best, bestD := "", -1
-	for _, c := range candidates {
-		if d := distance(s, c); bestD < 0 || d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if bestD < 0 || bestD > max(2, len(s)/3) {
+	best, d := Closest(s, candidates)
+	if len(candidates) == 0 || d > max(2, len(s)/3) {
 		return "", false
 	}
 	return best, true
+}
+
+// Closest returns the candidate with the smallest edit distance to s (the
+// first on a tie) and that distance, however far; with no candidate the
+// distance is math.MaxInt.
+func Closest(s string, candidates []string) (closest string, dist int) {
+	closest, dist = "", math.MaxInt
+	for _, c := range candidates {
+		if d := distance(s, c); d < dist {
+			closest, dist = c, d
+		}
+	}
+	return closest, dist
 }
 
 // distance is the Levenshtein distance of a and b (bytes: names are ASCII).
