@@ -199,11 +199,16 @@ func TestNomadRealAgent(t *testing.T) {
 	})
 	waitCounting(t, c, "after kill -9 of an executor")
 
-	for i := 0; i < 2; i++ {
-		if out := c.mustEgret("kill", "nomad", "wordcount"); !strings.Contains(out, `killed topology "wordcount"`) {
-			t.Errorf("kill #%d output %q", i+1, out)
-		}
+	if out := c.mustEgret("kill", "nomad", "wordcount"); !strings.Contains(out, `killed topology "wordcount"`) {
+		t.Errorf("kill output %q", out)
 	}
+	// A second kill: the nomad scheduler is asked to stop any job left,
+	// and the kill says that there was no topology (exit 1; 0 with
+	// --ignore-not-found).
+	if _, stderr, code := c.egret("kill", "nomad", "wordcount"); code != 1 || !strings.Contains(stderr, `no topology "wordcount"`) {
+		t.Errorf("second kill: exit %d, %q", code, stderr)
+	}
+	c.mustEgret("kill", "nomad", "wordcount", "--ignore-not-found")
 	assertNothingLeft(t, c, agent, pkgs)
 
 	// Failures leave nothing behind either.

@@ -273,14 +273,14 @@ func shellFeatures(t *testing.T, c *cluster) {
 		return string(b[len(before):])
 	}
 	waitFor(t, "debug lines in the count instance's log", 2*time.Minute, func() bool {
-		return strings.Contains(newLines(), "\tDEBUG\t")
+		return strings.Contains(newLines(), `"level":"debug"`)
 	})
 	waitFor(t, "the count instance to revert to info by itself", 2*time.Minute, func() bool {
 		s := newLines()
 		i := strings.LastIndex(s, "log level changed")
-		return i >= 0 && strings.Contains(s[i:], `"to": "info"`)
+		return i >= 0 && strings.Contains(s[i:], `"to":"info"`)
 	})
-	if b, _ := os.ReadFile(splitLog); strings.Contains(string(b), "\tDEBUG\t") {
+	if b, _ := os.ReadFile(splitLog); strings.Contains(string(b), `"level":"debug"`) {
 		t.Errorf("the split instance (another component) logged at debug:\n%s", b)
 	}
 
