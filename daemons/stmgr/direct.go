@@ -2,42 +2,19 @@ package stmgr
 
 import (
 	"context"
-	"encoding/binary"
 	"fmt"
 	"net"
 
 	"github.com/egret-stream/egret/daemons/wire"
 )
 
-// Direct hand-off (topology.container.mode process-per-container): an
-// instance that shares the stream manager's process registers over an
-// in-memory connection (internal/memconn) that carries, beside its bytes,
-// one object attached by each end. The instance attaches an instanceSink,
-// the stream manager a *directInstance; after registration each side calls
-// the other's handler with the frames it would have written to the
-// connection, in the same order, and the connection only carries the
-// registration and tells either side when the other closed it. A frame
-// crosses in one copy and no goroutine hand-off: the instance's goroutine
-// routes what it emits (blocking, as a full socket would, while its
-// destination queue is full or back pressure holds a spout), and the
-// stream manager's writer goroutine of the task delivers to the instance
-// what a socket reader would have read.
-
-// attacher is a connection whose other end is in this process.
-type attacher interface {
-	Attach(v any)
-	Peer() any
-}
-
-// instanceSink is the handler an in-process instance attaches: the frames
-// the stream manager would write to its connection.
-type instanceSink interface {
-	// HandleData takes a data frame's contents; records is not kept.
-	HandleData(ctx context.Context, dest uint32, count int, records []byte) error
-	// HandleFrame takes any other frame's body (type byte and payload);
-	// body is not kept.
-	HandleFrame(ctx context.Context, body []byte) error
-}
+// Direct hand-off (wire.Attacher): the stream manager attaches a
+// *directInstance (a wire.StMgrHandler) to the in-memory connection of an
+// instance in its process that attached a wire.FrameHandler. The
+// instance's goroutine routes what it emits (blocking, as a full socket
+// would, while its destination queue is full or back pressure holds a
+// spout), and the stream manager's writer goroutine of the task delivers
+// to the instance what a socket reader would have read.
 
 // directInstance is the handler the stream manager attaches for an
 // in-process instance: its methods do what the connection's reader does
@@ -52,17 +29,14 @@ type directInstance struct {
 
 // HandleData takes a data frame for task dest from the instance.
 func (d *directInstance) HandleData(ctx context.Context, dest uint32, count int, records []byte) error {
-	if n := 9 + len(records); n > d.s.set.maxFrame {
+	if n := wire.DataBodySize(len(records)); n > d.s.set.maxFrame {
 		return d.fail(fmt.Errorf("%w: %d bytes, limit %d", wire.ErrFrameTooLarge, n, d.s.set.maxFrame))
 	}
 	if err := d.ready(ctx); err != nil {
 		return err
 	}
 	f := d.s.getFrame()
-	b := append(f.body[:0], byte(wire.FrameData))
-	b = binary.BigEndian.AppendUint32(b, dest)
-	b = binary.BigEndian.AppendUint32(b, uint32(count))
-	f.body = append(b, records...)
+	f.body = wire.AppendDataBody(f.body[:0], dest, count, records)
 	return d.handle(ctx, f)
 }
 
@@ -135,36 +109,12 @@ func (d *directInstance) fail(err error) error {
 // directWriter is the frameWriter toward an in-process instance.
 type directWriter struct {
 	ctx  context.Context
-	sink instanceSink
+	sink wire.FrameHandler
 }
 
-func (w directWriter) writeFramed(b []byte) error {
-	for len(b) > 0 {
-		if len(b) < 4 {
-			return fmt.Errorf("%w: truncated frame", wire.ErrCorrupt)
-		}
-		n := int(binary.BigEndian.Uint32(b))
-		if n == 0 || n > len(b)-4 {
-			return fmt.Errorf("%w: frame of %d bytes in %d", wire.ErrCorrupt, n, len(b)-4)
-		}
-		if err := w.writeFrame(b[4 : 4+n]); err != nil {
-			return err
-		}
-		b = b[4+n:]
-	}
-	return nil
-}
+func (w directWriter) writeFramed(b []byte) error { return wire.HandleFrames(w.ctx, w.sink, b) }
 
-func (w directWriter) writeFrame(body []byte) error {
-	if wire.FrameType(body[0]) == wire.FrameData {
-		dest, count, records, err := wire.ParseDataFrame(body[1:])
-		if err != nil {
-			return err
-		}
-		return w.sink.HandleData(w.ctx, dest, count, records)
-	}
-	return w.sink.HandleFrame(w.ctx, body)
-}
+func (w directWriter) writeFrame(body []byte) error { return wire.HandleFrame(w.ctx, w.sink, body) }
 
 func (directWriter) flush() error { return nil }
 
@@ -198,3 +148,5 @@ func (w *planThenDirect) writeFrame(body []byte) error {
 }
 
 func (w *planThenDirect) flush() error { return nil }
+
+var _ wire.StMgrHandler = (*directInstance)(nil)

@@ -73,8 +73,8 @@ func (s *StMgr) serveInstance(ctx context.Context, conn net.Conn) {
 	// handed over directly, and hands its own to a directInstance.
 	cw := s.newConnWriter(conn)
 	var w frameWriter = cw
-	if ac, ok := conn.(attacher); ok {
-		if sink, ok := ac.Peer().(instanceSink); ok {
+	if ac, ok := conn.(wire.Attacher); ok {
+		if sink, ok := ac.Peer().(wire.FrameHandler); ok {
 			dw := directWriter{ctx: ic.ctx, sink: sink}
 			if w = dw; pp == nil {
 				w = &planThenDirect{conn: cw, direct: dw}

@@ -3,7 +3,6 @@ package stmgr
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -354,7 +353,7 @@ type frameWriter interface {
 // connWriter is the frameWriter of a connection.
 type connWriter struct {
 	bw  *bufio.Writer
-	hdr [4]byte
+	hdr []byte
 }
 
 func (s *StMgr) newConnWriter(conn net.Conn) *connWriter {
@@ -367,8 +366,8 @@ func (w *connWriter) writeFramed(b []byte) error {
 }
 
 func (w *connWriter) writeFrame(body []byte) error {
-	binary.BigEndian.PutUint32(w.hdr[:], uint32(len(body)))
-	if _, err := w.bw.Write(w.hdr[:]); err != nil {
+	w.hdr = wire.AppendLength(w.hdr[:0], len(body))
+	if _, err := w.bw.Write(w.hdr); err != nil {
 		return err
 	}
 	_, err := w.bw.Write(body)

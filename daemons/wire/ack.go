@@ -150,20 +150,14 @@ func DecodeAckResults(payload []byte, dst []AckResult) ([]AckResult, error) {
 // AppendAckFrame appends a whole frame of type t (FrameAckInit, FrameAck or
 // FrameFail) carrying updates.
 func AppendAckFrame(dst []byte, t FrameType, updates []AckUpdate) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0, byte(t))
-	dst = AppendAckUpdates(dst, updates)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
+	dst, start := beginFrame(dst, t)
+	return endFrame(AppendAckUpdates(dst, updates), start)
 }
 
 // AppendAckResultFrame appends a whole FrameAckResult frame.
 func AppendAckResultFrame(dst []byte, results []AckResult) []byte {
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0, byte(FrameAckResult))
-	dst = AppendAckResults(dst, results)
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst
+	dst, start := beginFrame(dst, FrameAckResult)
+	return endFrame(AppendAckResults(dst, results), start)
 }
 
 // IsAckFrame reports whether t is one of the acking control frames.

@@ -41,8 +41,7 @@ type BackPressure struct {
 // AppendBackPressure appends b as a complete FrameBackPressure (header
 // included).
 func AppendBackPressure(dst []byte, b BackPressure) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, 1+backPressureSize)
-	dst = append(dst, byte(FrameBackPressure))
+	dst = AppendFrameHeader(dst, FrameBackPressure, backPressureSize)
 	dst = binary.BigEndian.AppendUint32(dst, uint32(b.Container))
 	active := byte(0)
 	if b.Active {

@@ -37,8 +37,7 @@ type Barrier struct {
 
 // AppendBarrier appends b as a complete FrameBarrier (header included).
 func AppendBarrier(dst []byte, b Barrier) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, 1+barrierSize)
-	dst = append(dst, byte(FrameBarrier))
+	dst = AppendFrameHeader(dst, FrameBarrier, barrierSize)
 	dst = binary.BigEndian.AppendUint32(dst, b.Dest)
 	dst = binary.BigEndian.AppendUint32(dst, b.Src)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(b.Checkpoint))
@@ -66,8 +65,7 @@ func ParseBarrier(payload []byte) (Barrier, error) {
 
 // AppendEpoch appends a complete FrameEpoch (header included).
 func AppendEpoch(dst []byte, epoch int64) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, 1+8)
-	dst = append(dst, byte(FrameEpoch))
+	dst = AppendFrameHeader(dst, FrameEpoch, 8)
 	return binary.BigEndian.AppendUint64(dst, uint64(epoch))
 }
 

@@ -131,11 +131,67 @@ func (t FrameType) String() string {
 
 // AppendDataFrame appends b as a data frame.
 func AppendDataFrame(dst []byte, b *Batch) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(1+dataHeaderSize+len(b.Buf)))
+	return append(AppendDataHeader(dst, b.Dest, b.Count, len(b.Buf)), b.Buf...)
+}
+
+// AppendDataHeader appends what precedes the records of a data frame for
+// task dest holding count tuples in recordsLen bytes: the frame header
+// (length, type) and the destination and count.
+func AppendDataHeader(dst []byte, dest uint32, count, recordsLen int) []byte {
+	return AppendDataBody(AppendLength(dst, DataBodySize(recordsLen)), dest, count, nil)
+}
+
+// AppendDataBody appends the body of a data frame (type byte, destination,
+// count, records): a frame without its length, as the direct hand-off
+// carries it.
+func AppendDataBody(dst []byte, dest uint32, count int, records []byte) []byte {
 	dst = append(dst, byte(FrameData))
-	dst = binary.BigEndian.AppendUint32(dst, b.Dest)
-	dst = binary.BigEndian.AppendUint32(dst, uint32(b.Count))
-	return append(dst, b.Buf...)
+	dst = binary.BigEndian.AppendUint32(dst, dest)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(count))
+	return append(dst, records...)
+}
+
+// DataHeaderSize is the size of what precedes a data frame's records: the
+// frame header, then the destination and count.
+const DataHeaderSize = HeaderSize + dataHeaderSize
+
+// ParseFrameHeader reads a frame header (HeaderSize bytes): the length of
+// the body (type byte and payload) and the type.
+func ParseFrameHeader(h []byte) (bodyLen int, t FrameType) {
+	return int(binary.BigEndian.Uint32(h)), FrameType(h[4])
+}
+
+// ParseDataHeader reads the destination and count of a data frame from
+// the bytes after its frame header (DataHeaderSize-HeaderSize of them).
+func ParseDataHeader(p []byte) (dest uint32, count int) {
+	return binary.BigEndian.Uint32(p), int(binary.BigEndian.Uint32(p[4:]))
+}
+
+// DataBodySize is the size of the body of a data frame with recordsLen
+// bytes of records, which the frame limit bounds.
+func DataBodySize(recordsLen int) int { return 1 + dataHeaderSize + recordsLen }
+
+// AppendFrameHeader appends the header of a frame of type t with payloadLen
+// bytes of payload: the body's length, then the type byte.
+func AppendFrameHeader(dst []byte, t FrameType, payloadLen int) []byte {
+	return append(AppendLength(dst, 1+payloadLen), byte(t))
+}
+
+// beginFrame appends the header of a frame of type t whose payload is
+// appended next; endFrame, given the returned start, fills its length in.
+func beginFrame(dst []byte, t FrameType) ([]byte, int) {
+	return append(dst, 0, 0, 0, 0, byte(t)), len(dst)
+}
+
+func endFrame(dst []byte, start int) []byte {
+	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
+	return dst
+}
+
+// AppendLength appends the length prefix of a frame whose body (type byte
+// and payload) is bodyLen bytes.
+func AppendLength(dst []byte, bodyLen int) []byte {
+	return binary.BigEndian.AppendUint32(dst, uint32(bodyLen))
 }
 
 // ParseDataFrame splits a data frame's payload into its destination task,
@@ -168,14 +224,12 @@ func AppendMessage(dst []byte, m proto.Message) ([]byte, error) {
 	if !ok {
 		return dst, fmt.Errorf("wire: %s has no frame type", proto.MessageName(m))
 	}
-	start := len(dst)
-	dst = append(dst, 0, 0, 0, 0, byte(t))
+	dst, start := beginFrame(dst, t)
 	dst, err := proto.MarshalOptions{}.MarshalAppend(dst, m)
 	if err != nil {
 		return dst[:start], fmt.Errorf("wire: encode %s: %w", proto.MessageName(m), err)
 	}
-	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
-	return dst, nil
+	return endFrame(dst, start), nil
 }
 
 // DecodeMessage decodes a control frame's payload.
@@ -236,7 +290,5 @@ func ReadFrame(r *bufio.Reader, buf []byte, max int) (t FrameType, payload, newB
 // AppendFrame appends a frame with the given type and payload; a stream
 // manager uses it to forward a frame it read without decoding it.
 func AppendFrame(dst []byte, t FrameType, payload []byte) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(1+len(payload)))
-	dst = append(dst, byte(t))
-	return append(dst, payload...)
+	return append(AppendFrameHeader(dst, t, len(payload)), payload...)
 }

@@ -8,12 +8,12 @@ import (
 	"github.com/egret-stream/egret/daemons/wire"
 )
 
-// Direct hand-off (topology.container.mode process-per-container): when
-// the stream manager is in this process, the connection is in memory and
-// carries, beside its bytes, one object attached by each end (see the
-// stream manager's direct.go). The gateway attaches an inSink before it
-// registers; a stream manager that finds it attaches a stmgrSink before
-// it responds. From then on the frames that would cross the connection
+// Direct hand-off (topology.container.mode process-per-container, the
+// protocol is wire.Attacher's): when the stream manager is in this
+// process, the connection is in memory and carries, beside its bytes, one
+// object attached by each end. The gateway attaches an inSink (a
+// wire.FrameHandler) before it registers; a stream manager that finds it
+// attaches a wire.StMgrHandler before it responds. From then on the frames that would cross the connection
 // are calls instead, in the same order: the instance's goroutine hands its
 // batches, acking updates and checkpoint frames to the stmgrSink (which
 // routes them at once, blocking while a destination is full or back
@@ -24,26 +24,9 @@ import (
 // other is gone. Batches queued while disconnected go first when a direct
 // session starts.
 
-// attacher is a connection whose other end is in this process.
-type attacher interface {
-	Attach(v any)
-	Peer() any
-}
-
-// stmgrSink is what an in-process stream manager attaches: the frames
-// this gateway would write to the connection.
-type stmgrSink interface {
-	// HandleData takes a batch for task dest; records is not kept.
-	HandleData(ctx context.Context, dest uint32, count int, records []byte) error
-	// HandleFrame takes any other frame's body (type byte and payload).
-	HandleFrame(ctx context.Context, body []byte) error
-	// Idle reports whether nothing is queued toward task dest.
-	Idle(dest uint32) bool
-}
-
 // directOut is the outbound side of a direct session.
 type directOut struct {
-	sink stmgrSink
+	sink wire.StMgrHandler
 	// ctx ends when the session stops or the instance is stopped.
 	ctx context.Context
 	s   *session
@@ -235,3 +218,5 @@ func (g *gateway) push(ctx context.Context, b *wire.Batch) error {
 	g.recycle(b)
 	return err
 }
+
+var _ wire.FrameHandler = (*inSink)(nil)

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -27,7 +26,7 @@ import (
 )
 
 // dataHeader is a data frame's length, type, destination and count.
-const dataHeader = 4 + 1 + 8
+const dataHeader = wire.DataHeaderSize
 
 // maxPooledBatch bounds the batch buffers kept for reuse.
 const maxPooledBatch = 1 << 20
@@ -471,7 +470,7 @@ type registration struct {
 	// in and out are set on a direct connection (see direct.go): in
 	// takes the stream manager's frames, out the instance's.
 	in  *inSink
-	out stmgrSink
+	out wire.StMgrHandler
 }
 
 // register performs one registration: request, response, and (when the
@@ -490,7 +489,7 @@ func (g *gateway) register(ctx context.Context) (*registration, error) {
 	// A stream manager in this process finds the sink attached to the
 	// connection and hands its frames to it.
 	in := &inSink{g: g, started: make(chan struct{})}
-	ac, inProcess := conn.(attacher)
+	ac, inProcess := conn.(wire.Attacher)
 	if inProcess {
 		ac.Attach(in)
 	}
@@ -532,7 +531,7 @@ func (g *gateway) register(ctx context.Context) (*registration, error) {
 	}
 	reg := &registration{conn: conn, br: br, pp: pp}
 	if inProcess {
-		if out, ok := ac.Peer().(stmgrSink); ok {
+		if out, ok := ac.Peer().(wire.StMgrHandler); ok {
 			reg.in, reg.out = in, out
 		}
 	}
@@ -605,17 +604,16 @@ func (g *gateway) stopSession(s *session) {
 // inbound byte budget), plans go to the main loop.
 func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 	defer g.stats.Connected.Store(false)
-	var hdr [4 + 1 + 8]byte
+	var hdr [dataHeader]byte
 	var buf []byte
 	for {
-		if _, err := io.ReadFull(br, hdr[:5]); err != nil {
+		if _, err := io.ReadFull(br, hdr[:wire.HeaderSize]); err != nil {
 			return err
 		}
-		n := int(binary.BigEndian.Uint32(hdr[:4]))
+		n, t := wire.ParseFrameHeader(hdr[:])
 		if n == 0 || n > g.set.maxFrame {
 			return fmt.Errorf("%w: frame of %d bytes (limit %d)", wire.ErrCorrupt, n, g.set.maxFrame)
 		}
-		t := wire.FrameType(hdr[4])
 		if t != wire.FrameData {
 			if cap(buf) < n-1 {
 				buf = make([]byte, n-1)
@@ -632,16 +630,15 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 			}
 			continue
 		}
-		if n < 9 {
+		if n < wire.DataBodySize(0) {
 			return fmt.Errorf("%w: data frame of %d bytes", wire.ErrCorrupt, n)
 		}
-		if _, err := io.ReadFull(br, hdr[5:]); err != nil {
+		if _, err := io.ReadFull(br, hdr[wire.HeaderSize:]); err != nil {
 			return err
 		}
-		dest := binary.BigEndian.Uint32(hdr[5:])
-		count := binary.BigEndian.Uint32(hdr[9:])
-		size := n - 9
-		if err := g.checkData(dest, int(count), size); err != nil {
+		dest, count := wire.ParseDataHeader(hdr[wire.HeaderSize:])
+		size := n - wire.DataBodySize(0)
+		if err := g.checkData(dest, count, size); err != nil {
 			return err
 		}
 		b := g.NewBatch(dest)
@@ -649,7 +646,7 @@ func (g *gateway) readLoop(s *session, br *bufio.Reader) error {
 			b.Buf = make([]byte, size)
 		}
 		b.Buf = b.Buf[:size]
-		b.Count = int(count)
+		b.Count = count
 		if _, err := io.ReadFull(br, b.Buf); err != nil {
 			g.recycle(b)
 			return err
@@ -767,10 +764,7 @@ func (g *gateway) writeLoop(s *session) error {
 		for i, b := range batch {
 			var err error
 			if b.Dest != ctlDest {
-				binary.BigEndian.PutUint32(hdr, uint32(1+8+len(b.Buf)))
-				hdr[4] = byte(wire.FrameData)
-				binary.BigEndian.PutUint32(hdr[5:], b.Dest)
-				binary.BigEndian.PutUint32(hdr[9:], uint32(b.Count))
+				hdr = wire.AppendDataHeader(hdr[:0], b.Dest, b.Count, len(b.Buf))
 				_, err = bw.Write(hdr)
 			}
 			if err == nil {
