@@ -66,25 +66,36 @@ func TestKwok(t *testing.T) {
 }
 
 // TestKubelet: the real node runs a busybox pod (restricted security
-// context, emptyDir) to completion, its log is readable, and Stop leaves
-// no process, bridge or mount.
+// context, emptyDir) to completion, the pod resolves its own name under a
+// headless Service through the cluster DNS, its log is readable, and Stop
+// leaves no process, bridge or mount.
 func TestKubelet(t *testing.T) {
 	c := Require(t, Options{Nodes: Kubelet})
 	nonRoot := int64(65532)
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello"}, Spec: corev1.PodSpec{
-		RestartPolicy:   corev1.RestartPolicyNever,
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "hs"}, Spec: corev1.ServiceSpec{
+		ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": "hello"}, PublishNotReadyAddresses: true,
+		Ports: []corev1.ServicePort{{Name: "p", Port: 80}},
+	}}
+	if _, err := c.Client.CoreV1().Services("default").Create(context.Background(), svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello", Labels: map[string]string{"app": "hello"}}, Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever, Hostname: "hello", Subdomain: "hs",
 		SecurityContext: &corev1.PodSecurityContext{RunAsUser: &nonRoot, RunAsNonRoot: ptr(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
 		Containers: []corev1.Container{{Name: "c", Image: "busybox:1.36", ImagePullPolicy: corev1.PullNever,
-			Command:      []string{"sh", "-c", "echo hello from $(id -u) > /w/f && cat /w/f"},
+			// The endpoint appears once the pod has its address: retry.
+			Command: []string{"sh", "-c", "echo hello from $(id -u) > /w/f && cat /w/f; " +
+				"for i in $(seq 100); do nslookup -type=a hello.hs.default.svc.cluster.local >/w/ns 2>&1 && break; sleep 0.1; done; " +
+				"echo resolved $(grep -A1 '^Name:' /w/ns | sed -n 's/^Address: //p') own $(hostname -i)"},
 			VolumeMounts: []corev1.VolumeMount{{Name: "w", MountPath: "/w"}}}},
 		Volumes: []corev1.Volume{{Name: "w", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 	}}
 	if _, err := c.Client.CoreV1().Pods("default").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitPod(t, c, "hello", corev1.PodSucceeded)
-	if logs := c.PodLogs("default", "hello", "c"); !strings.Contains(logs, "hello from 65532") {
-		t.Errorf("logs: %q", logs)
+	p := waitPod(t, c, "hello", corev1.PodSucceeded)
+	if logs := c.PodLogs("default", "hello", "c"); !strings.Contains(logs, "hello from 65532") || !strings.Contains(logs, "resolved "+p.Status.PodIP+" own "+p.Status.PodIP) {
+		t.Errorf("logs: %q (pod IP %s)", logs, p.Status.PodIP)
 	}
 	stopped(t, c)
 	if err := exec.Command("ip", "link", "show", bridgeName).Run(); err == nil {

@@ -41,6 +41,7 @@ type node struct {
 	lock      *os.File
 	sysctls   map[string]string
 	varKubelt bool // /var/lib/kubelet existed before
+	dns       *clusterDNS
 }
 
 func (c *Cluster) startNode(ctx context.Context) error {
@@ -70,6 +71,15 @@ func (c *Cluster) startNode(ctx context.Context) error {
 	}
 	if err := n.writeConfigs(c.pki); err != nil {
 		return err
+	}
+	// The bridge exists before the first pod (the CNI plugin takes it as
+	// it is), so that servers for the pods (the cluster DNS, a test's
+	// package server) can listen on PodGateway from the start.
+	if err := makeBridge(); err != nil {
+		return err
+	}
+	if n.dns, err = startDNS(PodGateway+":53", c.Client); err != nil {
+		return fmt.Errorf("start the cluster DNS on %s:53: %w", PodGateway, err)
 	}
 	if _, err := c.start("containerd", "containerd", "-c", filepath.Join(n.dir, "containerd.toml")); err != nil {
 		return err
@@ -117,6 +127,27 @@ func (n *node) takeLock(ctx context.Context) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// makeBridge creates the pods' bridge with the gateway's address, up (a
+// bridge left by a node that was not stopped is replaced: the node lock
+// is held, so no other node uses it).
+func makeBridge() error {
+	if exec.Command("ip", "link", "show", bridgeName).Run() == nil {
+		if out, err := exec.Command("ip", "link", "delete", bridgeName).CombinedOutput(); err != nil {
+			return fmt.Errorf("delete the bridge %s left by an earlier node: %w: %s", bridgeName, err, out)
+		}
+	}
+	for _, args := range [][]string{
+		{"link", "add", bridgeName, "type", "bridge"},
+		{"addr", "add", PodGateway + "/24", "dev", bridgeName},
+		{"link", "set", bridgeName, "up"},
+	} {
+		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		}
+	}
+	return nil
 }
 
 func (n *node) ctr(ctx context.Context, args ...string) error {
@@ -241,7 +272,9 @@ podLogsDir: %[1]s/pod-logs
 syncFrequency: 5s
 fileCheckFrequency: 5s
 nodeStatusUpdateFrequency: 2s
-`, d, p.path("ca.crt"))
+clusterDNS: [%[3]s]
+clusterDomain: %[4]s
+`, d, p.path("ca.crt"), PodGateway, ClusterDomain)
 	if err := os.MkdirAll(filepath.Join(d, "cni", "net.d"), 0o755); err != nil {
 		return err
 	}
@@ -317,6 +350,9 @@ func (n *node) stopPods(c *Cluster, procs []*proc) []error {
 // kubelet's and CNI's fixed paths, the sysctls. It releases the lock.
 func (n *node) cleanup() []error {
 	var errs []error
+	if n.dns != nil {
+		n.dns.close()
+	}
 	// Mounts under the node's directory, deepest first.
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
 		var mounts []string
