@@ -21,7 +21,7 @@ import (
 	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/internal/hostaddr"
 	"github.com/egret-stream/egret/internal/memconn"
-	"github.com/egret-stream/egret/statemgr/localfs"
+	"github.com/egret-stream/egret/daemons/tmlocation"
 )
 
 // containerFlags are the flags of container mode (topology.container.mode
@@ -34,7 +34,7 @@ type containerFlags struct {
 	tasks         string
 	port          int
 	ckptmgrSocket string
-	stateRoot     string
+	tmLocation    string
 }
 
 func (f *containerFlags) register(fs *flag.FlagSet) {
@@ -43,7 +43,7 @@ func (f *containerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tasks, "tasks", "", "with --container-process: the comma-separated task ids of the container")
 	fs.IntVar(&f.port, "port", 0, "with --container-process: the stream manager's TCP port for peers (0: any)")
 	fs.StringVar(&f.ckptmgrSocket, "ckptmgr-socket", "", "with --container-process: the checkpoint manager's Unix socket (effectively-once)")
-	fs.StringVar(&f.stateRoot, "tmanager-state", "", "with --container-process: the directory where the executor mirrors the topology manager's location (a localfs state manager)")
+	fs.StringVar(&f.tmLocation, "tmanager-location", "", "with --container-process: the file where the executor mirrors the topology manager's location")
 }
 
 // parseTasks parses --tasks.
@@ -70,8 +70,8 @@ func (f *containerFlags) check(inst *instanceFlags) ([]int, error) {
 		errs = append(errs, errors.New("--topology is required"))
 	}
 	errs = append(errs, inst.checkShared()...)
-	if f.stateRoot == "" {
-		errs = append(errs, errors.New("--tmanager-state is required"))
+	if f.tmLocation == "" {
+		errs = append(errs, errors.New("--tmanager-location is required"))
 	}
 	if f.port < 0 || f.port > 65535 {
 		errs = append(errs, fmt.Errorf("--port %d is not a TCP port", f.port))
@@ -95,12 +95,6 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 		fmt.Fprintln(stderr, err)
 		return ExitUsage
 	}
-	sm, err := localfs.Open(localfs.Options{Root: f.stateRoot, PollInterval: tmanagerStatePoll, Logger: log.Named("tmanager-state")})
-	if err != nil {
-		fmt.Fprintf(stderr, "--tmanager-state: %v\n", err)
-		return ExitFailure
-	}
-	defer sm.Close()
 	ln := memconn.NewListener(inst.stmgrSocket+" (in memory)", 0)
 	s, err := stmgr.New(stmgr.Config{
 		TopologyName:  f.topology,
@@ -113,7 +107,7 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 		Host:          hostaddr.Advertised(),
 		MetricsSocket: inst.metricsSocket,
 		CkptMgrSocket: f.ckptmgrSocket,
-		StateManager:  sm,
+		TManager:      tmlocation.File{Path: f.tmLocation, Poll: tmanagerStatePoll},
 		Settings:      settings,
 	}, log.Named("stmgr"))
 	if err != nil {

@@ -114,7 +114,7 @@ func TestHeapFloorKey(t *testing.T) {
 		shared := []string{"--container", "1", "--topology-id", "wc-1", "--stmgr-socket", filepath.Join(t.TempDir(), "none.sock"), "--config", cfg}
 		for _, mode := range [][]string{
 			{"--instance", "--task", "1"},
-			{"--container-process", "--topology", "wordcount", "--tasks", "1", "--tmanager-state", t.TempDir()},
+			{"--container-process", "--topology", "wordcount", "--tasks", "1", "--tmanager-location", filepath.Join(t.TempDir(), "tmanager-location")},
 		} {
 			code, stdout, stderr := runArgs(wordcount.Builder(wordcount.Options{}), append(mode, shared...)...)
 			if code != ExitUsage || stdout != "" || !strings.Contains(stderr, KeyInstanceHeapFloor) || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {

@@ -341,7 +341,7 @@ func TestInContainer(t *testing.T) {
 
 func TestContainerFlagsCheck(t *testing.T) {
 	inst := instanceFlags{container: 1, topologyID: "wc-1", stmgrSocket: "/w/stmgr.sock"}
-	f := containerFlags{enabled: true, topology: "wc", tasks: "3, 1,2", stateRoot: "/w/tmanager-state"}
+	f := containerFlags{enabled: true, topology: "wc", tasks: "3, 1,2", tmLocation: "/w/tmanager-location"}
 	tasks, err := f.check(&inst)
 	if err != nil || fmt.Sprint(tasks) != "[3 1 2]" {
 		t.Fatalf("check: %v %v", tasks, err)
@@ -361,7 +361,7 @@ func TestContainerFlagsCheck(t *testing.T) {
 		}
 	}
 	if _, err := (&containerFlags{tasks: "1"}).check(&instanceFlags{}); err == nil ||
-		!strings.Contains(err.Error(), "--topology is required") || !strings.Contains(err.Error(), "--tmanager-state is required") {
+		!strings.Contains(err.Error(), "--topology is required") || !strings.Contains(err.Error(), "--tmanager-location is required") {
 		t.Errorf("missing flags: %v", err)
 	}
 }

@@ -195,10 +195,10 @@ type Paths struct {
 	// CkptMgrSocket is W/ckptmgr.sock (or under SocketDir): the checkpoint
 	// manager's, in effectively-once topologies.
 	CkptMgrSocket string
-	// TManagerStateDir is W/tmanager-state, where the executor of a
+	// TManagerLocation is W/tmanager-location, where the executor of a
 	// process-per-container topology mirrors the topology manager's
-	// location for the container process (a localfs store).
-	TManagerStateDir string
+	// location for the container process (daemons/tmlocation).
+	TManagerLocation string
 	// SocketDir is the private directory under os.TempDir() holding the
 	// sockets when W is too long ("" otherwise).
 	SocketDir string
@@ -225,7 +225,7 @@ func ComputePaths(workDir, configFile string) (Paths, error) {
 		MetricsSocket: filepath.Join(w, "metricsmgr.sock"),
 		CkptMgrSocket: filepath.Join(w, "ckptmgr.sock"),
 
-		TManagerStateDir: filepath.Join(w, "tmanager-state"),
+		TManagerLocation: filepath.Join(w, "tmanager-location"),
 	}
 	p.TopologyBinary = filepath.Join(p.PackageDir, "topology")
 	switch {

@@ -14,12 +14,14 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
-	"github.com/egret-stream/egret/statemgr/localfs"
+	"github.com/egret-stream/egret/daemons/tmlocation"
+	"github.com/egret-stream/egret/proto/egretpb"
 )
 
 // containerProcess is the name of that process (and its log file).
@@ -29,7 +31,7 @@ const containerProcess = "container"
 // container: the topology binary running the stream manager and the
 // instances of tasks.
 //
-//	W/package/topology --container-process --topology N --tasks T1,T2 --container C --topology-id ID --stmgr-socket S --port P --metrics-socket M --config F --tmanager-state D [--ckptmgr-socket K]
+//	W/package/topology --container-process --topology N --tasks T1,T2 --container C --topology-id ID --stmgr-socket S --port P --metrics-socket M --config F --tmanager-location L [--ckptmgr-socket K]
 func ContainerProcessArgs(p Params, tasks []int, ckpt bool) []string {
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
@@ -44,7 +46,7 @@ func ContainerProcessArgs(p Params, tasks []int, ckpt bool) []string {
 		"--port", strconv.Itoa(p.StmgrPort),
 		"--metrics-socket", p.Paths.MetricsSocket,
 		"--config", p.Paths.ConfigFile,
-		"--tmanager-state", p.Paths.TManagerStateDir,
+		"--tmanager-location", p.Paths.TManagerLocation,
 	}
 	if ckpt {
 		args = append(args, "--ckptmgr-socket", p.Paths.CkptMgrSocket)
@@ -118,22 +120,17 @@ func (e *Executor) reconcileContainer(mine *plan.Container, changed bool) {
 }
 
 // mirrorTManager copies the topology manager's location from the state
-// manager into the localfs store at dir, which the container process's
-// stream manager reads: the topology binary links no state manager
-// backend but localfs. It runs until ctx ends.
-func (e *Executor) mirrorTManager(ctx context.Context, src spi.StateManager, dir string) {
-	dst, err := localfs.Open(localfs.Options{Root: dir, Logger: e.log.Named("tmanager-state")})
-	if err != nil {
-		e.log.Error("cannot open the topology manager state the container process reads; its stream manager will not find the topology manager", zap.Error(err))
-		return
-	}
-	defer dst.Close()
+// manager into the file the container process's stream manager reads
+// (daemons/tmlocation): the topology binary links no state manager
+// backend. It runs until ctx ends.
+func (e *Executor) mirrorTManager(ctx context.Context, src spi.StateManager, file string) {
 	path := state.Path(state.TManagersDir, e.cfg.TopologyName)
 	var events <-chan spi.Event
 	var last []byte
 	have := false
 	for ctx.Err() == nil {
 		if events == nil {
+			var err error
 			if events, err = src.Watch(ctx, path); err != nil {
 				events = nil
 			}
@@ -141,13 +138,18 @@ func (e *Executor) mirrorTManager(ctx context.Context, src spi.StateManager, dir
 		n, err := src.Get(ctx, path)
 		switch {
 		case err == nil && (!have || !bytes.Equal(n.Data, last)):
-			if err := putNode(ctx, dst, path, n.Data); err != nil {
+			var loc egretpb.TManagerLocation
+			if err := proto.Unmarshal(n.Data, &loc); err != nil {
+				e.log.Warn("the topology manager's location does not decode; not mirrored", zap.Error(err))
+				break
+			}
+			if err := tmlocation.Write(file, &loc); err != nil {
 				e.log.Warn("cannot mirror the topology manager's location", zap.Error(err))
 				break
 			}
 			last, have = n.Data, true
 		case errors.Is(err, spi.ErrNotFound) && have:
-			if err := dst.Delete(ctx, path, spi.AnyVersion); err != nil && !errors.Is(err, spi.ErrNotFound) {
+			if err := tmlocation.Write(file, nil); err != nil {
 				e.log.Warn("cannot mirror the topology manager's location", zap.Error(err))
 				break
 			}
@@ -170,14 +172,6 @@ func (e *Executor) mirrorTManager(ctx context.Context, src spi.StateManager, dir
 
 // mirrorPoll bounds how long a missed watch event delays the mirror.
 const mirrorPoll = time.Second
-
-// putNode creates or overwrites path in sm.
-func putNode(ctx context.Context, sm spi.StateManager, path string, data []byte) error {
-	if _, err := sm.Set(ctx, path, data, spi.AnyVersion); err == nil || !errors.Is(err, spi.ErrNotFound) {
-		return err
-	}
-	return sm.Create(ctx, path, data, false)
-}
 
 // containerMaxProcs is the GOMAXPROCS of a container process whose
 // instances need cpu in all: ⌈cpu⌉, at least 1 and at most the machine's

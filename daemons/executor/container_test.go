@@ -9,39 +9,37 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
-	"github.com/egret-stream/egret/statemgr/localfs"
+	"github.com/egret-stream/egret/daemons/tmlocation"
+	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/statemgr/memory"
 )
 
 // The executor of a process-per-container topology mirrors the topology
-// manager's location node into the localfs store its container process
-// reads: created, changed (a new topology manager) and removed.
+// manager's location node into the file its container process reads:
+// created, changed (a new topology manager) and removed.
 func TestMirrorTManager(t *testing.T) {
 	src := memory.NewStore().NewSession()
-	dir := filepath.Join(t.TempDir(), "tmanager-state")
+	file := filepath.Join(t.TempDir(), "tmanager-location")
 	e := &Executor{cfg: Config{TopologyName: "wc"}, log: zaptest.NewLogger(t)}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); e.mirrorTManager(ctx, src, dir) }()
+	go func() { defer close(done); e.mirrorTManager(ctx, src, file) }()
 	defer func() { cancel(); <-done }()
 
 	path := state.Path(state.TManagersDir, "wc")
-	dst, err := localfs.Open(localfs.Options{Root: dir, PollInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
+	dst := tmlocation.File{Path: file}
 	mirrored := func(want string) {
 		t.Helper()
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			n, err := dst.Get(ctx, path)
+			loc, err := dst.TManagerLocation(ctx, "wc")
 			got := ""
 			if err == nil {
-				got = string(n.Data)
+				got = loc.GetHost()
 			} else if !errors.Is(err, spi.ErrNotFound) {
 				t.Fatal(err)
 			}
@@ -54,11 +52,18 @@ func TestMirrorTManager(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if err := src.Create(ctx, path, []byte("tm-1"), true); err != nil {
+	node := func(host string) []byte {
+		b, err := proto.Marshal(&egretpb.TManagerLocation{TopologyName: "wc", Host: host, ServerPort: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := src.Create(ctx, path, node("tm-1"), true); err != nil {
 		t.Fatal(err)
 	}
 	mirrored("tm-1")
-	if _, err := src.Set(ctx, path, []byte("tm-2"), spi.AnyVersion); err != nil {
+	if _, err := src.Set(ctx, path, node("tm-2"), spi.AnyVersion); err != nil {
 		t.Fatal(err)
 	}
 	mirrored("tm-2")
@@ -71,10 +76,10 @@ func TestMirrorTManager(t *testing.T) {
 func TestContainerProcessArgs(t *testing.T) {
 	p := Params{TopologyName: "wc", TopologyID: "wc-1", Container: 2, StmgrPort: 7000,
 		Paths: Paths{TopologyBinary: "/w/package/topology", StmgrSocket: "/w/stmgr.sock", MetricsSocket: "/w/m.sock",
-			ConfigFile: "/w/c.json", TManagerStateDir: "/w/tmanager-state", CkptMgrSocket: "/w/ckpt.sock"}}
+			ConfigFile: "/w/c.json", TManagerLocation: "/w/tmanager-location", CkptMgrSocket: "/w/ckpt.sock"}}
 	want := []string{"/w/package/topology", "--container-process", "--topology", "wc", "--tasks", "3,5,8", "--container", "2",
 		"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--port", "7000", "--metrics-socket", "/w/m.sock",
-		"--config", "/w/c.json", "--tmanager-state", "/w/tmanager-state"}
+		"--config", "/w/c.json", "--tmanager-location", "/w/tmanager-location"}
 	if got := ContainerProcessArgs(p, []int{3, 5, 8}, false); !slices.Equal(got, want) {
 		t.Errorf("args:\n got %q\nwant %q", got, want)
 	}

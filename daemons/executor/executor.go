@@ -252,7 +252,7 @@ func (e *Executor) run(ctx context.Context) error {
 		mirrorDone := make(chan struct{})
 		go func() {
 			defer close(mirrorDone)
-			e.mirrorTManager(wctx, sm, paths.TManagerStateDir)
+			e.mirrorTManager(wctx, sm, paths.TManagerLocation)
 		}()
 		defer func() {
 			cancel()

@@ -87,8 +87,12 @@ type Config struct {
 	// CkptMgrSocket is the checkpoint manager's Unix socket (the
 	// container's ckptmgr; effectively-once topologies only).
 	CkptMgrSocket string
-	// StateManager is the session used to find the topology manager.
+	// StateManager is the session used to find the topology manager,
+	// unless TManager is set.
 	StateManager spi.StateManager
+	// TManager tells where the topology manager is when the process has no
+	// state manager (a container process; daemons/tmlocation).
+	TManager TManagerFinder
 	// Settings holds the egret.stmgr.*, egret.wire.* and
 	// egret.metrics.export.interval keys; absent keys take defaults.
 	Settings spi.Config
@@ -140,8 +144,8 @@ func (c *Config) check() (settings, error) {
 	if c.Port < 0 || c.Port > 65535 {
 		errs = append(errs, fmt.Errorf("port %d is not a TCP port", c.Port))
 	}
-	if c.StateManager == nil {
-		errs = append(errs, errors.New("a state manager session is required to find the topology manager"))
+	if (c.StateManager == nil) == (c.TManager == nil) {
+		errs = append(errs, errors.New("exactly one of a state manager session and a topology manager finder is required to find the topology manager"))
 	}
 	var s settings
 	var err error

@@ -17,6 +17,33 @@ import (
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
+// TManagerFinder tells a stream manager where its topology manager
+// listens: the state manager's node (state.Store is one) or what an
+// executor hands a container process (daemons/tmlocation).
+type TManagerFinder interface {
+	// TManagerLocation returns the location of topology's topology
+	// manager: an error wrapping spi.ErrNotFound while none is registered.
+	TManagerLocation(ctx context.Context, topology string) (*egretpb.TManagerLocation, error)
+	// WatchTManager returns a channel that receives when the location may
+	// have changed, closed when the watch ends.
+	WatchTManager(ctx context.Context, topology string) (<-chan spi.Event, error)
+}
+
+// storeFinder finds the topology manager through the state manager.
+type storeFinder struct{ *state.Store }
+
+func (f storeFinder) WatchTManager(ctx context.Context, topology string) (<-chan spi.Event, error) {
+	return f.Watch(ctx, state.TManagersDir, topology)
+}
+
+// finder returns the configured TManagerFinder.
+func (s *StMgr) finder() TManagerFinder {
+	if s.cfg.TManager != nil {
+		return s.cfg.TManager
+	}
+	return storeFinder{state.New(s.cfg.StateManager)}
+}
+
 // tmWatch is the watch on the topology manager's node; nil events means
 // the watch is gone and the client polls.
 type tmWatch struct {
@@ -44,9 +71,9 @@ func (w *tmWatch) next(ctx context.Context, d time.Duration) bool {
 // registers with it, heartbeats and applies the plans it sends, and
 // starts over whenever the connection fails or the location changes.
 func (s *StMgr) runTManager(ctx context.Context) {
-	st := state.New(s.cfg.StateManager)
+	st := s.finder()
 	w := &tmWatch{}
-	if ev, err := st.Watch(ctx, state.TManagersDir, s.cfg.TopologyName); err != nil {
+	if ev, err := st.WatchTManager(ctx, s.cfg.TopologyName); err != nil {
 		s.log.Warn("cannot watch the topology manager location; polling it", zap.Error(err))
 	} else {
 		w.events = ev
@@ -95,7 +122,7 @@ func tmAddr(loc *egretpb.TManagerLocation) string {
 // tmanagerSession registers with the topology manager at loc and serves
 // the connection until it fails, the location changes or ctx ends. It
 // reports whether the registration succeeded.
-func (s *StMgr) tmanagerSession(ctx context.Context, loc *egretpb.TManagerLocation, st *state.Store, w *tmWatch) (bool, error) {
+func (s *StMgr) tmanagerSession(ctx context.Context, loc *egretpb.TManagerLocation, st TManagerFinder, w *tmWatch) (bool, error) {
 	addr := tmAddr(loc)
 	d := net.Dialer{Timeout: s.cfg.HandshakeTimeout}
 	conn, err := d.DialContext(ctx, "tcp", addr)
