@@ -2,6 +2,7 @@ package table
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/egret-stream/egret/api"
@@ -42,19 +43,27 @@ func (e *endTracker) declare(d api.OutputDeclarer) {
 	}
 }
 
-// endTracker counts end-of-input markers.
+// endTracker counts end-of-input markers; the tasks whose markers
+// arrived are in a state (the key -1 says the end was complete).
 type endTracker struct {
 	end   End
 	tasks int
-	seen  map[int]bool
-	done  bool
+	seen  *api.State[int, bool]
 }
+
+// EndState is the state in which a table bolt keeps the end-of-input
+// markers it received.
+const EndState = "table.end"
 
 func (e *endTracker) prepare(ctx api.Context) {
 	if e.end.Component != "" {
 		e.tasks = len(ctx.ComponentTasks(e.end.Component))
-		e.seen = map[int]bool{}
 	}
+}
+
+func (e *endTracker) bind(states *api.States) (err error) {
+	e.seen, err = api.NewState[int, bool](states, EndState)
+	return err
 }
 
 // marker reports whether t is an end marker, and whether it completed the
@@ -63,9 +72,9 @@ func (e *endTracker) marker(t api.Tuple) (isMarker, complete bool) {
 	if e.end.Component == "" || t.SourceComponent() != e.end.Component || t.SourceStream() != e.end.Stream {
 		return false, false
 	}
-	e.seen[t.SourceTask()] = true
-	if !e.done && len(e.seen) >= e.tasks {
-		e.done = true
+	e.seen.Put(t.SourceTask(), true)
+	if _, done := e.seen.Get(-1); !done && e.seen.Len() >= e.tasks {
+		e.seen.Put(-1, true)
 		return true, true
 	}
 	return true, false
@@ -95,14 +104,26 @@ type GroupSpec[K comparable, IN, ACC, OUT any] struct {
 }
 
 // GroupBolt aggregates groups over the whole stream and emits upserts.
+// Its accumulators, the groups changed since the last flush and the
+// end-of-input markers are in its states (GroupsState, ChangedState,
+// EndState), so under effectively-once a rollback restores them with the
+// input: ACC and K must be encodable with encoding/gob.
 type GroupBolt[K comparable, IN, ACC, OUT any] struct {
 	spec  GroupSpec[K, IN, ACC, OUT]
 	out   api.BoltCollector
-	accs  map[K]ACC
-	dirty map[K]struct{}
+	accs  *api.State[K, ACC]
+	dirty *api.State[K, bool]
 	last  time.Time
 	end   endTracker
 }
+
+// State names of a GroupBolt.
+const (
+	// GroupsState holds the accumulator of every group.
+	GroupsState = "table.groups"
+	// ChangedState holds the groups changed since the last flush.
+	ChangedState = "table.changed"
+)
 
 // NewGroupBolt returns a bolt of spec, or what is missing from it.
 func NewGroupBolt[K comparable, IN, ACC, OUT any](spec GroupSpec[K, IN, ACC, OUT]) (*GroupBolt[K, IN, ACC, OUT], error) {
@@ -118,11 +139,32 @@ func NewGroupBolt[K comparable, IN, ACC, OUT any](spec GroupSpec[K, IN, ACC, OUT
 // Prepare implements api.Bolt.
 func (b *GroupBolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.out = out
-	b.accs, b.dirty = map[K]ACC{}, map[K]struct{}{}
 	b.last = time.Now()
 	b.end.prepare(ctx)
+	// Outside effectively-once no InitState comes: the states are then
+	// the task's own.
+	return b.InitState(api.NewStates())
+}
+
+// InitState implements api.Stateful.
+func (b *GroupBolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
+	accs, err := api.NewState[K, ACC](states, GroupsState)
+	if err != nil {
+		return fmt.Errorf("table group bolt: %w", err)
+	}
+	dirty, err := api.NewState[K, bool](states, ChangedState)
+	if err != nil {
+		return fmt.Errorf("table group bolt: %w", err)
+	}
+	if err := b.end.bind(states); err != nil {
+		return fmt.Errorf("table group bolt: %w", err)
+	}
+	b.accs, b.dirty = accs, dirty
 	return nil
 }
+
+// PreSave implements api.Stateful: everything is in the states already.
+func (b *GroupBolt[K, IN, ACC, OUT]) PreSave(int64) error { return nil }
 
 // Execute implements api.Bolt.
 func (b *GroupBolt[K, IN, ACC, OUT]) Execute(t api.Tuple) {
@@ -144,34 +186,34 @@ func (b *GroupBolt[K, IN, ACC, OUT]) Execute(t api.Tuple) {
 		return
 	}
 	k := b.spec.Key(t)
-	acc, ok := b.accs[k]
+	acc, ok := b.accs.Get(k)
 	if !ok {
 		acc = b.spec.Aggregate.Init()
 	}
-	b.accs[k] = b.spec.Aggregate.Add(acc, b.spec.Value(t))
-	b.dirty[k] = struct{}{}
+	b.accs.Put(k, b.spec.Aggregate.Add(acc, b.spec.Value(t)))
+	b.dirty.Put(k, true)
 }
 
 func (b *GroupBolt[K, IN, ACC, OUT]) flush() {
 	b.last = time.Now()
 	emit := func(v api.Values) { b.out.Emit(v) }
-	for k := range b.dirty {
-		b.spec.Output(k, b.spec.Aggregate.Result(b.accs[k]), emit)
+	var changed []K
+	b.dirty.Range(func(k K, _ bool) bool {
+		changed = append(changed, k)
+		return true
+	})
+	for _, k := range changed {
+		acc, _ := b.accs.Get(k)
+		b.spec.Output(k, b.spec.Aggregate.Result(acc), emit)
+		b.dirty.Delete(k)
 	}
-	clear(b.dirty)
 }
 
 // Groups returns the number of groups the task holds.
-func (b *GroupBolt[K, IN, ACC, OUT]) Groups() int { return len(b.accs) }
+func (b *GroupBolt[K, IN, ACC, OUT]) Groups() int { return b.accs.Len() }
 
 // Cleanup implements api.Bolt.
 func (b *GroupBolt[K, IN, ACC, OUT]) Cleanup() {}
-
-// NotCheckpointed implements api.NotCheckpointed: the accumulators live
-// in the task's memory.
-func (b *GroupBolt[K, IN, ACC, OUT]) NotCheckpointed() string {
-	return "a table group bolt: its accumulators are not in checkpointed state"
-}
 
 // DeclareOutputFields implements api.Bolt.
 func (b *GroupBolt[K, IN, ACC, OUT]) DeclareOutputFields(d api.OutputDeclarer) {

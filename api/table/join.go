@@ -2,6 +2,7 @@ package table
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/egret-stream/egret/api"
 )
@@ -34,14 +35,23 @@ type JoinSpec[K comparable, L, R any] struct {
 
 // JoinBolt is a regular inner join: it keeps every accepted element of
 // both sides per key, and emits each pair once, when its second element
-// arrives.
+// arrives. Both sides are in its states (LeftState, RightState), so under
+// effectively-once a rollback restores them with the input: K, L and R
+// must be encodable with encoding/gob.
 type JoinBolt[K comparable, L, R any] struct {
 	spec  JoinSpec[K, L, R]
 	out   api.BoltCollector
-	left  map[K][]L
-	right map[K][]R
+	left  *api.State[K, []L]
+	right *api.State[K, []R]
 	end   endTracker
 }
+
+// State names of a JoinBolt.
+const (
+	// LeftState and RightState hold each side's elements per key.
+	LeftState  = "table.left"
+	RightState = "table.right"
+)
 
 // NewJoinBolt returns a bolt of spec, or what is missing from it.
 func NewJoinBolt[K comparable, L, R any](spec JoinSpec[K, L, R]) (*JoinBolt[K, L, R], error) {
@@ -55,10 +65,31 @@ func NewJoinBolt[K comparable, L, R any](spec JoinSpec[K, L, R]) (*JoinBolt[K, L
 // Prepare implements api.Bolt.
 func (b *JoinBolt[K, L, R]) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.out = out
-	b.left, b.right = map[K][]L{}, map[K][]R{}
 	b.end.prepare(ctx)
+	// Outside effectively-once no InitState comes: the states are then
+	// the task's own.
+	return b.InitState(api.NewStates())
+}
+
+// InitState implements api.Stateful.
+func (b *JoinBolt[K, L, R]) InitState(states *api.States) error {
+	left, err := api.NewState[K, []L](states, LeftState)
+	if err != nil {
+		return fmt.Errorf("table join bolt: %w", err)
+	}
+	right, err := api.NewState[K, []R](states, RightState)
+	if err != nil {
+		return fmt.Errorf("table join bolt: %w", err)
+	}
+	if err := b.end.bind(states); err != nil {
+		return fmt.Errorf("table join bolt: %w", err)
+	}
+	b.left, b.right = left, right
 	return nil
 }
+
+// PreSave implements api.Stateful: everything is in the states already.
+func (b *JoinBolt[K, L, R]) PreSave(int64) error { return nil }
 
 // Execute implements api.Bolt.
 func (b *JoinBolt[K, L, R]) Execute(t api.Tuple) {
@@ -78,10 +109,12 @@ func (b *JoinBolt[K, L, R]) Execute(t api.Tuple) {
 			return
 		}
 		k, l := s.LeftKey(t), s.Left(t)
-		b.left[k] = append(b.left[k], l)
-		for i := range b.right[k] {
-			if s.Where == nil || s.Where(&l, &b.right[k][i]) {
-				b.out.Emit(s.Output(&l, &b.right[k][i]), t)
+		ls, _ := b.left.Get(k)
+		b.left.Put(k, append(ls, l))
+		rs, _ := b.right.Get(k)
+		for i := range rs {
+			if s.Where == nil || s.Where(&l, &rs[i]) {
+				b.out.Emit(s.Output(&l, &rs[i]), t)
 			}
 		}
 		return
@@ -90,22 +123,18 @@ func (b *JoinBolt[K, L, R]) Execute(t api.Tuple) {
 		return
 	}
 	k, r := s.RightKey(t), s.Right(t)
-	b.right[k] = append(b.right[k], r)
-	for i := range b.left[k] {
-		if s.Where == nil || s.Where(&b.left[k][i], &r) {
-			b.out.Emit(s.Output(&b.left[k][i], &r), t)
+	rs, _ := b.right.Get(k)
+	b.right.Put(k, append(rs, r))
+	ls, _ := b.left.Get(k)
+	for i := range ls {
+		if s.Where == nil || s.Where(&ls[i], &r) {
+			b.out.Emit(s.Output(&ls[i], &r), t)
 		}
 	}
 }
 
 // Cleanup implements api.Bolt.
 func (b *JoinBolt[K, L, R]) Cleanup() {}
-
-// NotCheckpointed implements api.NotCheckpointed: both sides' elements
-// live in the task's memory.
-func (b *JoinBolt[K, L, R]) NotCheckpointed() string {
-	return "a table join bolt: its elements are not in checkpointed state"
-}
 
 // DeclareOutputFields implements api.Bolt.
 func (b *JoinBolt[K, L, R]) DeclareOutputFields(d api.OutputDeclarer) {

@@ -178,6 +178,7 @@ type Bolt[K comparable, IN, ACC, OUT any] struct {
 	c       counters
 	comp    string
 	sendWM  bool // a downstream component subscribes to the watermarks
+	ckpt    *boltCheckpoint[K, ACC]
 }
 
 type counters struct {
@@ -205,7 +206,9 @@ func (b *Bolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) 
 		lateness:   s.AllowedLateness.Milliseconds(),
 		earlyCount: int64(s.EarlyCount),
 		earlyEvery: s.EarlyInterval.Milliseconds(),
-		anchor:     s.Guarantee == AnchorResults,
+		// Under effectively-once nothing is acked: the checkpoint, not
+		// anchors, makes the results exact.
+		anchor:     s.Guarantee == AnchorResults && !effectivelyOnce(ctx),
 		maxAnchors: s.MaxAnchors,
 	}
 	b.e = newEngine(cfg, s.Aggregate, b.emit, out.Ack)
@@ -378,13 +381,6 @@ func (b *Bolt[K, IN, ACC, OUT]) Watermark() int64 { return b.e.wm }
 
 // Stats returns what the bolt's windows did so far and hold now.
 func (b *Bolt[K, IN, ACC, OUT]) Stats() Stats { return b.e.snapshot() }
-
-// NotCheckpointed implements api.NotCheckpointed: open windows,
-// accumulators, watermarks and timers live outside the checkpointed
-// states, so a rollback would add the replayed tuples to them again.
-func (b *Bolt[K, IN, ACC, OUT]) NotCheckpointed() string {
-	return "a window bolt: its open windows are not in checkpointed state yet"
-}
 
 // Cleanup implements api.Bolt.
 func (b *Bolt[K, IN, ACC, OUT]) Cleanup() {}

@@ -110,6 +110,9 @@ type engine[K comparable, IN, ACC, OUT any] struct {
 	ack     func(api.Tuple)
 	stats   Stats
 	scratch []Window
+	// dirty holds the keys changed since the last save, when the engine
+	// is checkpointed (nil otherwise).
+	dirty map[K]struct{}
 }
 
 func newEngine[K comparable, IN, ACC, OUT any](cfg engineConfig, agg AggregateFunc[IN, ACC, OUT],
@@ -119,6 +122,7 @@ func newEngine[K comparable, IN, ACC, OUT any](cfg engineConfig, agg AggregateFu
 }
 
 func (e *engine[K, IN, ACC, OUT]) key(k K) *keyState[ACC] {
+	e.touch(k)
 	ks := e.keys[k]
 	if ks == nil {
 		ks = &keyState[ACC]{wins: map[Window]*winState[ACC]{}}
@@ -162,6 +166,7 @@ func (e *engine[K, IN, ACC, OUT]) deleteWindow(k K, ks *keyState[ACC], w Window)
 	if st == nil {
 		return
 	}
+	e.touch(k)
 	e.releaseAll(st)
 	e.dropTimers(st)
 	delete(ks.wins, w)
@@ -375,6 +380,7 @@ func (e *engine[K, IN, ACC, OUT]) trigger(k K, ks *keyState[ACC], st *winState[A
 // fire emits a window's result. Final results and updates are anchored to
 // the inputs the window holds, which are then released.
 func (e *engine[K, IN, ACC, OUT]) fire(k K, w Window, st *winState[ACC], f Firing) {
+	e.touch(k)
 	r := Result[K, OUT]{Key: k, Window: w, Value: e.agg.Result(st.acc), Firing: f, Count: st.count}
 	st.sinceEmit = 0
 	st.lastEmit = e.now

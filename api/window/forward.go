@@ -1,6 +1,8 @@
 package window
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/egret-stream/egret/api"
@@ -21,6 +23,7 @@ type ForwardingBolt struct {
 	out     api.BoltCollector
 	last    int64
 	send    bool
+	state   *api.State[string, forwardRecord]
 }
 
 // NewForwardingBolt wraps b; inputs silent for idle are marked idle (0:
@@ -72,6 +75,77 @@ func (f *ForwardingBolt) Execute(t api.Tuple) {
 		f.last = wm
 		f.out.EmitStream(WatermarkStream, api.Values{wm})
 	}
+}
+
+// ForwardState is the state in which a forwarding bolt task keeps its
+// inputs' watermarks, next to the states of the bolt it wraps.
+const ForwardState = "window.forward.watermark"
+
+// forwardRecord is the checkpointed part of a ForwardingBolt.
+type forwardRecord struct {
+	Inputs         map[int]int64
+	Combined, Last int64
+}
+
+// InitState implements api.Stateful: the inputs' watermarks are the
+// checkpoint's, and the wrapped bolt, when it is api.Stateful, gets the
+// states too.
+func (f *ForwardingBolt) InitState(states *api.States) error {
+	st, err := api.NewState[string, forwardRecord](states, ForwardState)
+	if err != nil {
+		return fmt.Errorf("forwarding bolt: %w", err)
+	}
+	r, ok := st.Get("")
+	if !ok {
+		r = forwardRecord{Combined: NoWatermark, Last: NoWatermark}
+	}
+	f.state = st
+	f.tracker.Restore(r.Inputs, r.Combined, f.now())
+	f.last = r.Last
+	if inner, ok := f.Bolt.(api.Stateful); ok {
+		return inner.InitState(states)
+	}
+	return nil
+}
+
+// PreSave implements api.Stateful.
+func (f *ForwardingBolt) PreSave(checkpoint int64) error {
+	if f.state == nil {
+		return errors.New("forwarding bolt: PreSave before InitState")
+	}
+	r := forwardRecord{Last: f.last}
+	r.Inputs, r.Combined = f.tracker.Watermarks()
+	f.state.Put("", r)
+	if inner, ok := f.Bolt.(api.Stateful); ok {
+		return inner.PreSave(checkpoint)
+	}
+	return nil
+}
+
+// CheckpointComplete passes a completed checkpoint to the wrapped bolt
+// when it listens (api.CheckpointListener).
+func (f *ForwardingBolt) CheckpointComplete(checkpoint int64) {
+	if l, ok := f.Bolt.(api.CheckpointListener); ok {
+		l.CheckpointComplete(checkpoint)
+	}
+}
+
+// Sync passes a drain or barrier to the wrapped bolt when it processes
+// tuples outside Execute (api.Syncer).
+func (f *ForwardingBolt) Sync() {
+	if s, ok := f.Bolt.(api.Syncer); ok {
+		s.Sync()
+	}
+}
+
+// NotCheckpointed passes the wrapped bolt's answer on
+// (api.NotCheckpointed): a forwarding bolt is as checkpointable as the
+// bolt it wraps.
+func (f *ForwardingBolt) NotCheckpointed() string {
+	if nc, ok := f.Bolt.(api.NotCheckpointed); ok {
+		return nc.NotCheckpointed()
+	}
+	return ""
 }
 
 // DeclareOutputFields implements api.Bolt.

@@ -2,6 +2,7 @@ package window
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/egret-stream/egret/api"
@@ -56,6 +57,7 @@ type WatermarkSpout struct {
 	last     int64
 	lastEmit time.Time
 	send     bool
+	state    *api.State[string, spoutRecord]
 }
 
 // NewWatermarkSpout wraps s.
@@ -107,11 +109,73 @@ func (s *WatermarkSpout) observe(stream string, values api.Values) {
 // Watermark is the last watermark the spout emitted.
 func (s *WatermarkSpout) Watermark() int64 { return s.last }
 
-// NotCheckpointed implements api.NotCheckpointed: the watermark is not
-// checkpointed, and the wrapper does not pass the wrapped spout's
-// checkpointed state through.
+// SpoutState is the state in which a watermark spout task keeps its
+// generator's progress and the last watermark it emitted, next to the
+// states of the spout it wraps.
+const SpoutState = "window.spout.watermark"
+
+// spoutRecord is the checkpointed part of a WatermarkSpout.
+type spoutRecord struct {
+	Generator []byte
+	Last      int64
+}
+
+// InitState implements api.Stateful: the generator and the last
+// watermark are the checkpoint's, and the wrapped spout, when it is
+// api.Stateful, gets the states too (so a Kafka spout rewinds to the
+// checkpoint's offsets and the watermarks after the replayed records are
+// the same as before the rollback).
+func (s *WatermarkSpout) InitState(states *api.States) error {
+	st, err := api.NewState[string, spoutRecord](states, SpoutState)
+	if err != nil {
+		return fmt.Errorf("watermark spout: %w", err)
+	}
+	gen, last := s.cfg.Generator(), NoWatermark
+	if r, ok := st.Get(""); ok {
+		if err := gen.UnmarshalBinary(r.Generator); err != nil {
+			return fmt.Errorf("watermark spout: restore the generator: %w", err)
+		}
+		last = r.Last
+	}
+	s.state, s.gen, s.last = st, gen, last
+	if inner, ok := s.Spout.(api.Stateful); ok {
+		return inner.InitState(states)
+	}
+	return nil
+}
+
+// PreSave implements api.Stateful.
+func (s *WatermarkSpout) PreSave(checkpoint int64) error {
+	if s.state == nil {
+		return errors.New("watermark spout: PreSave before InitState")
+	}
+	enc, err := s.gen.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("watermark spout: save the generator: %w", err)
+	}
+	s.state.Put("", spoutRecord{Generator: enc, Last: s.last})
+	if inner, ok := s.Spout.(api.Stateful); ok {
+		return inner.PreSave(checkpoint)
+	}
+	return nil
+}
+
+// NotCheckpointed passes the wrapped spout's answer on
+// (api.NotCheckpointed): a watermark spout is as checkpointable as the
+// spout it wraps.
 func (s *WatermarkSpout) NotCheckpointed() string {
-	return "a watermark spout: its watermark is not in checkpointed state yet"
+	if nc, ok := s.Spout.(api.NotCheckpointed); ok {
+		return nc.NotCheckpointed()
+	}
+	return ""
+}
+
+// CheckpointComplete passes a completed checkpoint to the wrapped spout
+// when it listens (api.CheckpointListener).
+func (s *WatermarkSpout) CheckpointComplete(checkpoint int64) {
+	if l, ok := s.Spout.(api.CheckpointListener); ok {
+		l.CheckpointComplete(checkpoint)
+	}
 }
 
 // DeclareOutputFields implements api.Spout.

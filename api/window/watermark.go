@@ -1,6 +1,9 @@
 package window
 
 import (
+	"encoding"
+	"encoding/binary"
+	"errors"
 	"math"
 	"sort"
 	"time"
@@ -26,11 +29,18 @@ const WatermarkField = "watermark"
 // Generator derives a watermark from the timestamps of elements. A
 // watermark W promises that no more elements with a timestamp <= W will
 // come (elements that still do are late).
+//
+// Under effectively-once delivery a generator's progress is checkpointed
+// with its task: MarshalBinary encodes it and UnmarshalBinary, called on a
+// new generator, restores it, so that a rollback replays the same
+// watermarks after the same elements.
 type Generator interface {
 	// OnEvent observes the timestamp (Unix ms) of an element.
 	OnEvent(ts int64)
 	// Watermark returns the current watermark (NoWatermark before any).
 	Watermark() int64
+	encoding.BinaryMarshaler
+	encoding.BinaryUnmarshaler
 }
 
 // Emission says when a spout emits the watermark of its generator.
@@ -62,6 +72,19 @@ func (b *bounded) OnEvent(ts int64) {
 	if ts > b.max {
 		b.max = ts
 	}
+}
+
+// MarshalBinary implements Generator: the largest timestamp seen.
+func (b *bounded) MarshalBinary() ([]byte, error) { return binary.AppendVarint(nil, b.max), nil }
+
+// UnmarshalBinary implements Generator.
+func (b *bounded) UnmarshalBinary(p []byte) error {
+	v, n := binary.Varint(p)
+	if n <= 0 || n != len(p) {
+		return errors.New("window: a bounded out-of-orderness generator's state is not one varint")
+	}
+	b.max = v
+	return nil
 }
 
 func (b *bounded) Watermark() int64 {
@@ -154,6 +177,33 @@ func (t *Tracker) Advance(now time.Time) (wm int64, advanced bool) {
 		return t.wm, true
 	}
 	return t.wm, false
+}
+
+// Watermarks returns the watermark of every input task and the combined
+// watermark: what a checkpoint keeps of the tracker.
+func (t *Tracker) Watermarks() (inputs map[int]int64, combined int64) {
+	inputs = make(map[int]int64, len(t.inputs))
+	for id, in := range t.inputs {
+		inputs[id] = in.wm
+	}
+	return inputs, t.wm
+}
+
+// Restore sets the watermarks of a checkpoint (see Watermarks): every
+// input is active from now, those the checkpoint does not name start
+// with no watermark.
+func (t *Tracker) Restore(inputs map[int]int64, combined int64, now time.Time) {
+	for _, in := range t.inputs {
+		in.wm, in.last, in.idle = NoWatermark, now, false
+	}
+	for id, wm := range inputs {
+		in, ok := t.inputs[id]
+		if !ok {
+			in = t.add(id, now)
+		}
+		in.wm = wm
+	}
+	t.wm = combined
 }
 
 // Watermark returns the combined watermark of the last Advance.
