@@ -1,6 +1,8 @@
 package streamlet
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/egret-stream/egret/api"
@@ -16,17 +18,59 @@ const watermarkEvery = 20 * time.Millisecond
 // every watermarkEvery (flush sends a pending one).
 type watermarks struct {
 	gen      window.Generator
+	delay    time.Duration
 	stamp    func(any) time.Time
 	sent     int64
 	lastSent time.Time
 	send     func(wm int64)
+	state    *api.State[string, watermarkRecord]
 }
 
 func newWatermarks(o output, send func(int64)) *watermarks {
 	if o.stamp == nil {
 		return nil
 	}
-	return &watermarks{gen: window.BoundedOutOfOrderness(o.delay), stamp: o.stamp, sent: window.NoWatermark, send: send}
+	return &watermarks{gen: window.BoundedOutOfOrderness(o.delay), delay: o.delay, stamp: o.stamp, sent: window.NoWatermark, send: send}
+}
+
+// WatermarkState is the state in which a component that generates a
+// window's watermarks keeps its generator's progress and the last
+// watermark it sent.
+const WatermarkState = "streamlet.watermark"
+
+type watermarkRecord struct {
+	Generator []byte
+	Sent      int64
+}
+
+// restore binds the state and takes the generator and the last sent
+// watermark from it (a new generator when it is empty).
+func (w *watermarks) restore(states *api.States) error {
+	st, err := api.NewState[string, watermarkRecord](states, WatermarkState)
+	if err != nil {
+		return err
+	}
+	gen, sent := window.BoundedOutOfOrderness(w.delay), window.NoWatermark
+	if r, ok := st.Get(""); ok {
+		if err := gen.UnmarshalBinary(r.Generator); err != nil {
+			return fmt.Errorf("restore the watermark generator: %w", err)
+		}
+		sent = r.Sent
+	}
+	w.state, w.gen, w.sent = st, gen, sent
+	return nil
+}
+
+func (w *watermarks) save() error {
+	if w.state == nil {
+		return errors.New("PreSave before InitState")
+	}
+	enc, err := w.gen.MarshalBinary()
+	if err != nil {
+		return fmt.Errorf("save the watermark generator: %w", err)
+	}
+	w.state.Put("", watermarkRecord{Generator: enc, Sent: w.sent})
+	return nil
 }
 
 // observe takes the event time of an emitted element (a keyValue).
@@ -170,6 +214,35 @@ func (b *chainBolt) Execute(t api.Tuple) {
 		b.cur = nil
 	}
 	b.collect.Ack(t)
+}
+
+// InitState implements api.Stateful: the watermark generator of a
+// component that feeds an event-time window is checkpointed, so a
+// rollback sends the same watermarks after the same elements.
+func (b *chainBolt) InitState(states *api.States) error {
+	if b.wm == nil {
+		return nil
+	}
+	return b.wm.restore(states)
+}
+
+// PreSave implements api.Stateful.
+func (b *chainBolt) PreSave(int64) error {
+	if b.wm == nil {
+		return nil
+	}
+	return b.wm.save()
+}
+
+// NotCheckpointed implements api.NotCheckpointed: a Transformer keeps its
+// state itself, so a rollback cannot restore it.
+func (b *chainBolt) NotCheckpointed() string {
+	for _, m := range b.members {
+		if m.op == "transform" {
+			return fmt.Sprintf("a streamlet Transform stage (%s): its Transformer's state is not checkpointed", m.label())
+		}
+	}
+	return ""
 }
 
 func (b *chainBolt) Cleanup() {

@@ -445,10 +445,12 @@ const (
 )
 
 // joinElem is one element of a join window: from the left or the right.
+// Its fields are exported for encoding/gob: a join's open windows are
+// checkpointed with their elements.
 type joinElem[L, R any] struct {
-	left bool
-	l    L
-	r    R
+	IsLeft bool
+	L      L
+	R      R
 }
 
 // Join joins two keyed streamlets within windows: when a window closes,
@@ -475,9 +477,9 @@ func Join[K comparable, L, R, OUT any](left KeyedStreamlet[K, L], right KeyedStr
 			Key:      func(t api.Tuple) K { return t.Value(0).(K) },
 			Value: func(t api.Tuple) joinElem[L, R] {
 				if isLeft(t) {
-					return joinElem[L, R]{left: true, l: decL(t.Value(1)).(L)}
+					return joinElem[L, R]{IsLeft: true, L: decL(t.Value(1)).(L)}
 				}
-				return joinElem[L, R]{r: decR(t.Value(1)).(R)}
+				return joinElem[L, R]{R: decR(t.Value(1)).(R)}
 			},
 		}
 		cfg.apply(&spec.AllowedLateness, &spec.EarlyCount, &spec.EarlyInterval, &spec.IdleTimeout, &spec.Guarantee)
@@ -503,10 +505,10 @@ func Join[K comparable, L, R, OUT any](left KeyedStreamlet[K, L], right KeyedStr
 			var rs []R
 			for _, e := range r.Value {
 				je := e.(joinElem[L, R])
-				if je.left {
-					ls = append(ls, je.l)
+				if je.IsLeft {
+					ls = append(ls, je.L)
 				} else {
-					rs = append(rs, je.r)
+					rs = append(rs, je.R)
 				}
 			}
 			var out []any

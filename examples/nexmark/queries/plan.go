@@ -216,6 +216,23 @@ func (t *terminal) Execute(tp api.Tuple) {
 	}
 }
 
+// InitState passes the checkpointed states to the wrapped bolt when it
+// keeps its state in them (api.Stateful: window and table bolts).
+func (t *terminal) InitState(states *api.States) error {
+	if s, ok := t.Bolt.(api.Stateful); ok {
+		return s.InitState(states)
+	}
+	return nil
+}
+
+// PreSave implements api.Stateful for the wrapped bolt.
+func (t *terminal) PreSave(checkpoint int64) error {
+	if s, ok := t.Bolt.(api.Stateful); ok {
+		return s.PreSave(checkpoint)
+	}
+	return nil
+}
+
 // NotCheckpointed implements api.NotCheckpointed for the wrapped bolt, so
 // an effectively-once submission still refuses a final operator whose
 // state is not checkpointed.
