@@ -29,6 +29,13 @@ type Suite struct {
 	// LargeState is the size of the largest state the suite stores
 	// (default 6 MiB: above gRPC's default 4 MiB message limit).
 	LargeState int
+	// LargeFile is the size of the largest checkpoint file the suite
+	// writes (default 40 MiB: above the default frame limit and gRPC's
+	// message limit).
+	LargeFile int
+	// NoFiles skips the checks of spi.CheckpointFiles; without it a
+	// storage that does not implement them fails.
+	NoFiles bool
 }
 
 // Run runs every check as a subtest of t.
@@ -39,6 +46,9 @@ func (s Suite) Run(t spitest.T) {
 	}
 	if s.LargeState <= 0 {
 		s.LargeState = 6 << 20
+	}
+	if s.LargeFile <= 0 {
+		s.LargeFile = 40 << 20
 	}
 	checks := []struct {
 		name string
@@ -54,6 +64,9 @@ func (s Suite) Run(t spitest.T) {
 		{"CancelledContext", s.cancelled},
 		{"Closed", s.closed},
 		{"HostileNames", s.hostile},
+	}
+	if !s.NoFiles {
+		checks = append(checks, s.fileChecks()...)
 	}
 	for _, c := range checks {
 		spitest.Run(t, c.name, c.f)

@@ -23,11 +23,13 @@ import (
 type memStore struct {
 	mu    sync.Mutex
 	blobs map[spi.CheckpointKey][]byte
+	files map[[2]string][]byte
 }
 
 type flaws struct {
 	ignoreCtx, unsorted, deleteMissingFails, plainNotFound, noErrClosed,
-	acceptsAnyName, keepsCallerSlice, noCorruptCheck, listEmptyNil, deleteOneTask bool
+	acceptsAnyName, keepsCallerSlice, noCorruptCheck, listEmptyNil, deleteOneTask,
+	fileVisibleEarly, fileDeleteMissingFails bool
 }
 
 type memStorage struct {
@@ -145,8 +147,111 @@ func (s *memStorage) Close() error {
 	return nil
 }
 
+func (s *memStorage) checkFile(ctx context.Context, topology, name string) error {
+	if err := s.check(ctx, topology); err != nil {
+		return err
+	}
+	if s.acceptsAnyName {
+		return nil
+	}
+	return spi.CheckFileName(name)
+}
+
+type memWriter struct {
+	s    *memStorage
+	ctx  context.Context
+	key  [2]string
+	buf  []byte
+	done bool
+}
+
+func (w *memWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errors.New("done")
+	}
+	w.buf = append(w.buf, p...)
+	if w.s.fileVisibleEarly {
+		w.s.m.mu.Lock()
+		w.s.m.files[w.key] = w.buf
+		w.s.m.mu.Unlock()
+	}
+	return len(p), nil
+}
+
+func (w *memWriter) Commit() error {
+	if w.done {
+		return errors.New("done")
+	}
+	w.done = true
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	w.s.m.mu.Lock()
+	w.s.m.files[w.key] = w.buf
+	w.s.m.mu.Unlock()
+	return nil
+}
+
+func (w *memWriter) Abort() error { w.done = true; return nil }
+
+func (s *memStorage) CreateFile(ctx context.Context, topology, name string) (spi.FileWriter, error) {
+	if err := s.checkFile(ctx, topology, name); err != nil {
+		return nil, err
+	}
+	return &memWriter{s: s, ctx: ctx, key: [2]string{topology, name}}, nil
+}
+
+type memReader struct {
+	*bytes.Reader
+}
+
+func (memReader) Close() error { return nil }
+
+func (s *memStorage) OpenFile(ctx context.Context, topology, name string) (spi.FileReader, error) {
+	if err := s.checkFile(ctx, topology, name); err != nil {
+		return nil, err
+	}
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	b, ok := s.m.files[[2]string{topology, name}]
+	if !ok {
+		return nil, spi.ErrNotFound
+	}
+	return memReader{bytes.NewReader(b)}, nil
+}
+
+func (s *memStorage) ListFiles(ctx context.Context, topology string) ([]spi.FileInfo, error) {
+	if err := s.check(ctx, topology); err != nil {
+		return nil, err
+	}
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	out := []spi.FileInfo{}
+	for k, b := range s.m.files {
+		if k[0] == topology {
+			out = append(out, spi.FileInfo{Name: k[1], Size: int64(len(b))})
+		}
+	}
+	slices.SortFunc(out, func(a, b spi.FileInfo) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (s *memStorage) DeleteFile(ctx context.Context, topology, name string) error {
+	if err := s.checkFile(ctx, topology, name); err != nil {
+		return err
+	}
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	k := [2]string{topology, name}
+	if _, ok := s.m.files[k]; !ok && s.fileDeleteMissingFails {
+		return spi.ErrNotFound
+	}
+	delete(s.m.files, k)
+	return nil
+}
+
 func run(f flaws) []spitest.Result {
-	m := &memStore{blobs: map[spi.CheckpointKey][]byte{}}
+	m := &memStore{blobs: map[spi.CheckpointKey][]byte{}, files: map[[2]string][]byte{}}
 	suite := checkpointtest.Suite{
 		Open: func(context.Context) (spi.CheckpointStorage, error) { return &memStorage{m: m, flaws: f}, nil },
 		Damage: func(_ context.Context, key spi.CheckpointKey, damage func([]byte) []byte) error {
@@ -160,6 +265,7 @@ func run(f flaws) []spitest.Result {
 			return nil
 		},
 		LargeState: 256 << 10,
+		LargeFile:  3 << 20,
 	}
 	rep := spitest.NewReporter(io.Discard, spitest.Options{CheckTimeout: 2 * time.Minute})
 	rep.Run(context.Background(), "ckpt", suite.Run)
@@ -199,6 +305,8 @@ func TestSuiteFindsEachFlaw(t *testing.T) {
 		{"keeps the caller's slice", flaws{keepsCallerSlice: true}, "RoundTrip"},
 		{"does not check stored bytes", flaws{noCorruptCheck: true}, "Corrupt"},
 		{"lists nothing as nil", flaws{listEmptyNil: true}, "Missing"},
+		{"shows a file before its commit", flaws{fileVisibleEarly: true}, "FileAtomic"},
+		{"fails deleting a missing file", flaws{fileDeleteMissingFails: true}, "FileDelete"},
 	} {
 		f := failed(run(tc.storage))
 		if !slices.ContainsFunc(f, func(n string) bool { return strings.HasSuffix(n, "/"+tc.check) }) {

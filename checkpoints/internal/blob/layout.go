@@ -75,3 +75,23 @@ func IsTaskFile(name string) bool {
 	id, err := strconv.ParseInt(n, 10, 32)
 	return err == nil && id >= 0 && strconv.FormatInt(id, 10) == n
 }
+
+// FilesDir is the directory, next to a topology's checkpoint directories,
+// that holds its checkpoint files (spi.CheckpointFiles):
+// <topology>/files/<name>.
+const FilesDir = "files"
+
+// CheckFile checks a topology and a checkpoint file's name.
+func CheckFile(topology, name string) error {
+	if err := CheckTopology(topology); err != nil {
+		return err
+	}
+	if err := spi.CheckFileName(name); err != nil {
+		return fmt.Errorf("checkpoint storage: %w", err)
+	}
+	return nil
+}
+
+// IsTemp reports whether a name in a files directory is a file being
+// written (or left by a writer that crashed).
+func IsTemp(name string) bool { return strings.HasPrefix(name, TempPrefix) }
