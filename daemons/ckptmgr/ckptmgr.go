@@ -66,6 +66,9 @@ type Stats struct {
 	Loads, LoadErrors, LoadNotFound, LoadedBy atomic.Int64
 	Cleans, CleanErrors, Deleted              atomic.Int64
 	BadConns                                  atomic.Int64
+	FilesWritten, FileBytesWritten            atomic.Int64
+	FilesRead, FileBytesRead, FileErrors      atomic.Int64
+	FilesDeleted                              atomic.Int64
 }
 
 // Metrics returns the counters as metrics.
@@ -79,6 +82,9 @@ func (s *Stats) Metrics() []*egretpb.Metric {
 		m("ckptmgr.loaded.bytes", &s.LoadedBy),
 		m("ckptmgr.cleans", &s.Cleans), m("ckptmgr.clean.errors", &s.CleanErrors), m("ckptmgr.deleted.checkpoints", &s.Deleted),
 		m("ckptmgr.bad.connections", &s.BadConns),
+		m("ckptmgr.files.written", &s.FilesWritten), m("ckptmgr.file.bytes.written", &s.FileBytesWritten),
+		m("ckptmgr.files.read", &s.FilesRead), m("ckptmgr.file.bytes.read", &s.FileBytesRead),
+		m("ckptmgr.file.errors", &s.FileErrors), m("ckptmgr.files.deleted", &s.FilesDeleted),
 	}
 }
 
@@ -219,6 +225,8 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 	r := bufio.NewReaderSize(conn, 64<<10)
 	w := bufio.NewWriterSize(conn, 64<<10)
 	var in, out []byte
+	fc := s.newFileConn(w)
+	defer fc.close()
 	for {
 		t, payload, nb, err := wire.ReadFrame(r, in, s.cfg.MaxStateSize+frameSlack)
 		in = nb
@@ -228,6 +236,21 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 				s.log.Error("closing the connection: unreadable frame", zap.Error(err))
 			}
 			return
+		}
+		if wire.IsFileFrame(t) {
+			if err := fc.handle(ctx, t, payload); err != nil {
+				if !isClosed(err) && ctx.Err() == nil {
+					s.stats.BadConns.Add(1)
+					s.log.Error("closing the connection", zap.Error(err))
+				}
+				return
+			}
+			if s.lost.Load() != nil {
+				_ = w.Flush()
+				s.stop()
+				return
+			}
+			continue
 		}
 		resp, err := s.handle(ctx, t, payload)
 		if err != nil {

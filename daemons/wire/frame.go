@@ -53,6 +53,15 @@ const (
 	FrameLoadStateResponse            FrameType = 99
 	FrameCleanCheckpointsRequest      FrameType = 100
 	FrameCleanCheckpointsResponse     FrameType = 101
+	// Checkpoint files (daemons/ckptio): hand-written payloads that
+	// stream a task's state files to and from the checkpoint manager.
+	FrameFileCreate   FrameType = 102
+	FrameFileChunk    FrameType = 103
+	FrameFileCommit   FrameType = 104
+	FrameFileOpen     FrameType = 105
+	FrameFileStat     FrameType = 106
+	FrameFileManifest FrameType = 107
+	FrameFileResult   FrameType = 108
 )
 
 // HeaderSize is the size of a frame header: a 4-byte big-endian length of
@@ -122,6 +131,20 @@ func (t FrameType) String() string {
 		return "barrier"
 	case FrameEpoch:
 		return "epoch"
+	case FrameFileCreate:
+		return "file-create"
+	case FrameFileChunk:
+		return "file-chunk"
+	case FrameFileCommit:
+		return "file-commit"
+	case FrameFileOpen:
+		return "file-open"
+	case FrameFileStat:
+		return "file-stat"
+	case FrameFileManifest:
+		return "file-manifest"
+	case FrameFileResult:
+		return "file-result"
 	}
 	if f, ok := messageTypes[t]; ok {
 		return string(proto.MessageName(f()).Name())
@@ -245,6 +268,9 @@ func DecodeMessage(t FrameType, payload []byte) (proto.Message, error) {
 	return m, nil
 }
 
+// IsFileFrame reports whether t is a frame of daemons/ckptio's protocol.
+func IsFileFrame(t FrameType) bool { return t >= FrameFileCreate && t <= FrameFileResult }
+
 // ErrFrameTooLarge is returned for a frame above the reader's limit.
 var ErrFrameTooLarge = errors.New("frame too large")
 
@@ -281,7 +307,7 @@ func ReadFrame(r *bufio.Reader, buf []byte, max int) (t FrameType, payload, newB
 		return 0, nil, buf, err
 	}
 	t = FrameType(body[0])
-	if _, known := messageTypes[t]; !known && t != FrameData && t != FrameBackPressure && t != FrameBarrier && t != FrameEpoch && !IsAckFrame(t) {
+	if _, known := messageTypes[t]; !known && t != FrameData && t != FrameBackPressure && t != FrameBarrier && t != FrameEpoch && !IsAckFrame(t) && !IsFileFrame(t) {
 		return 0, nil, buf, fmt.Errorf("%w: unknown frame type %d", ErrCorrupt, body[0])
 	}
 	return t, body[1:], buf, nil

@@ -16,8 +16,8 @@
 //     topology-binary runtime api/runner;
 //   - a daemon (a folder of daemons/) imports no backend, no other daemon
 //     except the contract packages they share (daemons/wire,
-//     daemons/acking, daemons/shellapi, daemons/tmlocation), and none of
-//     launcher/, plugins/,
+//     daemons/acking, daemons/shellapi, daemons/tmlocation, daemons/ckptio),
+//     and none of launcher/, plugins/,
 //     cli/, tracker/ or connectors/; a daemon's test harness (stmgrtest)
 //     may start other daemons;
 //   - api/ imports no backend, daemon, launcher/, plugins/, cli/, conf or

@@ -38,6 +38,7 @@ var contracts = map[string]bool{
 	"daemons/acking":     true, // the XOR ledger, kept by the stream manager and by local mode
 	"daemons/shellapi":   true, // the executor's pid file and the shell's HTTP API, read by the tracker
 	"daemons/tmlocation": true, // the topology manager's location, as an executor hands it to a container process
+	"daemons/ckptio":     true, // checkpoint files between an instance and its checkpoint manager
 }
 
 // fakes are test doubles whose name does not say so.
@@ -177,7 +178,7 @@ func violation(from, to string) string {
 		case in(ta, areaBackend, areaKind):
 			return "a daemon imports no backend"
 		case ta == areaDaemon && tr != fr && !(fa == areaDaemon && isTestHelper(from)):
-			return "daemons import each other only through the contract packages (daemons/wire, daemons/acking, daemons/shellapi)"
+			return "daemons import each other only through the contract packages (daemons/wire, daemons/acking, daemons/shellapi, daemons/tmlocation, daemons/ckptio)"
 		case in(ta, areaLauncher, areaPlugins, areaComposition, areaTracker, areaConnectors, areaRunner):
 			return "a daemon imports none of launcher/, plugins/, cli/, tracker/, connectors/, api/runner"
 		}
