@@ -409,7 +409,9 @@ func (d *Download) Read(p []byte) (int, error) {
 }
 
 // Sum returns the count and hash of the bytes read so far.
-func (d *Download) Sum() Sum { return Sum{Size: d.size - d.left - int64(len(d.rest)), Sum: d.d.Sum64()} }
+func (d *Download) Sum() Sum {
+	return Sum{Size: d.size - d.left - int64(len(d.rest)), Sum: d.d.Sum64()}
+}
 
 func (d *Download) finish(err error) {
 	if d.cn != nil {
