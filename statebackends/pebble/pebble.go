@@ -33,6 +33,10 @@ type Backend struct {
 	now    func() int64
 	kbuf   []byte
 	vbuf   []byte
+	// incarnation names the database's life; ckpts counts its
+	// checkpoints (their directories' names).
+	incarnation string
+	ckpts       int
 }
 
 var _ statebackend.Backend = (*Backend)(nil)
@@ -50,6 +54,7 @@ func Open(o statebackend.Options) (statebackend.Backend, error) {
 	if err := os.RemoveAll(o.Dir); err != nil {
 		return nil, fmt.Errorf("pebble state backend: clear %s: %w", o.Dir, err)
 	}
+	removeCheckpoints(o.Dir)
 	b := &Backend{dir: o.Dir, groups: o.Groups}
 	clock := o.Clock()
 	b.now = func() int64 { return clock().UnixNano() }
@@ -72,6 +77,7 @@ func (b *Backend) open() error {
 		return fmt.Errorf("pebble state backend: open %s: %w", b.dir, err)
 	}
 	b.db, b.cache = db, cache
+	b.incarnation = newIncarnation()
 	return nil
 }
 
