@@ -59,11 +59,17 @@ func TestStatesRoundTrip(t *testing.T) {
 
 func TestUnmarshalStatesRejects(t *testing.T) {
 	for name, b := range map[string][]byte{
-		"magic":     []byte("XXXX"),
-		"truncated": append([]byte("EGS1"), 2, 1, 'a'),
-		"trailing":  append([]byte("EGS1"), 0, 7),
-		"empty":     append([]byte("EGS1"), 1, 0, 0),
-		"dup":       append([]byte("EGS1"), 2, 1, 'a', 0, 1, 'a', 0),
+		"magic":      []byte("XXXX"),
+		"old gob":    append([]byte("EGS1"), 0),
+		"truncated":  append([]byte("EGS2"), 2, 1, 'a'),
+		"trailing":   append([]byte("EGS2"), 0, 0, 7),
+		"empty name": append([]byte("EGS2"), 1, 0, 1, 'd', 0, 1, 0, 0),
+		"no desc":    append([]byte("EGS2"), 1, 1, 'a', 0, 0, 1, 0, 0),
+		"bad mode":   append([]byte("EGS2"), 1, 1, 'a', 1, 'd', 9, 1, 0, 0),
+		"dup":        append([]byte("EGS2"), 2, 1, 'a', 1, 'd', 0, 1, 0, 1, 'a', 1, 'd', 0, 1, 0, 0),
+		"dup keyed":  append([]byte("EGS2"), 1, 1, 'a', 1, 'd', 0, 1, 0, 1, 1, 'a', 1, 'd'),
+		"reserved":   append([]byte("EGS2"), 0, 1, 7, 'e', 'g', 'r', 'e', 't', '.', 'x', 1, 'd'),
+		"entries":    append([]byte("EGS2"), 1, 1, 'a', 1, 'd', 0, 2, 1, 5, 0),
 	} {
 		if _, err := UnmarshalStates(b); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -75,14 +81,18 @@ func TestUnmarshalStatesRejects(t *testing.T) {
 }
 
 // FuzzUnmarshalStates: stored bytes come from checkpoint storage; damage
-// gives an error, never a panic, and whatever decodes re-encodes equally.
+// gives an error, never a panic, and whatever decodes re-encodes to bytes
+// that decode equally.
 func FuzzUnmarshalStates(f *testing.F) {
 	s := NewStates()
 	c, _ := NewState[string, int64](s, "counts")
 	c.Put("x", 1)
+	u, _ := NewState[int32, item](s, "items", WithRestoreMode(UnionRestore))
+	u.Put(3, item{Name: "n", N: 4})
+	s.keyed["k"] = "value int64"
 	b, _ := s.MarshalBinary()
 	f.Add(b)
-	f.Add([]byte("EGS1"))
+	f.Add([]byte("EGS2"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := UnmarshalStates(b)
 		if err != nil {
@@ -91,8 +101,17 @@ func FuzzUnmarshalStates(f *testing.F) {
 		for name := range s.raw {
 			_, _ = NewState[string, int64](s, name)
 		}
-		if _, err := s.MarshalBinary(); err != nil {
+		out, err := s.MarshalBinary()
+		if err != nil {
 			t.Fatal(err)
 		}
+		again, err := UnmarshalStates(out)
+		if err != nil {
+			t.Fatalf("re-encoded states do not decode: %v", err)
+		}
+		if out2, _ := again.MarshalBinary(); !bytes.Equal(out, out2) {
+			t.Fatal("re-encoding is not stable")
+		}
+		_, _ = RedistributeStates([][]byte{b, out}, 0, 2)
 	})
 }

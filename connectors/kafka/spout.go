@@ -430,7 +430,7 @@ func (s *Spout) forget(m map[string][]int32) {
 // parallelism hands each task — every partition resumes from its
 // position; a partition without one starts at StartOffset.
 func (s *Spout) InitState(states *api.States) error {
-	st, err := api.NewState[string, int64](states, PositionsState)
+	st, err := api.NewState[string, int64](states, PositionsState, api.WithRestoreMode(api.UnionRestore))
 	if err != nil {
 		return fmt.Errorf("kafka: spout state: %w", err)
 	}

@@ -155,7 +155,7 @@ func (w *txnWriter) producer(slot int32) (*kgo.Client, error) {
 
 // initState binds the restored transactions and fences every other slot.
 func (w *txnWriter) initState(states *api.States) error {
-	st, err := api.NewState[string, PreparedTxn](states, TransactionsState)
+	st, err := api.NewState[string, PreparedTxn](states, TransactionsState, api.WithRestoreMode(api.UnionRestore))
 	if err != nil {
 		return fmt.Errorf("kafka: sink state: %w", err)
 	}

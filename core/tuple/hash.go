@@ -39,9 +39,18 @@ type hasher struct {
 	spilled bool
 	d       xxhash.Digest
 	buf     [128]byte
+	// collect, when set, makes the hasher gather its input in out
+	// instead of hashing it (AppendKey).
+	collect bool
+	out     []byte
 }
 
 func (h *hasher) flush() {
+	if h.collect {
+		h.out = append(h.out, h.buf[:h.n]...)
+		h.n = 0
+		return
+	}
 	if !h.spilled {
 		h.d.Reset()
 		h.spilled = true
@@ -74,7 +83,11 @@ func (h *hasher) bytes(p []byte) {
 	if len(p) > len(h.buf)-h.n {
 		h.flush()
 		if len(p) >= len(h.buf) {
-			h.d.Write(p)
+			if h.collect {
+				h.out = append(h.out, p...)
+			} else {
+				h.d.Write(p)
+			}
 			return
 		}
 	}
@@ -85,7 +98,11 @@ func (h *hasher) str(s string) {
 	if len(s) > len(h.buf)-h.n {
 		h.flush()
 		if len(s) >= len(h.buf) {
-			h.d.WriteString(s)
+			if h.collect {
+				h.out = append(h.out, s...)
+			} else {
+				h.d.WriteString(s)
+			}
 			return
 		}
 	}
@@ -182,6 +199,39 @@ func FieldsHash(reg *Registry, tuple []any, fields []int) (uint64, error) {
 		}
 	}
 	return h.sum(), nil
+}
+
+// AppendKey appends the canonical hash input of vals (docs/tuple-format.md,
+// "Fields-grouping hash") to dst: the bytes whose XXH64 is
+// HashValues(reg, vals...). Equal logical keys give equal bytes whatever
+// their Go integer widths, so they identify a key in keyed state the way
+// the fields grouping does (api.States).
+func AppendKey(dst []byte, reg *Registry, vals ...any) ([]byte, error) {
+	h := hasher{collect: true, out: dst}
+	for i, v := range vals {
+		if err := hashValue(&h, v, reg, 0); err != nil {
+			return dst, fmt.Errorf("tuple: key value %d: %w", i, err)
+		}
+	}
+	h.flush()
+	return h.out, nil
+}
+
+// AppendFieldsKey appends the canonical hash input of the values of tuple
+// at the given indexes, in the order given: AppendKey(dst, reg,
+// tuple[fields[0]], ...). Its XXH64 is FieldsHash(reg, tuple, fields).
+func AppendFieldsKey(dst []byte, reg *Registry, tuple []any, fields []int) ([]byte, error) {
+	h := hasher{collect: true, out: dst}
+	for _, f := range fields {
+		if f < 0 || f >= len(tuple) {
+			return dst, fmt.Errorf("tuple: grouping field index %d out of range for a tuple of %d values", f, len(tuple))
+		}
+		if err := hashValue(&h, tuple[f], reg, 0); err != nil {
+			return dst, fmt.Errorf("tuple: key field %d: %w", f, err)
+		}
+	}
+	h.flush()
+	return h.out, nil
 }
 
 // shortKeyMax is the longest string hashShortString takes.

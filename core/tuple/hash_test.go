@@ -1,6 +1,7 @@
 package tuple
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -148,6 +149,9 @@ func TestHashMatchesDefinition(t *testing.T) {
 		if got != want {
 			t.Errorf("HashValues(%T %.40v) = %x, want %x", v, v, got, want)
 		}
+		if k, err := AppendKey([]byte("pre"), reg, v); err != nil || !bytes.Equal(k, append([]byte("pre"), canon(t, v, reg)...)) {
+			t.Errorf("AppendKey(%T %.40v) = %x, %v; want the canonical input", v, v, k, err)
+		}
 		got, err = HashEncodedFields(enc, []int{i})
 		if err != nil {
 			t.Fatal(err)
@@ -175,11 +179,23 @@ func TestHashMatchesDefinition(t *testing.T) {
 	if got, err := HashEncodedFields(enc, fields); err != nil || got != want {
 		t.Errorf("HashEncodedFields = %x, %v; want %x", got, err, want)
 	}
+	if k, err := AppendFieldsKey(nil, reg, vals, fields); err != nil || !bytes.Equal(k, all) {
+		t.Errorf("AppendFieldsKey = %x, %v; want the canonical input", k, err)
+	}
+	if k, err := AppendKey(nil, reg, sel...); err != nil || !bytes.Equal(k, all) {
+		t.Errorf("AppendKey = %x, %v; want the canonical input", k, err)
+	}
+	if _, err := AppendFieldsKey(nil, reg, vals, []int{len(vals)}); err == nil {
+		t.Error("AppendFieldsKey of a field out of range succeeded")
+	}
 	// Every prefix length of a long string key, around the buffer size.
 	for n := 100; n < 300; n++ {
 		s := strings.Repeat("k", n)
 		want := xxhash.Sum64(append(append(canon(t, 7, nil), canon(t, s, nil)...), canon(t, []byte(s), nil)...))
 		got, _ := HashValues(nil, 7, s, []byte(s))
+		if k, _ := AppendKey(nil, nil, 7, s, []byte(s)); xxhash.Sum64(k) != want {
+			t.Fatalf("AppendKey of a string of %d bytes does not hash as the key", n)
+		}
 		if got != want {
 			t.Fatalf("string of %d bytes: %x, want %x", n, got, want)
 		}
