@@ -1,15 +1,12 @@
 package hadoop
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -18,91 +15,16 @@ import (
 
 	"github.com/colinmarc/hdfs/v2"
 
+	"github.com/egret-stream/egret/internal/clitest"
 	"github.com/egret-stream/egret/internal/hdfsx"
 	"github.com/egret-stream/egret/internal/zktest"
 	"github.com/egret-stream/egret/plugins/plugintest"
 	"github.com/egret-stream/egret/schedulers/yarn"
 )
 
-// cli runs the egret CLI against the yarn cluster of the mini-cluster.
-type cli struct {
-	t     *testing.T
-	egret string
-	home  string
-	props []string
-}
-
-func (c *cli) run(args ...string) (string, string, int) {
-	c.t.Helper()
-	full := []string{}
-	for _, p := range c.props {
-		full = append(full, "--config-property", p)
-	}
-	full = append(full, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, c.egret, full...)
-	cmd.Dir = repoRoot(c.t)
-	cmd.Env = append(os.Environ(), "EGRET_HOME="+c.home)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		code = -1
-	}
-	return out.String(), errb.String(), code
-}
-
-func (c *cli) must(args ...string) string {
-	c.t.Helper()
-	out, errOut, code := c.run(args...)
-	if code != 0 {
-		c.t.Fatalf("egret %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errOut)
-	}
-	return out
-}
-
-func repoRoot(t *testing.T) string {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Clean(filepath.Join(wd, "..", ".."))
-}
-
-// executed sums the tuples the topology's bolts executed, from `egret
-// metrics`.
-func (c *cli) executed() float64 {
-	out, _, code := c.run("metrics", "yarn", "wordcount", "-o", "json")
-	if code != 0 {
-		return -1
-	}
-	var st struct {
-		Components map[string]map[string]float64 `json:"components"`
-	}
-	if json.Unmarshal([]byte(out), &st) != nil {
-		return -1
-	}
-	var n float64
-	for _, m := range st.Components {
-		n += m["instance.executed"]
-	}
-	return n
-}
-
 func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(time.Second)
-	}
+	clitest.WaitFor(t, what, timeout, time.Second, cond)
 }
 
 // waitRise waits until a count read by read rises between two reads made
@@ -166,7 +88,7 @@ func TestWordCountOnYARN(t *testing.T) {
 	}
 	putFile(t, cl, egret, core)
 	defer cl.RemoveAll(filepath.Dir(core))
-	x := &cli{t: t, egret: egret, home: t.TempDir(), props: []string{
+	x := &clitest.CLI{T: t, Egret: egret, Home: t.TempDir(), Timeout: 8 * time.Minute, Props: []string{
 		"egret.yarn.resourcemanager.address=" + c.RM,
 		"egret.uploader.hdfs.namenode=" + c.NameNode,
 		"egret.uploader.hdfs.replication=1",
@@ -178,25 +100,25 @@ func TestWordCountOnYARN(t *testing.T) {
 		"egret.metrics.export.interval=1s",
 		"egret.executor.restart.backoff.initial=200ms",
 	}}
-	out := x.must("config", "validate", "yarn", "--check-connectivity")
+	out := x.Must("config", "validate", "yarn", "--check-connectivity")
 	for _, want := range []string{"state manager zookeeper: created", "uploader hdfs: reachable", "scheduler yarn: reachable"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("config validate --check-connectivity printed no %q:\n%s", want, out)
 		}
 	}
-	bad := &cli{t: t, egret: egret, home: x.home, props: append(append([]string(nil), x.props...), "egret.yarn.queue=nosuch")}
-	if out, errOut, code := bad.run("config", "validate", "yarn", "--check-connectivity"); code == 0 || !strings.Contains(errOut, `queue "nosuch" does not exist`) {
+	bad := x.With("egret.yarn.queue=nosuch")
+	if out, errOut, code := bad.Run("config", "validate", "yarn", "--check-connectivity"); code == 0 || !strings.Contains(errOut, `queue "nosuch" does not exist`) {
 		t.Errorf("--check-connectivity with an unknown queue: exit %d\n%s%s", code, out, errOut)
 	}
 
-	out = x.must("submit", "yarn", "./examples/wordcount", "--wait", "5m", "--", "--containers", "2", "--rate", "200")
+	out = x.Must("submit", "yarn", "./examples/wordcount", "--wait", "5m", "--", "--containers", "2", "--rate", "200")
 	if !strings.Contains(out, "is running") {
 		t.Fatalf("submit did not report a running topology:\n%s", out)
 	}
 	killed := false
 	defer func() {
 		if !killed {
-			x.run("kill", "yarn", "wordcount")
+			x.Run("kill", "yarn", "wordcount")
 		}
 	}()
 	ctx := context.Background()
@@ -204,8 +126,9 @@ func TestWordCountOnYARN(t *testing.T) {
 	if err != nil || len(containers) != 3 {
 		t.Fatalf("YARN runs containers %v (%v), want 0, 1 and 2", containers, err)
 	}
+	executed := func() float64 { return x.Executed("yarn", "wordcount") }
 	var last float64
-	waitFor(t, "word counts to rise", 3*time.Minute, func() bool { last = x.executed(); return last > 0 })
+	waitFor(t, "word counts to rise", 3*time.Minute, func() bool { last = executed(); return last > 0 })
 	t.Logf("executed %.0f tuples", last)
 
 	// kill -9 of container 1's executor: its YARN container exits and the
@@ -222,17 +145,17 @@ func TestWordCountOnYARN(t *testing.T) {
 		now, err := observe(ctx, "wordcount")
 		return err == nil && now[1] != "" && now[1] != old
 	})
-	waitRise(t, "counts to rise after the restart", 3*time.Minute, x.executed)
+	waitRise(t, "counts to rise after the restart", 3*time.Minute, executed)
 
 	// update to 3 containers: YARN flexes the worker component.
-	x.must("update", "yarn", "wordcount", "--container-number", "3")
+	x.Must("update", "yarn", "wordcount", "--container-number", "3")
 	waitFor(t, "a third worker container", 3*time.Minute, func() bool {
 		now, err := observe(ctx, "wordcount")
 		return err == nil && len(now) == 4
 	})
-	waitRise(t, "counts to rise on 3 containers", 3*time.Minute, x.executed)
+	waitRise(t, "counts to rise on 3 containers", 3*time.Minute, executed)
 
-	links := x.must("list", "yarn")
+	links := x.Must("list", "yarn")
 	if !strings.Contains(links, "wordcount") {
 		t.Errorf("list does not show wordcount:\n%s", links)
 	}
@@ -244,7 +167,7 @@ func TestWordCountOnYARN(t *testing.T) {
 			t.Errorf("before kill, %s: %v", dir, err)
 		}
 	}
-	x.must("kill", "yarn", "wordcount")
+	x.Must("kill", "yarn", "wordcount")
 	killed = true
 	if now, err := observe(ctx, "wordcount"); err != nil || len(now) != 0 {
 		t.Errorf("after kill YARN runs %v (%v)", now, err)
@@ -258,7 +181,7 @@ func TestWordCountOnYARN(t *testing.T) {
 			t.Errorf("kill left %s in HDFS (stat: %v)", dir, err)
 		}
 	}
-	if out, _, _ := x.run("list", "yarn"); strings.Contains(out, "wordcount") {
+	if out, _, _ := x.Run("list", "yarn"); strings.Contains(out, "wordcount") {
 		t.Errorf("the state survived kill:\n%s", out)
 	}
 }
