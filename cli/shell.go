@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -401,13 +400,13 @@ one; --duration 1s reverts at once.`,
 			if err != nil {
 				return err
 			}
-			body, _ := json.Marshal(shell.LogLevelRequest{Level: level, Component: component, Duration: duration.String()})
+			req := shellapi.LogLevelRequest{Level: level, Component: component, Duration: duration.String()}
 			var failed []string
 			var until time.Time
 			for _, c := range cs {
 				sh, err := l.Shell(ctx, name, c)
 				if err == nil {
-					until, err = postLogLevel(ctx, sh, body)
+					until, err = shellapi.PostLogLevel(ctx, shellClient, sh.Container, sh.URL, sh.Secret, req)
 				}
 				if err != nil {
 					failed = append(failed, err.Error())
@@ -437,27 +436,3 @@ func isDaemonKind(s string) bool {
 	return false
 }
 
-func postLogLevel(ctx context.Context, sh launcher.Shell, body []byte) (time.Time, error) {
-	if len(sh.Secret) == 0 {
-		return time.Time{}, fmt.Errorf("container %d: the topology has no secret (submitted by an older egret?)", sh.Container)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sh.URL+"/loglevel", bytes.NewReader(body))
-	if err != nil {
-		return time.Time{}, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(shell.SecretHeader, hex.EncodeToString(sh.Secret))
-	resp, err := shellClient.Do(req)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("shell of container %d: %w", sh.Container, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return time.Time{}, shellError(sh, resp)
-	}
-	var o loglevel.Override
-	if err := json.NewDecoder(resp.Body).Decode(&o); err != nil {
-		return time.Time{}, fmt.Errorf("shell of container %d: decode the reply: %w", sh.Container, err)
-	}
-	return o.Expires, nil
-}

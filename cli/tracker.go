@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -16,9 +18,10 @@ import (
 
 func trackerCmd(g *globals) *cobra.Command {
 	var (
-		clusters []string
-		addr     string
-		o        tracker.Options
+		clusters  []string
+		addr      string
+		tokenFile string
+		o         tracker.Options
 	)
 	cmd := &cobra.Command{
 		Use:   "tracker [--cluster cluster[/role[/env]] ...] [--addr 127.0.0.1:8888]",
@@ -27,7 +30,10 @@ func trackerCmd(g *globals) *cobra.Command {
 /topologies/logicalplan, /physicalplan, /packingplan, /executionstate, /metrics,
 /metrics/timeline, /exceptions, /exceptionsummary; documented at /openapi.yaml)
 and a web UI at / over the state managers of the given clusters (default: local)
-and the topology managers of their topologies. It never changes any state.`,
+and the topology managers of their topologies. Without --operator-token-file it
+never changes any state; with it, requests that carry the token (the UI asks
+for it) may activate, deactivate, kill (drained), rescale a component and
+change log levels, with the CLI's safety.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if len(clusters) == 0 {
@@ -38,6 +44,13 @@ and the topology managers of their topologies. It never changes any state.`,
 			}
 			if o.MaxTopologies < 1 || o.MaxTasks < 1 {
 				return usagef("--max-topologies and --max-tasks must be positive")
+			}
+			if tokenFile != "" {
+				tok, err := readOperatorToken(tokenFile)
+				if err != nil {
+					return usageError{err}
+				}
+				o.OperatorToken = tok
 			}
 			seen := map[string]bool{}
 			for _, arg := range clusters {
@@ -75,7 +88,25 @@ and the topology managers of their topologies. It never changes any state.`,
 	f.DurationVar(&o.CoarseWindow, "coarse-window", time.Hour, "how long one-minute samples are kept")
 	f.IntVar(&o.MaxTopologies, "max-topologies", 64, "most topologies with a timeline")
 	f.IntVar(&o.MaxTasks, "max-tasks", 512, "most tasks per topology in a timeline")
+	f.StringVar(&tokenFile, "operator-token-file", "", "a file holding the operator token (at least 16 characters) that enables the console's actions; none: read-only")
 	return cmd
+}
+
+// minTokenLen is the shortest operator token accepted.
+const minTokenLen = 16
+
+// readOperatorToken reads the token of --operator-token-file: one line of
+// at least minTokenLen printable characters.
+func readOperatorToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--operator-token-file: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if len(tok) < minTokenLen || strings.ContainsFunc(tok, func(c rune) bool { return c <= ' ' || c > '~' }) {
+		return "", fmt.Errorf("--operator-token-file %s: the token must be one line of at least %d printable ASCII characters without spaces (for example: head -c 24 /dev/urandom | base64 > %s)", path, minTokenLen, path)
+	}
+	return tok, nil
 }
 
 func serveTracker(ctx context.Context, cmd *cobra.Command, t *tracker.Tracker, ln net.Listener, clusters []*conf.Cluster) error {

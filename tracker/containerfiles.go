@@ -149,20 +149,30 @@ func (t *Tracker) containerFileStatsEP(ctx context.Context, q *query) (any, erro
 	return map[string]any{"cluster": q.cluster.name, "topology": q.name, "container": q.files.container, "files": out}, nil
 }
 
-func (t *Tracker) containerFileDataEP(ctx context.Context, q *query) (any, error) {
+// readFile reads the byte range of a container's log file q asks for:
+// the data, where it starts, and the file's size.
+func (t *Tracker) readFile(ctx context.Context, q *query) (data []byte, offset, size int64, err error) {
 	f := q.files
 	path := fmt.Sprintf("/logs/%s?offset=%d&length=%d", url.PathEscape(f.path), f.offset, f.length)
 	resp, err := t.getShell(ctx, q, f.container, path)
 	if err != nil {
-		return nil, err
+		return nil, 0, 0, err
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxFileChunk+1))
+	data, err = io.ReadAll(io.LimitReader(resp.Body, maxFileChunk+1))
 	if err != nil {
-		return nil, &unavailableError{fmt.Errorf("shell of container %d of %q: reading %s: %w", f.container, q.name, f.path, err)}
+		return nil, 0, 0, &unavailableError{fmt.Errorf("shell of container %d of %q: reading %s: %w", f.container, q.name, f.path, err)}
 	}
-	size, _ := strconv.ParseInt(resp.Header.Get(shellapi.HeaderFileSize), 10, 64)
-	offset, _ := strconv.ParseInt(resp.Header.Get(shellapi.HeaderOffset), 10, 64)
-	return map[string]any{"cluster": q.cluster.name, "topology": q.name, "container": f.container, "path": f.path,
+	size, _ = strconv.ParseInt(resp.Header.Get(shellapi.HeaderFileSize), 10, 64)
+	offset, _ = strconv.ParseInt(resp.Header.Get(shellapi.HeaderOffset), 10, 64)
+	return data, offset, size, nil
+}
+
+func (t *Tracker) containerFileDataEP(ctx context.Context, q *query) (any, error) {
+	data, offset, size, err := t.readFile(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"cluster": q.cluster.name, "topology": q.name, "container": q.files.container, "path": q.files.path,
 		"offset": offset, "length": len(data), "size": size, "data": string(data)}, nil
 }

@@ -80,9 +80,17 @@ func (t *Tracker) Handler() http.Handler {
 		"/topologies/healthmanager":      t.healthManagerEP,
 		"/topologies/containerfilestats": t.containerFileStatsEP,
 		"/topologies/containerfiledata":  t.containerFileDataEP,
+		"/topologies/overview":           t.overviewEP,
+		"/topologies/component":          t.componentEP,
+		"/topologies/checkpoints":        t.checkpointsEP,
+		"/topologies/logs":               t.logsEP,
+		"/actions":                       t.actionsEP,
 	}
 	for path, ep := range api {
 		mux.Handle(path, t.serve(ep))
+	}
+	for _, kind := range []string{actActivate, actDeactivate, actKill, actRescale, actLogLevel} {
+		mux.Handle(actionPrefix+kind, t.actionHandler(kind))
 	}
 	mux.HandleFunc("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
 		if !getOnly(w, r) {
@@ -112,7 +120,7 @@ func (t *Tracker) Handler() http.Handler {
 func getOnly(w http.ResponseWriter, r *http.Request) bool {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s takes GET, not %s: the tracker is read-only", r.URL.Path, r.Method))
+		writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s takes GET, not %s: only %s<action> changes anything", r.URL.Path, r.Method, actionPrefix))
 		return false
 	}
 	return true
@@ -145,9 +153,12 @@ func (t *Tracker) serve(ep endpoint) http.Handler {
 func statusOf(err error) int {
 	var bad *badRequestError
 	var un *unavailableError
+	var conflict *conflictError
 	switch {
 	case errors.As(err, &bad):
 		return http.StatusBadRequest
+	case errors.As(err, &conflict):
+		return http.StatusConflict
 	case errors.Is(err, errNotFound):
 		return http.StatusNotFound
 	case errors.As(err, &un):
@@ -190,7 +201,11 @@ type query struct {
 	resolution                       string
 	path                             string
 	files                            fileQuery // the container file endpoints'
+	grep                             string
 }
+
+// actionPrefix is the path of the console's actions.
+const actionPrefix = "/topologies/actions/"
 
 // Parameters each endpoint accepts.
 var params = map[string][]string{
@@ -207,6 +222,16 @@ var params = map[string][]string{
 	"/topologies/healthmanager":      {"cluster", "role", "environ", "topology"},
 	"/topologies/containerfilestats": {"cluster", "role", "environ", "topology", "container"},
 	"/topologies/containerfiledata":  {"cluster", "role", "environ", "topology", "container", "path", "offset", "length"},
+	"/topologies/overview":           {"cluster", "role", "environ", "topology"},
+	"/topologies/component":          {"cluster", "role", "environ", "topology", "component"},
+	"/topologies/checkpoints":        {"cluster", "role", "environ", "topology"},
+	"/topologies/logs":               {"cluster", "role", "environ", "topology", "container", "path", "offset", "length", "grep"},
+	"/actions":                       {},
+	actionPrefix + actActivate:       {"cluster", "role", "environ", "topology"},
+	actionPrefix + actDeactivate:     {"cluster", "role", "environ", "topology"},
+	actionPrefix + actKill:           {"cluster", "role", "environ", "topology"},
+	actionPrefix + actRescale:        {"cluster", "role", "environ", "topology"},
+	actionPrefix + actLogLevel:       {"cluster", "role", "environ", "topology"},
 }
 
 // maxMetricNames bounds the metricname parameters of one request.
@@ -276,6 +301,10 @@ func (t *Tracker) parseQuery(r *http.Request) (*query, error) {
 	case "", "fine", "coarse":
 	default:
 		return nil, badRequest("query parameter resolution %q must be fine or coarse", truncate(q.resolution, 40))
+	}
+	q.grep = vals.Get("grep")
+	if len(q.grep) > maxGrep || strings.ContainsFunc(q.grep, func(c rune) bool { return c < 0x20 }) {
+		return nil, badRequest("query parameter grep must be at most %d characters without control characters", maxGrep)
 	}
 	if contains(allowed, "container") {
 		if q.files, err = parseFileQuery(vals, contains(allowed, "path")); err != nil {

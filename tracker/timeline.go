@@ -6,18 +6,32 @@ import (
 	"sort"
 	"strconv"
 	"time"
+
+	"github.com/egret-stream/egret/daemons/wire"
 )
 
 // TimelineSeries are the series the timeline keeps per component and per
 // task, in the order of a sample's values. Rates are per second over the
 // interval that ends at the sample; latencies are the mean over that
-// interval in milliseconds; the others are levels.
+// interval in milliseconds; busy is the share of that interval a task
+// spent executing tuples (0..1; a component's is its busiest task's, as
+// Flink's busy time); the others are levels.
 var TimelineSeries = []string{
 	"emit_rate", "execute_rate", "ack_rate", "fail_rate", "timeout_rate", "error_rate", "drop_rate",
 	"execute_latency_ms", "complete_latency_ms", "cpu_cores", "rss_bytes", "pending_roots",
+	"busy", "in_queue_bytes",
 }
 
-const nSeries = 12
+const nSeries = 14
+
+// Series indexes the console reads.
+const (
+	sBusy    = 12
+	sInQueue = 13
+)
+
+// executeNanos is the running total of the time spent executing tuples.
+const executeNanos = "instance.execute.nanos"
 
 // Raw metric names the series derive from.
 var rateOf = [...]struct {
@@ -39,7 +53,7 @@ var latencyOf = [...]struct {
 var levelOf = [...]struct {
 	series int
 	metric string
-}{{10, "process.rss.bytes"}, {11, "instance.pending.roots"}}
+}{{10, "process.rss.bytes"}, {11, "instance.pending.roots"}, {sInQueue, "gateway.in.queue.bytes"}}
 
 // rawNames are the raw metrics kept between samples.
 var rawNames = func() []string {
@@ -60,6 +74,11 @@ var rawNames = func() []string {
 	}
 	for _, l := range levelOf {
 		add(l.metric)
+	}
+	for _, h := range histograms {
+		for _, b := range wire.LatencyBucketNames {
+			add(h + ".le." + b)
+		}
 	}
 	return out
 }()
@@ -120,6 +139,8 @@ type topoTrack struct {
 	coarsePrev map[int]report // the reports at the last coarse sample
 	coarseAt   time.Time      // the poll of the last coarse sample
 	procs      map[int]*procTrack
+	taskComp   map[int]string // each task's component at the last poll
+	console    consoleTrack
 }
 
 // delta is cur-prev of a running total; a smaller value means the
@@ -141,6 +162,7 @@ func derive(at time.Time, prev, cur map[int]report, comp map[int]string, compone
 	type acc struct {
 		rates       [nSeries]float64
 		has         [nSeries]bool
+		busy        float64
 		nanos, cnts [len(latencyOf)]float64
 		levels      [nSeries]float64
 	}
@@ -167,6 +189,13 @@ func derive(at time.Time, prev, cur map[int]report, comp map[int]string, compone
 					v[rt.series] = d / dt
 					a.rates[rt.series] += d / dt
 					a.has[rt.series] = true
+				}
+			}
+			if c, ok := m[executeNanos]; ok {
+				if o, ok := p.m[executeNanos]; ok {
+					v[sBusy] = delta(c, o) / dt / 1e9
+					a.busy = max(a.busy, v[sBusy])
+					a.has[sBusy] = true
 				}
 			}
 			for i, l := range latencyOf {
@@ -210,6 +239,9 @@ func derive(at time.Time, prev, cur map[int]report, comp map[int]string, compone
 			if a.has[l.series] {
 				v[l.series] = a.levels[l.series]
 			}
+		}
+		if a.has[sBusy] {
+			v[sBusy] = a.busy
 		}
 		s.comps[c] = v
 	}
@@ -261,7 +293,9 @@ func (tt *topoTrack) record(st *tmStats, at time.Time, o *Options) {
 			sort.Strings(tt.components)
 		}
 	}
-	tt.recordProcs(st, o)
+	tt.taskComp = cur.comp
+	tt.recordConsole(st, at, o.MaxTasks)
+	tt.recordProcs(st, o, at)
 	if tt.last == nil {
 		tt.last, tt.before = map[int]report{}, map[int]report{}
 	}
@@ -294,7 +328,7 @@ func (tt *topoTrack) record(st *tmStats, at time.Time, o *Options) {
 }
 
 // recordProcs counts the restarts of every task's process.
-func (tt *topoTrack) recordProcs(st *tmStats, o *Options) {
+func (tt *topoTrack) recordProcs(st *tmStats, o *Options, at time.Time) {
 	for _, cs := range st.Components {
 		for tk, ts := range cs.Tasks {
 			task, err := strconv.Atoi(tk)
@@ -317,6 +351,11 @@ func (tt *topoTrack) recordProcs(st *tmStats, o *Options) {
 			if p.pid != pid || p.start != start {
 				p.restarts++
 				p.pid, p.start = pid, start
+				rt := append(tt.console.restartTimes[task], at)
+				if len(rt) > maxRestartTimes {
+					rt = rt[len(rt)-maxRestartTimes:]
+				}
+				tt.console.restartTimes[task] = rt
 			}
 			p.container = int(ts.Container)
 		}

@@ -44,6 +44,9 @@ type Options struct {
 	Client *http.Client
 	// Now is the clock of the samples (default time.Now).
 	Now func() time.Time
+	// OperatorToken, when set, enables the console's actions for
+	// requests that carry it (see actions.go); empty: read-only.
+	OperatorToken string
 }
 
 func (o *Options) fineLen() int   { return max(1, int(o.FineWindow/o.SampleInterval)) }
@@ -59,6 +62,8 @@ type Tracker struct {
 
 	mu     sync.Mutex
 	tracks map[trackKey]*topoTrack
+
+	actions actions
 }
 
 type trackKey struct{ cluster, topology string }
@@ -112,6 +117,7 @@ func New(o Options) (*Tracker, error) {
 		o.Now = time.Now
 	}
 	t := &Tracker{opts: o, log: o.Log, clusters: map[string]*clusterState{}, tracks: map[trackKey]*topoTrack{}}
+	t.actions.ctx, t.actions.cancel = context.WithCancel(context.Background())
 	for _, c := range o.Clusters {
 		if _, dup := t.clusters[c.Name]; dup {
 			return nil, fmt.Errorf("tracker: cluster %q given twice", c.Name)
@@ -124,8 +130,10 @@ func New(o Options) (*Tracker, error) {
 	return t, nil
 }
 
-// Close ends the state manager sessions.
+// Close stops the running actions and ends the state manager sessions.
 func (t *Tracker) Close() {
+	t.actions.cancel()
+	t.actions.wg.Wait()
 	for _, c := range t.clusters {
 		c.mu.Lock()
 		if c.sm != nil {

@@ -32,7 +32,7 @@ import (
 )
 
 // SecretHeader carries the topology's secret, hex-encoded.
-const SecretHeader = "X-Egret-Secret"
+const SecretHeader = shellapi.SecretHeader
 
 // MaxRead bounds the bytes one log request returns.
 const MaxRead = 8 << 20
@@ -466,12 +466,7 @@ func (s *Server) kill(w http.ResponseWriter, r *http.Request, escaped string) {
 }
 
 // LogLevelRequest is the body of POST /loglevel.
-type LogLevelRequest struct {
-	Level     string `json:"level"`
-	Component string `json:"component,omitempty"`
-	// Duration is a Go duration, at most loglevel.MaxDuration.
-	Duration string `json:"duration"`
-}
+type LogLevelRequest = shellapi.LogLevelRequest
 
 func (s *Server) levelFile() string { return filepath.Join(s.cfg.WorkDir, loglevel.FileName) }
 
