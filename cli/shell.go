@@ -435,4 +435,3 @@ func isDaemonKind(s string) bool {
 	}
 	return false
 }
-
