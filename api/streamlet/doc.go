@@ -55,7 +55,10 @@
 // at-least-once mode; bolts still anchor and ack, so back pressure and
 // metrics apply. Windows follow package window (incremental aggregates,
 // one accumulator per key and window). Join keeps every element of its
-// open windows.
+// open windows. Under effectively-once windows and joins are exact (their
+// window bolts and watermark generators are checkpointed); sources and
+// Transform stages are refused at submit, since neither a Supplier's
+// position nor a Transformer's state can be checkpointed.
 //
 // # Event time
 //

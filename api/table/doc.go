@@ -15,10 +15,12 @@
 //
 // Both are ordinary api.Bolts: subscribe them with a fields grouping on
 // the key so that one task sees every element of a key. Inputs are acked
-// when processed (their effect is in the operator's memory). The state
-// lives in the task's memory and is not checkpointed: exact under
-// at-most-once and at-least-once without failures; a restarted task
-// starts empty.
+// when processed. The accumulators, the groups awaiting a flush, the join
+// sides and the end-of-input markers are in the task's states
+// (api.Stateful): under effectively-once they roll back with the input,
+// so a replayed tuple is never aggregated or joined twice; keys and
+// values must be encodable with encoding/gob. In the other modes a
+// restarted task starts empty.
 //
 // The end of a bounded input: when the bolt has received one tuple on
 // EndStream from every task of its EndComponent (an all grouping), it
