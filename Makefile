@@ -14,6 +14,7 @@ export EGRET_REQUIRE_CHROMIUM ?= 1
 export EGRET_REQUIRE_CARBON ?= 1
 export EGRET_REQUIRE_SLURM ?= 1
 export EGRET_REQUIRE_NOMAD ?= 1
+export EGRET_REQUIRE_K8S ?= 1
 
 .DEFAULT_GOAL := help
 
@@ -25,13 +26,24 @@ build: ## build every package and the egret binary into bin/
 	@mkdir -p bin
 	@if [ -d cmd/egret ]; then $(GO) build -o bin/egret ./cmd/egret; fi
 
-test: test-deps ## run every test (installs what the tests need when missing)
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) ./...
+# The tests that start a real Kubernetes (internal/k8stest.Require). make test
+# runs them after the others: test-deps starts scripts/k8s-deps.sh in the
+# background (at nice 15), so that a first build of the binaries overlaps
+# with the other tests; the second step waits for it (its lock), then runs them.
+K8S_TESTS := ^(TestKwok|TestKubelet|TestRealCluster|TestRealPods|TestRealServerChecks|TestKubernetes)
+K8S_PKGS := ./internal/k8stest ./schedulers/kubernetes ./test/e2e
 
-test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars, the Nomad 1.6.3 agent built from its module) when missing
+test: test-deps ## run every test (installs what the tests need when missing; the real-Kubernetes tests last)
+	@status=0; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)' ./... || status=1; \
+	echo "the real-Kubernetes tests: waiting for scripts/k8s-deps.sh"; scripts/k8s-deps.sh || status=1; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS) || status=1; \
+	exit $$status
+
+test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars, the Nomad 1.6.3 agent built from its module; starts the real Kubernetes build of k8s-deps in the background) when missing
 	@scripts/test-deps.sh
 
-k8s-deps: ## build the real Kubernetes of the kubernetes scheduler's real-cluster tests into ~/.cache/egret-k8s (once per machine; about 30 min of one core) and install containerd, runc and the CNI plugins
+k8s-deps: ## build the real Kubernetes of the real-cluster tests into ~/.cache/egret-k8s (once per machine, see docs/schedulers/kubernetes.md for how long) and install containerd, runc and the CNI plugins
 	@scripts/k8s-deps.sh
 
 IMAGE ?= egret/egret:latest

@@ -3,8 +3,17 @@
 # Prometheus, Chromium, carbon-cache, Slurm and munge from Debian's packages, the Python
 # virtualenv of the multilang tests (pystorm and streamparse), and the Maven
 # artifacts of the Hadoop mini-cluster and Kafka broker tests, and the Nomad
-# 1.6.3 agent built from source (scripts/nomad-agent.sh).
+# 1.6.3 agent built from source (scripts/nomad-agent.sh), and Kubernetes
+# (scripts/k8s-deps.sh, in the background).
 set -euo pipefail
+# The real Kubernetes of the real-cluster tests (internal/k8stest; EGRET_REQUIRE_K8S=1):
+# containerd, runc and the CNI plugins from Debian now, and etcd, the control
+# plane, the kubelet and kwok built from their modules once per machine into
+# ~/.cache/egret-k8s. The build goes on in the background at nice 15 (it
+# takes the longest of all, see docs/schedulers/kubernetes.md) while the rest
+# is installed and the other tests run; make test waits for it (its lock)
+# before the real-Kubernetes tests, and they wait for it too.
+"$(dirname "$0")/k8s-deps.sh" --background
 # Debian packages, each installed when missing: ZooKeeper (the real server
 # the state-manager tests start), Prometheus (the real server that scrapes
 # a topology in test/e2e) and Chromium (the headless browser of the

@@ -144,7 +144,10 @@ func Require(t testing.TB, opts Options) *Cluster {
 	if opts.Nodes == Kubelet && os.Geteuid() != 0 {
 		report(t, "the kubelet tier runs containers and needs root")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// Every wait of Start has its own timeout; this one bounds the wait
+	// for the real node's lock, which another package's test holds for
+	// its whole run (go test runs packages in parallel).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	c, err := Start(ctx, opts)
 	if err != nil {
@@ -217,6 +220,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if c.pki, err = newPKI(filepath.Join(c.Dir, "pki")); err != nil {
 		return c, err
+	}
+	if opts.Nodes == Kubelet {
+		if err = c.lockNode(ctx); err != nil {
+			return c, err
+		}
 	}
 	if err = c.startControlPlane(ctx); err != nil {
 		return c, err

@@ -44,7 +44,9 @@ type node struct {
 	dns       *clusterDNS
 }
 
-func (c *Cluster) startNode(ctx context.Context) error {
+// lockNode waits for the machine's real node (one at a time), before
+// the control plane starts.
+func (c *Cluster) lockNode(ctx context.Context) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the kubelet tier runs containers and needs root")
 	}
@@ -57,6 +59,12 @@ func (c *Cluster) startNode(ctx context.Context) error {
 		return err
 	}
 	c.node = n
+	return nil
+}
+
+// startNode starts the real node (lockNode first).
+func (c *Cluster) startNode(ctx context.Context) error {
+	n := c.node
 	for _, k := range sysctls {
 		if b, err := os.ReadFile("/proc/sys/" + k); err == nil {
 			n.sysctls[k] = strings.TrimSpace(string(b))

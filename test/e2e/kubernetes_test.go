@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/egret-stream/egret/internal/k8stest"
 	"github.com/egret-stream/egret/internal/zktest"
+	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
 // These tests run topologies in real pods: internal/k8stest's real node
@@ -26,10 +28,6 @@ import (
 // kubelet with containerd and runc, the CNI bridge, a cluster DNS), egret's
 // own image built by `egret image build` and imported into the node's
 // containerd, ZooKeeper and the package server on the pods' gateway.
-
-// k8sNS is the tests' namespace: it enforces the restricted Pod Security
-// Standard, so egret's pods must meet it.
-const k8sNS = "egret-e2e"
 
 // staticBinary builds a package with CGO_ENABLED=0 (the image has no C
 // library): the egret of the image and the topologies that run in pods.
@@ -59,12 +57,12 @@ func staticBinary(t *testing.T, name string) string {
 	return out
 }
 
-// k8sEnv is a real cluster with egret's image on its node, a namespace
-// enforcing the restricted profile, ZooKeeper and a package server the
-// pods reach, and the egret cluster "kubernetes" configured for them.
+// k8sEnv is a real cluster with egret's image on its node, ZooKeeper and
+// a package server the pods reach at the gateway.
 type k8sEnv struct {
 	k    *k8stest.Cluster
-	c    *cluster
+	zk   string
+	uri  string // the package server's upload URI
 	pkgs string
 }
 
@@ -79,14 +77,8 @@ func startK8s(t *testing.T) *k8sEnv {
 		t.Fatalf("egret image build: %v\n%s", err, out)
 	}
 	k := k8stest.Require(t, k8stest.Options{Nodes: k8stest.Kubelet, Images: []string{img}})
-	if _, err := k.Client.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
-		Name: k8sNS, Labels: map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"},
-	}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	// ZooKeeper listens on every interface: the pods reach it at the gateway.
 	zk := zktest.Start(t)
-	_, zkPort, _ := strings.Cut(zk, ":")
 	pkgs := t.TempDir()
 	port := freePort(t)
 	srv := exec.Command(binary(t, "egret"), "serve-packages", "--dir", pkgs, "--addr", fmt.Sprintf("%s:%d", k8stest.PodGateway, port))
@@ -94,13 +86,34 @@ func startK8s(t *testing.T) *k8sEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
-	c := newCluster(t, "kubernetes",
-		"egret.kubernetes.kubeconfig="+k.Kubeconfig,
-		"egret.kubernetes.namespace="+k8sNS,
-		"egret.kubernetes.image="+k8sImage,
+	return &k8sEnv{k: k, zk: zk, pkgs: pkgs, uri: fmt.Sprintf("http://%s:%d/packages/", k8stest.PodGateway, port)}
+}
+
+// k8sCluster is the egret cluster "kubernetes" of namespace ns, created
+// here (enforcing the restricted Pod Security Standard when restricted).
+type k8sCluster struct {
+	*cluster
+	e  *k8sEnv
+	ns string
+}
+
+func (e *k8sEnv) cluster(t *testing.T, ns string, restricted bool, props ...string) *k8sCluster {
+	t.Helper()
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if restricted {
+		nsObj.Labels = map[string]string{"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
+	}
+	if _, err := e.k.Client.CoreV1().Namespaces().Create(context.Background(), nsObj, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, zkPort, _ := strings.Cut(e.zk, ":")
+	c := newCluster(t, "kubernetes", append([]string{
+		"egret.kubernetes.kubeconfig=" + e.k.Kubeconfig,
+		"egret.kubernetes.namespace=" + ns,
+		"egret.kubernetes.image=" + k8sImage,
 		"egret.kubernetes.schedule.timeout=2m",
 		"egret.package.core.bundle=false", // the image's egret
-		fmt.Sprintf("egret.uploader.http.uri=http://%s:%d/packages/", k8stest.PodGateway, port),
+		"egret.uploader.http.uri=" + e.uri,
 		fmt.Sprintf("egret.statemgr.connection.string=%s:%s", k8stest.PodGateway, zkPort),
 		"egret.statemgr.session.timeout=10s",
 		// Small pods: the node has the machine's 2 CPUs.
@@ -108,15 +121,15 @@ func startK8s(t *testing.T) *k8sEnv {
 		"egret.packing.default.instance.cpu=0.1", "egret.packing.default.instance.ram=128MiB", "egret.packing.default.instance.disk=64MiB",
 		"egret.packing.padding.cpu=0.1", "egret.packing.padding.ram=256MiB", "egret.packing.padding.disk=256MiB",
 		"egret.packing.overhead.cpu=0.1",
-	)
-	c.zk = zk
-	return &k8sEnv{k: k, c: c, pkgs: pkgs}
+	}, props...)...)
+	c.zk = e.zk
+	return &k8sCluster{cluster: c, e: e, ns: ns}
 }
 
 // pod returns a pod of the namespace (nil if it does not exist).
-func (e *k8sEnv) pod(t *testing.T, name string) *corev1.Pod {
+func (c *k8sCluster) pod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	p, err := e.k.Client.CoreV1().Pods(k8sNS).Get(context.Background(), name, metav1.GetOptions{})
+	p, err := c.e.k.Client.CoreV1().Pods(c.ns).Get(context.Background(), name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -126,34 +139,40 @@ func (e *k8sEnv) pod(t *testing.T, name string) *corev1.Pod {
 	return p
 }
 
+// tmanagerStats is the topology manager's /stats.
+type tmanagerStats struct {
+	Components map[string]struct {
+		Sums map[string]float64 `json:"sums"`
+	} `json:"components"`
+	Containers map[string]map[string]struct {
+		Metrics map[string]float64 `json:"metrics"`
+	} `json:"containers"`
+}
+
 // stats reads the topology manager's /stats at pod 0's address (the
 // host cannot resolve the pods' DNS names; the pods can).
-func (e *k8sEnv) stats(topology string) map[string]map[string]float64 {
-	p, err := e.k.Client.CoreV1().Pods(k8sNS).Get(context.Background(), topology+"-0", metav1.GetOptions{})
+func (c *k8sCluster) stats(topology string) *tmanagerStats {
+	p, err := c.e.k.Client.CoreV1().Pods(c.ns).Get(context.Background(), topology+"-0", metav1.GetOptions{})
 	if err != nil || p.Status.PodIP == "" {
 		return nil
 	}
-	var s struct {
-		Components map[string]struct {
-			Sums map[string]float64 `json:"sums"`
-		} `json:"components"`
-	}
+	var s tmanagerStats
 	if getJSON(fmt.Sprintf("http://%s:6002/stats", p.Status.PodIP), &s) != nil {
 		return nil
 	}
-	out := map[string]map[string]float64{}
-	for c, v := range s.Components {
-		out[c] = v.Sums
-	}
-	return out
+	return &s
 }
 
 // waitCounting waits until the count bolts' executed tuples rise.
-func (e *k8sEnv) waitCounting(t *testing.T, topology, what string) {
+func (c *k8sCluster) waitCounting(t *testing.T, topology, what string) {
 	t.Helper()
 	first := -1.0
 	waitFor(t, "counts rising in the pods "+what, 3*time.Minute, func() bool {
-		n := e.stats(topology)["count"]["instance.executed"]
+		s := c.stats(topology)
+		if s == nil {
+			return false
+		}
+		n := s.Components["count"].Sums["instance.executed"]
 		if n > 0 && first < 0 {
 			first = n
 		}
@@ -163,8 +182,8 @@ func (e *k8sEnv) waitCounting(t *testing.T, topology, what string) {
 
 // instanceProcs returns the host pids of the instance processes of a
 // pod's container (the pods share the host's kernel: their processes are
-// in the host's /proc, in the pod's cgroup).
-func instanceProcs(t *testing.T, pod *corev1.Pod) []int {
+// in the host's /proc, in the pod's cgroup); task >= 0: only that task's.
+func instanceProcs(t *testing.T, pod *corev1.Pod, task int) []int {
 	t.Helper()
 	entries, _ := os.ReadDir("/proc")
 	var out []int
@@ -178,7 +197,7 @@ func instanceProcs(t *testing.T, pod *corev1.Pod) []int {
 			continue
 		}
 		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if bytes.Contains(cmdline, []byte("\x00--instance\x00")) {
+		if bytes.Contains(cmdline, []byte("\x00--instance\x00")) && (task < 0 || bytes.Contains(cmdline, []byte("\x00--task\x00"+strconv.Itoa(task)+"\x00"))) {
 			out = append(out, pid)
 		}
 	}
@@ -187,41 +206,49 @@ func instanceProcs(t *testing.T, pod *corev1.Pod) []int {
 
 // assertK8sNothingLeft: no object of the topology, no pod, no process in
 // a pod, no package and no state.
-func (e *k8sEnv) assertNothingLeft(t *testing.T, topology string) {
+func (c *k8sCluster) assertNothingLeft(t *testing.T, topology string) {
 	t.Helper()
 	ctx := context.Background()
+	e := c.e
 	sel := metav1.ListOptions{LabelSelector: "egret.io/topology=" + topology}
 	waitFor(t, "the topology's pods to end", 2*time.Minute, func() bool {
-		l, err := e.k.Client.CoreV1().Pods(k8sNS).List(ctx, sel)
+		l, err := e.k.Client.CoreV1().Pods(c.ns).List(ctx, sel)
 		return err == nil && len(l.Items) == 0
 	})
-	if l, _ := e.k.Client.AppsV1().StatefulSets(k8sNS).List(ctx, sel); len(l.Items) != 0 {
+	if l, _ := e.k.Client.AppsV1().StatefulSets(c.ns).List(ctx, sel); len(l.Items) != 0 {
 		t.Errorf("StatefulSets left: %d", len(l.Items))
 	}
-	if l, _ := e.k.Client.CoreV1().Services(k8sNS).List(ctx, sel); len(l.Items) != 0 {
+	if l, _ := e.k.Client.CoreV1().Services(c.ns).List(ctx, sel); len(l.Items) != 0 {
 		t.Errorf("Services left: %d", len(l.Items))
 	}
-	if l, _ := e.k.Client.CoreV1().ConfigMaps(k8sNS).List(ctx, sel); len(l.Items) != 0 {
+	if l, _ := e.k.Client.CoreV1().ConfigMaps(c.ns).List(ctx, sel); len(l.Items) != 0 {
 		t.Errorf("ConfigMaps left: %d", len(l.Items))
 	}
 	if left, _ := os.ReadDir(e.pkgs); len(left) != 0 {
 		t.Errorf("packages left on the package server: %v", left)
 	}
-	if names, err := e.c.store().Topologies(ctx); err != nil || len(names) != 0 {
+	if names, err := c.store().Topologies(ctx); err != nil || len(names) != 0 {
 		t.Errorf("state left: %v %v", names, err)
 	}
 }
 
-// TestKubernetesRealPods submits word count to the real cluster: it runs
-// in pods of egret's image (init container download, restricted security
-// context, container index from the pod-index label, the daemons finding
-// each other by the headless Service's DNS names), its counts rise; an
-// instance killed with kill -9 inside a pod is restarted by its executor,
-// a deleted pod is recreated by the StatefulSet controller, and the counts
-// rise again each time; kill leaves nothing.
+// TestKubernetesRealPods runs topologies in real pods of egret's image on
+// one real cluster, one case after the other.
 func TestKubernetesRealPods(t *testing.T) {
 	e := startK8s(t)
-	c := e.c
+	t.Run("wordcount", func(t *testing.T) { k8sWordCount(t, e) })
+	t.Run("effectively-once", func(t *testing.T) { k8sEffectivelyOnce(t, e) })
+}
+
+// k8sWordCount submits word count in a namespace enforcing the restricted
+// Pod Security Standard: it runs in pods (init container download,
+// container index from the pod-index label, the daemons finding each other
+// by the headless Service's DNS names), its counts rise; an instance
+// killed with kill -9 inside a pod is restarted by its executor, a deleted
+// pod is recreated by the StatefulSet controller, and the counts rise
+// again each time; kill leaves nothing.
+func k8sWordCount(t *testing.T, e *k8sEnv) {
+	c := e.cluster(t, "egret-e2e", true)
 	start := time.Now()
 	out := c.mustEgret("submit", "kubernetes", staticBinary(t, "wordcount"), "--", "--containers", "2")
 	if !strings.Contains(out, `submitted topology "wordcount"`) {
@@ -230,16 +257,16 @@ func TestKubernetesRealPods(t *testing.T) {
 	for i := 0; i <= 2; i++ {
 		name := fmt.Sprintf("wordcount-%d", i)
 		waitFor(t, "pod "+name+" running", 3*time.Minute, func() bool {
-			p := e.pod(t, name)
+			p := c.pod(t, name)
 			return p != nil && p.Status.Phase == corev1.PodRunning
 		})
 	}
-	e.waitCounting(t, "wordcount", "after submit")
+	c.waitCounting(t, "wordcount", "after submit")
 	t.Logf("submit to counting: %s", time.Since(start).Round(time.Millisecond))
 
 	// kill -9 of an instance inside pod 1: its executor restarts it.
-	p1 := e.pod(t, "wordcount-1")
-	victims := instanceProcs(t, p1)
+	p1 := c.pod(t, "wordcount-1")
+	victims := instanceProcs(t, p1, -1)
 	if len(victims) == 0 {
 		t.Fatalf("no instance process found in pod wordcount-1")
 	}
@@ -247,35 +274,121 @@ func TestKubernetesRealPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the killed instance to be restarted in its pod", 2*time.Minute, func() bool {
-		now := instanceProcs(t, p1)
-		return len(now) == len(victims) && !containsInt(now, victims[0])
+		now := instanceProcs(t, p1, -1)
+		return len(now) == len(victims) && !slices.Contains(now, victims[0])
 	})
-	e.waitCounting(t, "wordcount", "after kill -9 of an instance in a pod")
+	c.waitCounting(t, "wordcount", "after kill -9 of an instance in a pod")
 
 	// Deleting pod 2: the StatefulSet controller creates it again.
-	p2 := e.pod(t, "wordcount-2")
-	if err := e.k.Client.CoreV1().Pods(k8sNS).Delete(context.Background(), "wordcount-2", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	deleted := time.Now()
-	waitFor(t, "pod wordcount-2 recreated and running", 3*time.Minute, func() bool {
-		p := e.pod(t, "wordcount-2")
-		return p != nil && p.UID != p2.UID && p.Status.Phase == corev1.PodRunning
-	})
-	t.Logf("deleted pod replaced in %s", time.Since(deleted).Round(time.Millisecond))
-	e.waitCounting(t, "wordcount", "after deleting a pod")
+	c.deletePod(t, "wordcount-2")
+	c.waitCounting(t, "wordcount", "after deleting a pod")
 
 	if out := c.mustEgret("kill", "kubernetes", "wordcount"); !strings.Contains(out, `killed topology "wordcount"`) {
 		t.Errorf("kill output %q", out)
 	}
-	e.assertNothingLeft(t, "wordcount")
+	c.assertNothingLeft(t, "wordcount")
 }
 
-func containsInt(s []int, v int) bool {
-	for _, x := range s {
-		if x == v {
-			return true
+// deletePod deletes a pod and waits for its successor to run.
+func (c *k8sCluster) deletePod(t *testing.T, name string) {
+	t.Helper()
+	old := c.pod(t, name)
+	if err := c.e.k.Client.CoreV1().Pods(c.ns).Delete(context.Background(), name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleted := time.Now()
+	waitFor(t, "pod "+name+" recreated and running", 3*time.Minute, func() bool {
+		p := c.pod(t, name)
+		return p != nil && p.UID != old.UID && p.Status.Phase == corev1.PodRunning
+	})
+	t.Logf("deleted pod %s replaced in %s", name, time.Since(deleted).Round(time.Millisecond))
+}
+
+// k8sEffectivelyOnce runs the eocount topology in pods whose checkpoint
+// storage (localfs) and reports are on a directory every pod mounts at
+// the same path (a hostPath volume, so in a namespace without the
+// restricted profile, which forbids them; a real cluster would mount a
+// ReadWriteMany volume): after a kill -9 of a count instance in a pod and
+// after the deletion of a pod, the counts still end exact.
+func k8sEffectivelyOnce(t *testing.T, e *k8sEnv) {
+	shared, err := os.MkdirTemp("", "egret-k8s-shared-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
+	for _, d := range []string{shared, filepath.Join(shared, "state"), filepath.Join(shared, "checkpoints")} {
+		if err := os.MkdirAll(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(d, 0o777); err != nil { // the pods run as 65532
+			t.Fatal(err)
 		}
 	}
-	return false
+	patch := fmt.Sprintf(`{"spec":{"volumes":[{"name":"shared","hostPath":{"path":%q,"type":"Directory"}}],`+
+		`"containers":[{"name":"executor","volumeMounts":[{"name":"shared","mountPath":%q}]}]}}`, shared, shared)
+	c := e.cluster(t, "egret-e2e-shared", false,
+		"egret.kubernetes.pod.template.patch="+patch,
+		"egret.checkpoint.localfs.root="+filepath.Join(shared, "checkpoints"))
+	const n = 20000
+	name := "eocount"
+	c.mustEgret("submit", "kubernetes", staticBinary(t, "effectivelyonce"), "--",
+		"--name", name, "--sentences", strconv.Itoa(n), "--state", filepath.Join(shared, "state"), "--containers", "2",
+		"--rate", "1000", "--interval", "500ms")
+	w := &wordCount{t: t, c: c.cluster, name: name, containers: 2, store: c.store()}
+	pp, _, err := w.store.PackingPlan(context.Background(), name)
+	if err != nil {
+		t.Fatalf("read the packing plan: %v", err)
+	}
+	w.plan = pp
+	r := &eoRun{wordCount: w, state: filepath.Join(shared, "state"), expected: eocount.Expected(n)}
+	metric := func(m string) float64 {
+		s := c.stats(name)
+		if s == nil {
+			return -1
+		}
+		return s.Containers["0"]["tmanager"].Metrics[m]
+	}
+	r.waitCounted("a tenth of the words to be counted", 0.1, 3*time.Minute)
+	await(t, "a checkpoint to complete", recoverTimeout, func() (bool, string) {
+		v := metric("checkpoint.completed")
+		return v >= 1, fmt.Sprintf("checkpoint.completed = %v", v)
+	})
+
+	// kill -9 of a count instance in pod 1.
+	task := w.tasksOf(1, eocount.Count)[0]
+	p1 := c.pod(t, name+"-1")
+	victims := instanceProcs(t, p1, task)
+	if len(victims) != 1 {
+		t.Fatalf("count task %d in pod %s-1: processes %v", task, name, victims)
+	}
+	if err := syscall.Kill(victims[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if atKill := r.check(); atKill.Exact() {
+		t.Fatalf("every word was counted before the kill: the fault came too late to test anything")
+	}
+	waitFor(t, "the killed count instance to be restarted in its pod", 2*time.Minute, func() bool {
+		now := instanceProcs(t, p1, task)
+		return len(now) == 1 && now[0] != victims[0]
+	})
+	r.waitCounted("half of the words to be counted", 0.5, 3*time.Minute)
+
+	// The deletion of pod 2: its instances restore from the checkpoint.
+	c.deletePod(t, name+"-2")
+	if atDelete := r.check(); atDelete.Exact() {
+		t.Fatalf("every word was counted before the pod was replaced: the fault came too late to test anything")
+	}
+	res := r.waitCounted("every word to be counted exactly after the faults", 1, allAckedTimeout)
+	t.Logf("%s", res)
+	if v := metric("checkpoint.restores"); v < 1 {
+		t.Errorf("checkpoint.restores = %v after a kill -9 and a deleted pod, want restores from the checkpoints", v)
+	} else {
+		t.Logf("checkpoint.restores = %v", v)
+	}
+
+	c.mustEgret("kill", "kubernetes", name)
+	c.assertNothingLeft(t, name)
+	if ids, _ := os.ReadDir(filepath.Join(shared, "checkpoints", name)); len(ids) > 0 {
+		t.Errorf("checkpoints left after kill: %d", len(ids))
+	}
 }
