@@ -3,8 +3,11 @@ package k8stest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -174,4 +177,18 @@ func (d *clusterDNS) lookup(ctx context.Context, name string) ([]netip.Addr, err
 		return nil, errNoName
 	}
 	return out, nil
+}
+
+// ResolvConf writes a resolv.conf that resolves names as the pods of
+// namespace ns do (the cluster DNS, its search list) and returns its path:
+// a process that reads it (in a mount namespace where it is bind-mounted
+// on /etc/resolv.conf) is like a machine on the cluster's network. The
+// host routes to the pods through the bridge.
+func (c *Cluster) ResolvConf(ns string) (string, error) {
+	if c.node == nil {
+		return "", errors.New("k8stest: ResolvConf needs the kubelet tier")
+	}
+	p := filepath.Join(c.Dir, "resolv-"+ns+".conf")
+	body := fmt.Sprintf("nameserver %s\nsearch %s.svc.%s svc.%s %s\noptions ndots:5\n", PodGateway, ns, ClusterDomain, ClusterDomain, ClusterDomain)
+	return p, os.WriteFile(p, []byte(body), 0o644)
 }

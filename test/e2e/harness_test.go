@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,6 +89,9 @@ type cluster struct {
 	zk    string // ZooKeeper address of a localzk cluster
 	props []string
 	env   []string // extra environment of the CLI (wins over the test's)
+	// wrap runs the CLI through a command (its arguments, then egret's
+	// path and arguments are appended): see k8sCluster.
+	wrap []string
 }
 
 func newCluster(t *testing.T, name string, props ...string) *cluster {
@@ -126,7 +130,8 @@ func (c *cluster) egret(args ...string) (stdout, stderr string, code int) {
 	full = append(full, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binary(c.t, "egret"), full...)
+	argv := append(append(slices.Clone(c.wrap), binary(c.t, "egret")), full...)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = append(append(os.Environ(), "EGRET_HOME="+c.home), c.env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

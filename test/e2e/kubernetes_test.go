@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -123,6 +124,15 @@ func (e *k8sEnv) cluster(t *testing.T, ns string, restricted bool, props ...stri
 		"egret.packing.overhead.cpu=0.1",
 	}, props...)...)
 	c.zk = e.zk
+	// The CLI talks to the topology manager at its pod's DNS name: run it
+	// as on a machine of the cluster's network (its DNS; the host routes
+	// to the pods), with the cluster's resolv.conf bind-mounted in a
+	// mount namespace of its own.
+	resolv, err := e.k.ResolvConf(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.wrap = []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, resolv}
 	return &k8sCluster{cluster: c, e: e, ns: ns}
 }
 
@@ -163,16 +173,18 @@ func (c *k8sCluster) stats(topology string) *tmanagerStats {
 	return &s
 }
 
-// waitCounting waits until the count bolts' executed tuples rise.
+// waitCounting waits until the count bolts' executed tuples rise, as
+// egret metrics reports them.
 func (c *k8sCluster) waitCounting(t *testing.T, topology, what string) {
 	t.Helper()
 	first := -1.0
 	waitFor(t, "counts rising in the pods "+what, 3*time.Minute, func() bool {
-		s := c.stats(topology)
-		if s == nil {
+		var st struct{ Components map[string]map[string]float64 }
+		out, _, code := c.egret("metrics", "kubernetes", topology, "--output", "json")
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil {
 			return false
 		}
-		n := s.Components["count"].Sums["instance.executed"]
+		n := st.Components["count"]["instance.executed"]
 		if n > 0 && first < 0 {
 			first = n
 		}
@@ -282,6 +294,18 @@ func k8sWordCount(t *testing.T, e *k8sEnv) {
 	// Deleting pod 2: the StatefulSet controller creates it again.
 	c.deletePod(t, "wordcount-2")
 	c.waitCounting(t, "wordcount", "after deleting a pod")
+
+	// More containers: the StatefulSet grows by a pod; fewer: it shrinks.
+	c.mustEgret("update", "kubernetes", "wordcount", "--container-number", "3")
+	waitFor(t, "pod wordcount-3 running", 3*time.Minute, func() bool {
+		p := c.pod(t, "wordcount-3")
+		return p != nil && p.Status.Phase == corev1.PodRunning
+	})
+	c.waitCounting(t, "wordcount", "after update --container-number 3")
+	c.mustEgret("update", "kubernetes", "wordcount", "--container-number", "2")
+	waitFor(t, "pod wordcount-3 to end", 3*time.Minute, func() bool { return c.pod(t, "wordcount-3") == nil })
+	c.waitCounting(t, "wordcount", "after update --container-number 2")
+	t.Logf("egret metrics:\n%s", c.mustEgret("metrics", "kubernetes", "wordcount"))
 
 	if out := c.mustEgret("kill", "kubernetes", "wordcount"); !strings.Contains(out, `killed topology "wordcount"`) {
 		t.Errorf("kill output %q", out)
