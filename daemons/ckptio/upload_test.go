@@ -3,8 +3,8 @@ package ckptio_test
 import (
 	"context"
 	"encoding/binary"
-	mrand "math/rand/v2"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"

@@ -68,9 +68,9 @@ type fileCheckpoint struct {
 	once  sync.Once
 }
 
-func (c *fileCheckpoint) Dir() string                           { return c.dir }
+func (c *fileCheckpoint) Dir() string                          { return c.dir }
 func (c *fileCheckpoint) Files() []statebackend.CheckpointFile { return c.files }
-func (c *fileCheckpoint) Release()                              { c.once.Do(func() { _ = os.RemoveAll(c.dir) }) }
+func (c *fileCheckpoint) Release()                             { c.once.Do(func() { _ = os.RemoveAll(c.dir) }) }
 
 // RestoreCheckpoints replaces the state with the task's key groups of the
 // checkpoint directories: the first becomes the database (its entries of
