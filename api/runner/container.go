@@ -19,9 +19,9 @@ import (
 	"github.com/egret-stream/egret/api"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/stmgr"
+	"github.com/egret-stream/egret/daemons/tmlocation"
 	"github.com/egret-stream/egret/internal/hostaddr"
 	"github.com/egret-stream/egret/internal/memconn"
-	"github.com/egret-stream/egret/daemons/tmlocation"
 )
 
 // containerFlags are the flags of container mode (topology.container.mode
@@ -29,12 +29,11 @@ import (
 // stream manager and every instance of the container in one process. The
 // container, topology id, sockets and config are instanceFlags'.
 type containerFlags struct {
-	enabled       bool
-	topology      string
-	tasks         string
-	port          int
-	ckptmgrSocket string
-	tmLocation    string
+	enabled    bool
+	topology   string
+	tasks      string
+	port       int
+	tmLocation string
 }
 
 func (f *containerFlags) register(fs *flag.FlagSet) {
@@ -42,7 +41,6 @@ func (f *containerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.topology, "topology", "", "with --container-process: the submitted topology name")
 	fs.StringVar(&f.tasks, "tasks", "", "with --container-process: the comma-separated task ids of the container")
 	fs.IntVar(&f.port, "port", 0, "with --container-process: the stream manager's TCP port for peers (0: any)")
-	fs.StringVar(&f.ckptmgrSocket, "ckptmgr-socket", "", "with --container-process: the checkpoint manager's Unix socket (effectively-once)")
 	fs.StringVar(&f.tmLocation, "tmanager-location", "", "with --container-process: the file where the executor mirrors the topology manager's location")
 }
 
@@ -106,7 +104,7 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 		BindHost:      hostaddr.Bind(),
 		Host:          hostaddr.Advertised(),
 		MetricsSocket: inst.metricsSocket,
-		CkptMgrSocket: f.ckptmgrSocket,
+		CkptMgrSocket: inst.ckptmgrSocket,
 		TManager:      tmlocation.File{Path: f.tmLocation, Poll: tmanagerStatePoll},
 		Settings:      settings,
 	}, log.Named("stmgr"))
@@ -142,6 +140,7 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 				StMgrSocket:   inst.stmgrSocket,
 				Dial:          ln.Dial,
 				MetricsSocket: inst.metricsSocket,
+				CkptMgrSocket: inst.ckptmgrSocket,
 				Settings:      settings,
 				Logger:        log.With(zap.String("topology", f.topology), zap.Int("task", task)),
 				ResourcesDir:  packageResources(),

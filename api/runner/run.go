@@ -421,6 +421,7 @@ type instanceFlags struct {
 	stmgrSocket   string
 	metricsSocket string
 	configFile    string
+	ckptmgrSocket string
 }
 
 func (f *instanceFlags) register(fs *flag.FlagSet) {
@@ -431,6 +432,7 @@ func (f *instanceFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.stmgrSocket, "stmgr-socket", "", "with --instance or --container-process: the stream manager's Unix socket")
 	fs.StringVar(&f.metricsSocket, "metrics-socket", "", "with --instance or --container-process: the metrics manager's Unix socket (optional)")
 	fs.StringVar(&f.configFile, "config", "", "with --instance or --container-process: cluster config as a JSON object of strings (optional; egret.instance.*, egret.wire.*, egret.metrics.* keys)")
+	fs.StringVar(&f.ckptmgrSocket, "ckptmgr-socket", "", "with --instance or --container-process: the checkpoint manager's Unix socket (effectively-once: the instance streams its checkpoints there)")
 }
 
 func (f *instanceFlags) check() error {
@@ -549,6 +551,7 @@ func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.W
 		Container:     f.container,
 		StMgrSocket:   f.stmgrSocket,
 		MetricsSocket: f.metricsSocket,
+		CkptMgrSocket: f.ckptmgrSocket,
 		Settings:      settings,
 		Logger:        log.With(zap.String("topology", t.Logical.Name)),
 		ResourcesDir:  packageResources(),

@@ -96,9 +96,12 @@ func CkptMgrArgs(p Params) []string {
 // InstanceArgs is the command line of the instance of task (containers
 // 1..N), the topology binary in instance mode:
 //
-//	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M
-func InstanceArgs(p Params, task int) []string {
-	return []string{p.Paths.TopologyBinary, "--instance",
+//	W/package/topology --instance --task T --container C --topology-id ID --stmgr-socket S --metrics-socket M [--ckptmgr-socket K]
+//
+// An effectively-once instance gets the checkpoint manager's socket: it
+// streams its checkpoints' files there (daemons/ckptio).
+func InstanceArgs(p Params, task int, ckpt bool) []string {
+	args := []string{p.Paths.TopologyBinary, "--instance",
 		"--task", strconv.Itoa(task),
 		"--container", strconv.Itoa(p.Container),
 		"--topology-id", p.TopologyID,
@@ -106,6 +109,10 @@ func InstanceArgs(p Params, task int) []string {
 		"--metrics-socket", p.Paths.MetricsSocket,
 		"--config", p.Paths.ConfigFile,
 	}
+	if ckpt {
+		args = append(args, "--ckptmgr-socket", p.Paths.CkptMgrSocket)
+	}
+	return args
 }
 
 // ShellArgs is the shell's command line (every container):

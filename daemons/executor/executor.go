@@ -470,7 +470,7 @@ func (e *Executor) startProcess(name string, kind Kind, task int, args []string)
 // startInstance starts the instance of in with the limits of its share of
 // the packing plan, in its own working directory W/instances/<name>.
 func (e *Executor) startInstance(name string, in plan.Instance) {
-	p := newProcess(e, name, KindInstance, in.TaskID, InstanceArgs(e.params, in.TaskID))
+	p := newProcess(e, name, KindInstance, in.TaskID, InstanceArgs(e.params, in.TaskID, e.eo))
 	p.component = in.Component
 	p.limits = instanceLimits(in.Resources, e.set.maxProcs)
 	p.dir = filepath.Join(e.paths.InstancesDir, name)

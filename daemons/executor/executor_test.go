@@ -50,8 +50,11 @@ func TestArgs(t *testing.T) {
 			"--ckptmgr-socket", "/w/ckptmgr.sock"}},
 		{"ckptmgr", CkptMgrArgs(p), []string{"/bin/egret", "ckptmgr", "--topology", "wc", "--container", "2",
 			"--socket", "/w/ckptmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
-		{"instance", InstanceArgs(p, 7), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
+		{"instance", InstanceArgs(p, 7, false), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
 			"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
+		{"instance effectively-once", InstanceArgs(p, 7, true), []string{"/w/package/topology", "--instance", "--task", "7", "--container", "2",
+			"--topology-id", "wc-1", "--stmgr-socket", "/w/stmgr.sock", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json",
+			"--ckptmgr-socket", "/w/ckptmgr.sock"}},
 		{"shell", ShellArgs(p), []string{"/bin/egret", "shell", "--topology", "wc", "--topology-id", "wc-1", "--container", "2",
 			"--work-dir", "/w", "--metrics-socket", "/w/metricsmgr.sock", "--config", "/w/package/cluster.json"}},
 	}

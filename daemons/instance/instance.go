@@ -63,6 +63,10 @@ type Config struct {
 	// MaxFrame bounds the frames the transport carries (a task's saved
 	// state travels in one); wire.DefaultMaxFrame when 0.
 	MaxFrame int
+	// CkptMgrSocket is the container's checkpoint manager's Unix socket
+	// (effectively-once): the task streams its checkpoints' files there
+	// and reads them back at a restore (upload.go, daemons/ckptio).
+	CkptMgrSocket string
 }
 
 // Instance runs one task.

@@ -45,6 +45,13 @@ type Metrics struct {
 	CheckpointFailures atomic.Int64
 	CheckpointBytes    atomic.Int64
 	Restores           atomic.Int64
+	// The asynchronous part of the last checkpoint (upload.go): its
+	// duration, its full size and the bytes it uploaded (the rest it
+	// shares with earlier checkpoints); the bytes uploaded since start.
+	CheckpointAsyncNanos       atomic.Int64
+	CheckpointFullBytes        atomic.Int64
+	CheckpointIncrementalBytes atomic.Int64
+	CheckpointUploadedBytes    atomic.Int64
 
 	// ExecuteLatency is the distribution of Execute times (sampled: each
 	// timed tuple counts for the tuples it stands for); CompleteLatency

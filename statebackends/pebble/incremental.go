@@ -75,7 +75,8 @@ func (c *fileCheckpoint) Release()                             { c.once.Do(func(
 // RestoreCheckpoints replaces the state with the task's key groups of the
 // checkpoint directories: the first becomes the database (its entries of
 // other groups are deleted by two range deletions), the entries of the
-// task's groups in the others are copied in.
+// task's groups in the others are copied in (all are copied when the first
+// is on another file system and cannot be moved into place).
 func (b *Backend) RestoreCheckpoints(dirs []string) error {
 	if len(dirs) == 0 {
 		return errors.New("pebble state backend: restore from no checkpoint")
@@ -83,20 +84,26 @@ func (b *Backend) RestoreCheckpoints(dirs []string) error {
 	if err := b.Close(); err != nil {
 		return err
 	}
-	if err := os.Rename(dirs[0], b.dir); err != nil {
-		return fmt.Errorf("pebble state backend: restore: move %s into place: %w", dirs[0], err)
-	}
-	if err := b.open(); err != nil {
-		return fmt.Errorf("pebble state backend: restore: %w", err)
-	}
 	lo, hi := statebackend.AppendGroupPrefix(nil, b.groups.Start), statebackend.AppendGroupPrefix(nil, b.groups.End)
-	if err := b.db.DeleteRange([]byte{}, lo, pebble.NoSync); err != nil {
-		return fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
+	copyFrom := dirs[1:]
+	if err := os.Rename(dirs[0], b.dir); err != nil {
+		// Another file system: every checkpoint is copied in.
+		copyFrom = dirs
+		if err := b.open(); err != nil {
+			return fmt.Errorf("pebble state backend: restore: %w", err)
+		}
+	} else {
+		if err := b.open(); err != nil {
+			return fmt.Errorf("pebble state backend: restore: %w", err)
+		}
+		if err := b.db.DeleteRange([]byte{}, lo, pebble.NoSync); err != nil {
+			return fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
+		}
+		if err := b.db.DeleteRange(hi, []byte{0xff, 0xff, 0xff}, pebble.NoSync); err != nil {
+			return fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
+		}
 	}
-	if err := b.db.DeleteRange(hi, []byte{0xff, 0xff, 0xff}, pebble.NoSync); err != nil {
-		return fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
-	}
-	for _, dir := range dirs[1:] {
+	for _, dir := range copyFrom {
 		if err := b.copyGroups(dir, lo, hi); err != nil {
 			return err
 		}

@@ -67,6 +67,10 @@ type Config struct {
 	Dial func(ctx context.Context) (net.Conn, error)
 	// MetricsSocket is the metrics manager's socket; empty: no metrics.
 	MetricsSocket string
+	// CkptMgrSocket is the container's checkpoint manager's socket
+	// (effectively-once): the instance streams its checkpoints' files
+	// there (daemons/ckptio).
+	CkptMgrSocket string
 	// Settings holds egret.instance.queue.max.bytes,
 	// egret.wire.max.frame.bytes and egret.metrics.export.interval.
 	Settings spi.Config

@@ -123,15 +123,16 @@ func (g *gateway) run(ctx context.Context) error {
 	g.atLeastOnce = topo.Logical.DeliveryMode() == topology.AtLeastOnce
 	g.effectivelyOnce = topo.Logical.DeliveryMode() == topology.EffectivelyOnce
 	in, err := instance.New(instance.Config{
-		Topology:     topo,
-		Layout:       layout,
-		TaskID:       g.cfg.TaskID,
-		Transport:    g,
-		Logger:       g.cfg.Logger,
-		Metrics:      g.cfg.Metrics,
-		StartActive:  g.active,
-		ResourcesDir: g.cfg.ResourcesDir,
-		MaxFrame:     g.set.maxFrame,
+		Topology:      topo,
+		Layout:        layout,
+		TaskID:        g.cfg.TaskID,
+		Transport:     g,
+		Logger:        g.cfg.Logger,
+		Metrics:       g.cfg.Metrics,
+		StartActive:   g.active,
+		ResourcesDir:  g.cfg.ResourcesDir,
+		MaxFrame:      g.set.maxFrame,
+		CkptMgrSocket: g.cfg.CkptMgrSocket,
 	})
 	if err != nil {
 		_ = reg.conn.Close()

@@ -59,6 +59,13 @@ const (
 	MetricCheckpointFailures = "instance.checkpoint.failures"
 	MetricCheckpointBytes    = "instance.checkpoint.bytes"
 	MetricRestores           = "instance.restores"
+	// The asynchronous part of the last checkpoint: its duration, its
+	// full size, the bytes it uploaded (full minus what it shares with
+	// earlier ones); the bytes uploaded since the instance started.
+	MetricCheckpointAsyncNanos       = "instance.checkpoint.async.nanos"
+	MetricCheckpointFullBytes        = "instance.checkpoint.full.bytes"
+	MetricCheckpointIncrementalBytes = "instance.checkpoint.incremental.bytes"
+	MetricCheckpointUploadedBytes    = "instance.checkpoint.uploaded.bytes"
 )
 
 // ackCounters count the gateway's acking traffic.
@@ -94,6 +101,10 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 		add(MetricCheckpointFailures, im.CheckpointFailures.Load())
 		add(MetricCheckpointBytes, im.CheckpointBytes.Load())
 		add(MetricRestores, im.Restores.Load())
+		add(MetricCheckpointAsyncNanos, im.CheckpointAsyncNanos.Load())
+		add(MetricCheckpointFullBytes, im.CheckpointFullBytes.Load())
+		add(MetricCheckpointIncrementalBytes, im.CheckpointIncrementalBytes.Load())
+		add(MetricCheckpointUploadedBytes, im.CheckpointUploadedBytes.Load())
 	}
 	if g.atLeastOnce {
 		add(MetricAcked, im.Acked.Load())
