@@ -99,6 +99,11 @@ func NewStates() *States {
 	return &States{raw: map[string]opRaw{}, bound: map[string]opState{}, keyed: map[string]string{}}
 }
 
+// HasKeyedState reports whether s has a state backend, so that keyed
+// state and timers can be bound in it (OpenStates), not operator state
+// only (NewStates, UnmarshalStates).
+func (s *States) HasKeyedState() bool { return s.b != nil }
+
 // OpenStates returns the states of a task whose keyed state lives in b,
 // opened with o (the task's key groups; o.Now is the clock of time-to-live
 // and processing time), restored from operator (the bytes MarshalBinary

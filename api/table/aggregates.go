@@ -1,10 +1,7 @@
 package table
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/gob"
-	"fmt"
 	"slices"
 
 	"github.com/egret-stream/egret/api/window"
@@ -79,33 +76,6 @@ func (d Distinct[T]) Add(v T) bool {
 	}
 	d[v] = struct{}{}
 	return true
-}
-
-// GobEncode encodes the set as a list (encoding/gob cannot encode the
-// empty struct), so a Distinct accumulator can be checkpointed.
-func (d Distinct[T]) GobEncode() ([]byte, error) {
-	l := make([]T, 0, len(d))
-	for v := range d {
-		l = append(l, v)
-	}
-	var b bytes.Buffer
-	if err := gob.NewEncoder(&b).Encode(l); err != nil {
-		return nil, fmt.Errorf("table: encode a distinct set: %w", err)
-	}
-	return b.Bytes(), nil
-}
-
-// GobDecode implements gob.GobDecoder.
-func (d *Distinct[T]) GobDecode(p []byte) error {
-	var l []T
-	if err := gob.NewDecoder(bytes.NewReader(p)).Decode(&l); err != nil {
-		return fmt.Errorf("table: decode a distinct set: %w", err)
-	}
-	*d = make(Distinct[T], len(l))
-	for _, v := range l {
-		(*d)[v] = struct{}{}
-	}
-	return nil
 }
 
 // DistinctCount counts the distinct values of a group (COUNT(DISTINCT x)).

@@ -178,7 +178,9 @@ type Bolt[K comparable, IN, ACC, OUT any] struct {
 	c       counters
 	comp    string
 	sendWM  bool // a downstream component subscribes to the watermarks
-	ckpt    *boltCheckpoint[K, ACC]
+	// store and clock are the checkpointed states (InitState).
+	store keyStore[K, ACC]
+	clock *api.State[string, clockRecord]
 }
 
 type counters struct {

@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 
 	"github.com/egret-stream/egret/api"
@@ -25,17 +26,32 @@ type winRecord[ACC any] struct {
 	First, Last int64
 }
 
-// keyRecord is the checkpointed form of one key: its open windows in
-// ascending order and, for count windows, the elements it has seen.
-type keyRecord[ACC any] struct {
-	N    int64
-	Wins []winRecord[ACC]
+// keyRecord is the checkpointed form of one key: the key, its open
+// windows in ascending order and, for count windows, the elements it has
+// seen. In keyed state, Timer is the event-time timer registered for the
+// key: the earliest time at which one of its windows fires or is purged.
+type keyRecord[K comparable, ACC any] struct {
+	Key   K
+	N     int64
+	Timer int64
+	Wins  []winRecord[ACC]
 }
 
-// keyStore is where a checkpointed engine keeps its keys between saves.
+// noTimer says a key has no timer registered.
+const noTimer = math.MinInt64
+
+// keyStore is where a checkpointed engine keeps its keys between saves;
+// put gets the timer registered for the key until now (r.Timer is the
+// one to register).
 type keyStore[K comparable, ACC any] interface {
-	put(k K, r keyRecord[ACC]) error
+	put(k K, r keyRecord[K, ACC], registered int64) error
 	delete(k K) error
+}
+
+func (e *engine[K, IN, ACC, OUT]) fail(err error) {
+	if e.err == nil {
+		e.err = err
+	}
 }
 
 // track makes the engine remember the keys it changes, for save.
@@ -51,15 +67,29 @@ func (e *engine[K, IN, ACC, OUT]) touch(k K) {
 	}
 }
 
+// changed reports whether k changed since the last save: a changed key
+// that is not in memory holds nothing, whatever its saved record says.
+func (e *engine[K, IN, ACC, OUT]) changed(k K) bool {
+	_, ok := e.dirty[k]
+	return ok
+}
+
 // record returns the checkpointed form of key k, false when it holds
 // nothing.
-func (e *engine[K, IN, ACC, OUT]) record(k K) (keyRecord[ACC], bool) {
+func (e *engine[K, IN, ACC, OUT]) record(k K) (keyRecord[K, ACC], bool) {
 	ks := e.keys[k]
 	if ks == nil {
-		return keyRecord[ACC]{}, false
+		return keyRecord[K, ACC]{}, false
 	}
-	r := keyRecord[ACC]{N: ks.n, Wins: make([]winRecord[ACC], 0, len(ks.wins))}
+	r := keyRecord[K, ACC]{Key: k, N: ks.n, Timer: noTimer, Wins: make([]winRecord[ACC], 0, len(ks.wins))}
 	for w, st := range ks.wins {
+		if e.cfg.assigner.isTime() {
+			for _, at := range e.times(w, st.fired) {
+				if r.Timer == noTimer || at < r.Timer {
+					r.Timer = at
+				}
+			}
+		}
 		r.Wins = append(r.Wins, winRecord[ACC]{Start: w.Start, End: w.End, Acc: st.acc, Count: st.count,
 			SinceEmit: st.sinceEmit, LastEmit: st.lastEmit, Fired: st.fired, First: st.first, Last: st.last})
 	}
@@ -70,13 +100,34 @@ func (e *engine[K, IN, ACC, OUT]) record(k K) (keyRecord[ACC], bool) {
 	return r, true
 }
 
+// times returns when a time window's timers fire: its final result
+// (unless it fired) and its purge (with allowed lateness).
+func (e *engine[K, IN, ACC, OUT]) times(w Window, fired bool) []int64 {
+	var at []int64
+	if !fired {
+		at = append(at, w.MaxTimestamp())
+	}
+	if e.cfg.lateness > 0 {
+		at = append(at, w.MaxTimestamp()+e.cfg.lateness)
+	}
+	return at
+}
+
 // save writes every key changed since the last save to s (deleting the
-// keys that hold nothing any more).
+// keys that hold nothing any more); an engine that evicts then forgets
+// its keys, which load brings back when they are used or their timer
+// fires.
 func (e *engine[K, IN, ACC, OUT]) save(s keyStore[K, ACC]) error {
+	if e.err != nil {
+		return e.err
+	}
 	for k := range e.dirty {
 		var err error
 		if r, ok := e.record(k); ok {
-			err = s.put(k, r)
+			ks := e.keys[k]
+			if err = s.put(k, r, ks.timerAt); err == nil {
+				ks.timerAt = r.Timer
+			}
 		} else {
 			err = s.delete(k)
 		}
@@ -84,6 +135,10 @@ func (e *engine[K, IN, ACC, OUT]) save(s keyStore[K, ACC]) error {
 			return err
 		}
 		delete(e.dirty, k)
+	}
+	if e.evict {
+		e.keys, e.timers = map[K]*keyState[ACC]{}, nil
+		e.stats.Open = 0
 	}
 	return nil
 }
@@ -96,14 +151,15 @@ func (e *engine[K, IN, ACC, OUT]) reset(wm, now int64) {
 	e.refs = map[api.Tuple]int{}
 	e.wm, e.now = wm, now
 	e.stats.Open, e.stats.Anchors, e.stats.Timers = 0, 0, 0
+	e.load, e.onAdvance, e.evict, e.err = nil, nil, false, nil
 	if e.dirty != nil {
 		clear(e.dirty)
 	}
 }
 
 // restore puts back a key saved by save, with the timers of its windows.
-func (e *engine[K, IN, ACC, OUT]) restore(k K, r keyRecord[ACC]) {
-	ks := &keyState[ACC]{wins: make(map[Window]*winState[ACC], len(r.Wins)), n: r.N}
+func (e *engine[K, IN, ACC, OUT]) restore(k K, r keyRecord[K, ACC]) *keyState[ACC] {
+	ks := &keyState[ACC]{wins: make(map[Window]*winState[ACC], len(r.Wins)), n: r.N, timerAt: r.Timer}
 	e.keys[k] = ks
 	for _, wr := range r.Wins {
 		w := Window{wr.Start, wr.End}
@@ -114,17 +170,18 @@ func (e *engine[K, IN, ACC, OUT]) restore(k K, r keyRecord[ACC]) {
 		if !e.cfg.assigner.isTime() {
 			continue
 		}
-		ref := &timerRef[K]{key: k, w: w}
-		if !st.fired {
-			t := &timer{at: w.MaxTimestamp(), ref: ref}
-			heap.Push(&e.timers, t)
-			st.timers = append(st.timers, t)
-		}
-		if e.cfg.lateness > 0 {
-			t := &timer{at: w.MaxTimestamp() + e.cfg.lateness, purge: true, ref: ref}
-			heap.Push(&e.timers, t)
-			st.timers = append(st.timers, t)
-		}
+		e.addTimers(k, w, st)
+	}
+	return ks
+}
+
+// addTimers pushes a time window's pending timers.
+func (e *engine[K, IN, ACC, OUT]) addTimers(k K, w Window, st *winState[ACC]) {
+	ref := &timerRef[K]{key: k, w: w}
+	for _, at := range e.times(w, st.fired) {
+		t := &timer{at: at, purge: at != w.MaxTimestamp(), ref: ref}
+		heap.Push(&e.timers, t)
+		st.timers = append(st.timers, t)
 	}
 }
 
@@ -148,24 +205,106 @@ type clockRecord struct {
 	Generators map[int][]byte
 }
 
-// boltCheckpoint is what a checkpointed window bolt task binds.
-type boltCheckpoint[K comparable, ACC any] struct {
-	keys  *api.State[K, keyRecord[ACC]]
-	clock *api.State[string, clockRecord]
+// operatorKeys keeps a task's keys in an operator state: every key is in
+// memory, and the whole state is encoded at every checkpoint. It is the
+// store of tasks whose states have no keyed state, and of the windows
+// that look at every key at every tick (global windows, EarlyInterval).
+type operatorKeys[K comparable, ACC any] struct {
+	keys *api.State[K, keyRecord[K, ACC]]
 }
 
-func (c *boltCheckpoint[K, ACC]) put(k K, r keyRecord[ACC]) error { c.keys.Put(k, r); return nil }
-func (c *boltCheckpoint[K, ACC]) delete(k K) error                { c.keys.Delete(k); return nil }
+func (o operatorKeys[K, ACC]) put(k K, r keyRecord[K, ACC], _ int64) error {
+	o.keys.Put(k, r)
+	return nil
+}
+
+func (o operatorKeys[K, ACC]) delete(k K) error { o.keys.Delete(k); return nil }
+
+// keyedKeys keeps each key's record in keyed state under the key itself
+// (States.SetCurrentKey), with an event-time timer at the earliest time
+// one of its windows fires or is purged: a key is in memory from its
+// first use or its timer until the next checkpoint, so the open windows
+// may outgrow memory on a backend on disk and a checkpoint writes the
+// keys that changed only.
+type keyedKeys[K comparable, IN, ACC, OUT any] struct {
+	states *api.States
+	keys   *api.ValueState[keyRecord[K, ACC]]
+	e      *engine[K, IN, ACC, OUT]
+}
+
+func (c *keyedKeys[K, IN, ACC, OUT]) current(k K) error {
+	if err := c.states.SetCurrentKey(k); err != nil {
+		return fmt.Errorf("window key %v: %w (Spec.Key must return the value the input is fields-grouped by)", k, err)
+	}
+	return nil
+}
+
+func (c *keyedKeys[K, IN, ACC, OUT]) load(k K) (keyRecord[K, ACC], bool, error) {
+	if err := c.current(k); err != nil {
+		return keyRecord[K, ACC]{}, false, err
+	}
+	return c.keys.Value()
+}
+
+func (c *keyedKeys[K, IN, ACC, OUT]) put(k K, r keyRecord[K, ACC], registered int64) error {
+	if err := c.current(k); err != nil {
+		return err
+	}
+	if registered != r.Timer {
+		if registered != noTimer {
+			if err := c.states.DeleteEventTimeTimer(registered); err != nil {
+				return err
+			}
+		}
+		if r.Timer != noTimer {
+			if err := c.states.RegisterEventTimeTimer(r.Timer); err != nil {
+				return err
+			}
+		}
+	}
+	return c.keys.Update(r)
+}
+
+// delete clears a key that holds nothing any more; a timer it may still
+// have finds no record when it fires.
+func (c *keyedKeys[K, IN, ACC, OUT]) delete(k K) error {
+	if err := c.current(k); err != nil {
+		return err
+	}
+	return c.keys.Clear()
+}
+
+// OnTimer implements api.TimerHandler: a key's timer brings the key into
+// memory, where the engine's own timers fire its windows.
+func (c *keyedKeys[K, IN, ACC, OUT]) OnTimer(api.Timer) {
+	r, ok, err := c.keys.Value()
+	if err != nil {
+		c.e.fail(err)
+		return
+	}
+	if !ok {
+		return
+	}
+	ks := c.e.keys[r.Key]
+	if ks == nil {
+		if c.e.changed(r.Key) {
+			return // emptied since the record was saved
+		}
+		ks = c.e.restore(r.Key, r)
+	}
+	ks.timerAt = noTimer // fired: the next save registers the next one
+	c.e.touch(r.Key)
+}
 
 // InitState implements api.Stateful: the task's open windows,
 // accumulators, watermarks and timers are those of the checkpoint (none
 // at the first start). The runtime calls it in effectively-once mode
-// only; after a rollback it replaces everything the task held.
+// only; after a rollback it replaces everything the task held. With
+// keyed state (a state backend), each key's windows are keyed state and
+// its timer a keyed event-time timer; otherwise, and for global windows
+// and EarlyInterval (which look at every key at every tick), the keys are
+// an operator state.
 func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
-	keys, err := api.NewState[K, keyRecord[ACC]](states, KeysState)
-	if err != nil {
-		return fmt.Errorf("window bolt %s: %w", b.comp, err)
-	}
 	clock, err := api.NewState[string, clockRecord](states, ClockState)
 	if err != nil {
 		return fmt.Errorf("window bolt %s: %w", b.comp, err)
@@ -186,13 +325,29 @@ func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
 			gens[task] = g
 		}
 	}
-	b.ckpt = &boltCheckpoint[K, ACC]{keys: keys, clock: clock}
 	b.e.track()
 	b.e.reset(r.Watermark, r.Now)
-	keys.Range(func(k K, kr keyRecord[ACC]) bool {
-		b.e.restore(k, kr)
-		return true
-	})
+	if states.HasKeyedState() && b.spec.Assigner.kind != kindGlobal && b.spec.EarlyInterval == 0 {
+		vs, err := api.NewValueState[keyRecord[K, ACC]](states, KeysState)
+		if err != nil {
+			return fmt.Errorf("window bolt %s: %w", b.comp, err)
+		}
+		kk := &keyedKeys[K, IN, ACC, OUT]{states: states, keys: vs, e: b.e}
+		states.SetTimerHandler(kk)
+		b.e.load, b.e.onAdvance, b.e.evict = kk.load, states.AdvanceWatermark, true
+		b.store = kk
+	} else {
+		keys, err := api.NewState[K, keyRecord[K, ACC]](states, KeysState)
+		if err != nil {
+			return fmt.Errorf("window bolt %s: %w", b.comp, err)
+		}
+		keys.Range(func(k K, kr keyRecord[K, ACC]) bool {
+			b.e.restore(k, kr)
+			return true
+		})
+		b.store = operatorKeys[K, ACC]{keys: keys}
+	}
+	b.clock = clock
 	if b.tracker != nil {
 		b.tracker.Restore(r.Inputs, r.Combined, now)
 	}
@@ -206,10 +361,10 @@ func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
 // PreSave implements api.Stateful: the keys changed since the last
 // checkpoint and the watermarks go into the states.
 func (b *Bolt[K, IN, ACC, OUT]) PreSave(int64) error {
-	if b.ckpt == nil {
+	if b.store == nil {
 		return errors.New("window bolt: PreSave before InitState")
 	}
-	if err := b.e.save(b.ckpt); err != nil {
+	if err := b.e.save(b.store); err != nil {
 		return fmt.Errorf("window bolt %s: %w", b.comp, err)
 	}
 	r := clockRecord{Watermark: b.e.wm, Now: b.e.now, Ingest: b.ingest, Emitted: b.wmOut, Combined: NoWatermark}
@@ -226,7 +381,7 @@ func (b *Bolt[K, IN, ACC, OUT]) PreSave(int64) error {
 			r.Generators[task] = enc
 		}
 	}
-	b.ckpt.clock.Put("", r)
+	b.clock.Put("", r)
 	return nil
 }
 

@@ -1,6 +1,8 @@
 package window
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -9,7 +11,11 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/keygroup"
+	"github.com/egret-stream/egret/core/statebackend"
 	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/statebackends/heap"
+	"github.com/egret-stream/egret/statebackends/pebble"
 )
 
 // The checkpoint property: a window bolt under effectively-once that is
@@ -105,15 +111,25 @@ func everyThird(s TriggerState) Action {
 	return Continue
 }
 
-// ckTask is one running task of a window bolt under effectively-once.
+// ckTask is one running task of a window bolt under effectively-once,
+// its keyed state in a backend of kind backend ("" for operator state
+// only).
 type ckTask struct {
-	t      *testing.T
-	b      api.Bolt
-	out    *fakeCollector
-	states *api.States
+	t       *testing.T
+	b       api.Bolt
+	out     *fakeCollector
+	states  *api.States
+	backend string
+	kb      statebackend.Backend
 }
 
-func newCKTask(t *testing.T, mk func() (api.Bolt, error), blob []byte) *ckTask {
+// ckpt is a task's checkpoint: its operator states and its backend's
+// snapshot stream.
+type ckpt struct {
+	operator, keyed []byte
+}
+
+func newCKTask(t *testing.T, mk func() (api.Bolt, error), backend string, c ckpt) *ckTask {
 	t.Helper()
 	b, err := mk()
 	if err != nil {
@@ -124,19 +140,38 @@ func newCKTask(t *testing.T, mk func() (api.Bolt, error), blob []byte) *ckTask {
 		{Component: "src", Stream: WatermarkStream, Grouping: topology.All},
 	}, map[string][]int{"src": {1, 2}})
 	ctx.topo.Config = map[string]string{topology.KeyDeliveryMode: string(topology.EffectivelyOnce)}
-	k := &ckTask{t: t, b: b, out: newFakeCollector()}
+	k := &ckTask{t: t, b: b, out: newFakeCollector(), backend: backend}
 	if err := b.Prepare(ctx, k.out); err != nil {
 		t.Fatal(err)
 	}
-	k.restore(blob)
+	k.restore(c)
 	return k
 }
 
 // restore is the runtime's restore: InitState with the checkpoint's
-// states, decoded from their bytes.
-func (k *ckTask) restore(blob []byte) {
+// states, decoded from their bytes into a new backend.
+func (k *ckTask) restore(c ckpt) {
 	k.t.Helper()
-	states, err := api.UnmarshalStates(blob)
+	var states *api.States
+	var err error
+	if k.backend == "" {
+		states, err = api.UnmarshalStates(c.operator)
+	} else {
+		if k.kb != nil {
+			k.kb.Close()
+		}
+		o := statebackend.Options{Dir: k.t.TempDir(), MaxParallelism: 128, Groups: keygroup.Range{Start: 0, End: 128}}
+		if k.kb, err = statebackend.Open(k.backend, o); err != nil {
+			k.t.Fatal(err)
+		}
+		k.t.Cleanup(func() { k.kb.Close() })
+		if c.keyed != nil { // nil: checkpoint 0, nothing to restore
+			if err := k.kb.Restore(bytes.NewReader(c.keyed)); err != nil {
+				k.t.Fatal(err)
+			}
+		}
+		states, err = api.OpenStates(k.kb, o, nil, c.operator)
+	}
 	if err != nil {
 		k.t.Fatal(err)
 	}
@@ -146,17 +181,31 @@ func (k *ckTask) restore(blob []byte) {
 	k.states = states
 }
 
-// save is the runtime's checkpoint: PreSave, then the states' bytes.
-func (k *ckTask) save(id int64) []byte {
+// save is the runtime's checkpoint: PreSave, then the states' bytes and
+// the backend's snapshot.
+func (k *ckTask) save(id int64) ckpt {
 	k.t.Helper()
 	if err := k.b.(api.Stateful).PreSave(id); err != nil {
 		k.t.Fatal(err)
 	}
-	blob, err := k.states.MarshalBinary()
-	if err != nil {
+	var c ckpt
+	var err error
+	if c.operator, err = k.states.MarshalBinary(); err != nil {
 		k.t.Fatal(err)
 	}
-	return blob
+	if k.kb != nil {
+		snap, err := k.kb.Snapshot()
+		if err != nil {
+			k.t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if _, err := snap.WriteTo(&b); err != nil {
+			k.t.Fatal(err)
+		}
+		snap.Release()
+		c.keyed = b.Bytes()
+	}
+	return c
 }
 
 // step feeds one event and returns what it emitted, sorted (windows that
@@ -175,17 +224,25 @@ func (k *ckTask) step(e ckEvent) []string {
 	return got
 }
 
+// The property runs with operator state only (every key in memory,
+// encoded whole) and with keyed state and timers on the heap and pebble
+// backends (keys loaded on use or by their timer, dropped after each
+// checkpoint).
 func TestCheckpointRestoreMatchesUninterruptedRun(t *testing.T) {
-	for name := range ckSpecs(newClock()) {
-		for seed := uint64(1); seed <= 6; seed++ {
-			t.Run(fmt.Sprintf("%s/seed%d", name, seed), func(t *testing.T) {
-				checkCheckpoints(t, name, seed)
-			})
+	for _, backend := range []string{"", heap.Name, pebble.Name} {
+		for name := range ckSpecs(newClock()) {
+			seeds := map[string]uint64{"": 6, heap.Name: 3, pebble.Name: 1}[backend] // pebble: a store per restore
+
+			for seed := uint64(1); seed <= seeds; seed++ {
+				t.Run(fmt.Sprintf("%s/%s/seed%d", cmp.Or(backend, "operator"), name, seed), func(t *testing.T) {
+					checkCheckpoints(t, backend, name, seed)
+				})
+			}
 		}
 	}
 }
 
-func checkCheckpoints(t *testing.T, name string, seed uint64) {
+func checkCheckpoints(t *testing.T, backend, name string, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 36))
 	events := ckEvents(rng, 1500)
 	// Both runs read the clock of the event they process.
@@ -193,7 +250,7 @@ func checkCheckpoints(t *testing.T, name string, seed uint64) {
 	mk := ckSpecs(clk)[name]
 	clockAt := func(i int) time.Time { return time.UnixMilli(1_000_000 + int64(i)*7) }
 
-	ref := newCKTask(t, mk, nil)
+	ref := newCKTask(t, mk, backend, ckpt{})
 	var want [][]string
 	for i, e := range events {
 		clk.t = clockAt(i)
@@ -203,9 +260,9 @@ func checkCheckpoints(t *testing.T, name string, seed uint64) {
 	// The interrupted run: checkpoints at random events, and now and then
 	// a failure some events after one, rolled back to the last
 	// checkpoint in the same task or in a new one.
-	task := newCKTask(t, mk, nil)
+	task := newCKTask(t, mk, backend, ckpt{})
 	got := make([][]string, len(events))
-	var ckpt []byte
+	var last ckpt
 	ckptAt, rollbacks := 0, 0
 	var id int64
 	for i := 0; i < len(events); {
@@ -215,13 +272,13 @@ func checkCheckpoints(t *testing.T, name string, seed uint64) {
 		switch r := rng.IntN(100); {
 		case r < 4:
 			id++
-			ckpt, ckptAt = task.save(id), i
+			last, ckptAt = task.save(id), i
 		case r < 6 && rollbacks < 12:
 			rollbacks++
 			if rng.IntN(2) == 0 {
-				task = newCKTask(t, mk, ckpt) // the process died
+				task = newCKTask(t, mk, backend, last) // the process died
 			} else {
-				task.restore(ckpt) // another process died: rollback in place
+				task.restore(last) // another process died: rollback in place
 			}
 			i = ckptAt // what followed the checkpoint is replayed
 		}

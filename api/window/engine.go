@@ -43,6 +43,9 @@ type winState[ACC any] struct {
 type keyState[ACC any] struct {
 	wins map[Window]*winState[ACC]
 	n    int64 // elements seen (count windows)
+	// timerAt is the event-time timer registered for the key in keyed
+	// state (noTimer: none).
+	timerAt int64
 }
 
 // timer fires (or purges) a time window at a watermark. Its key and
@@ -113,6 +116,14 @@ type engine[K comparable, IN, ACC, OUT any] struct {
 	// dirty holds the keys changed since the last save, when the engine
 	// is checkpointed (nil otherwise).
 	dirty map[K]struct{}
+	// In keyed state, keys are loaded on their first use (load) and
+	// dropped from memory after each save (evict); onAdvance fires the
+	// keyed timers due at a new watermark, which loads their keys. err
+	// is the first error of load or onAdvance, reported at the next save.
+	load      func(K) (keyRecord[K, ACC], bool, error)
+	onAdvance func(wm int64) error
+	evict     bool
+	err       error
 }
 
 func newEngine[K comparable, IN, ACC, OUT any](cfg engineConfig, agg AggregateFunc[IN, ACC, OUT],
@@ -122,10 +133,19 @@ func newEngine[K comparable, IN, ACC, OUT any](cfg engineConfig, agg AggregateFu
 }
 
 func (e *engine[K, IN, ACC, OUT]) key(k K) *keyState[ACC] {
-	e.touch(k)
 	ks := e.keys[k]
+	if ks == nil && e.load != nil && !e.changed(k) {
+		r, ok, err := e.load(k)
+		switch {
+		case err != nil:
+			e.fail(err)
+		case ok:
+			ks = e.restore(k, r)
+		}
+	}
+	e.touch(k)
 	if ks == nil {
-		ks = &keyState[ACC]{wins: map[Window]*winState[ACC]{}}
+		ks = &keyState[ACC]{wins: map[Window]*winState[ACC]{}, timerAt: noTimer}
 		e.keys[k] = ks
 	}
 	return ks
@@ -136,15 +156,7 @@ func (e *engine[K, IN, ACC, OUT]) newWindow(ks *keyState[ACC], k K, w Window) *w
 	ks.wins[w] = st
 	e.stats.Open++
 	if e.cfg.assigner.isTime() {
-		ref := &timerRef[K]{key: k, w: w}
-		fire := &timer{at: w.MaxTimestamp(), ref: ref}
-		heap.Push(&e.timers, fire)
-		st.timers = append(st.timers, fire)
-		if e.cfg.lateness > 0 {
-			purge := &timer{at: w.MaxTimestamp() + e.cfg.lateness, purge: true, ref: ref}
-			heap.Push(&e.timers, purge)
-			st.timers = append(st.timers, purge)
-		}
+		e.addTimers(k, w, st)
 	}
 	return st
 }
@@ -422,6 +434,11 @@ func (e *engine[K, IN, ACC, OUT]) advance(wm, now int64) {
 	e.now = now
 	if wm <= e.wm {
 		return
+	}
+	if e.onAdvance != nil {
+		if err := e.onAdvance(wm); err != nil {
+			e.fail(err)
+		}
 	}
 	e.wm = wm
 	for len(e.timers) > 0 && e.timers[0].at <= wm {
