@@ -99,6 +99,11 @@ func (r *shellRunner) start() error {
 		Heartbeats:       r.beats,
 		Wake:             r.wake,
 		Logger:           r.log,
+		// A traceback on stderr is one exception with the traceback as
+		// its stack (ReportError is safe from any goroutine).
+		OnTraceback: func(tb multilang.Traceback) {
+			r.report(&StackError{Message: fmt.Sprintf("subprocess of %s: %s", r.ctx.ComponentName(), tb.Message), Stack: tb.Text})
+		},
 	}
 	p, err := multilang.Start(context.Background(), cfg)
 	if err != nil {
@@ -158,12 +163,19 @@ func (r *shellRunner) schedule() {
 // and schedules the restart.
 func (r *shellRunner) ended() {
 	err := r.proc.Err()
+	tb := r.proc.LastTraceback()
 	r.proc = nil
 	r.backlog = r.backlog[:0]
 	r.ctx.Counter("multilang.crashes").Inc()
 	r.schedule()
 	r.log.Error("the subprocess ended; it will be restarted", zap.Error(err), zap.Duration("restart_in", time.Until(r.restartAt).Round(time.Millisecond)))
-	r.report(fmt.Errorf("subprocess of %s/%d ended: %w", r.ctx.ComponentName(), r.ctx.TaskID(), err))
+	ended := fmt.Errorf("subprocess of %s/%d ended: %w", r.ctx.ComponentName(), r.ctx.TaskID(), err)
+	if tb != nil {
+		// Say why it ended, with the traceback as the stack.
+		r.report(&StackError{Message: fmt.Sprintf("%v; its last traceback: %s", ended, tb.Message), Stack: tb.Text})
+		return
+	}
+	r.report(ended)
 }
 
 // send queues a framed message for the subprocess. While the queue is
@@ -252,7 +264,7 @@ func (r *shellRunner) common(m *multilang.Message) {
 		r.log.Log(logLevel(m.Level), m.Msg, zap.String("source", "subprocess"))
 	case multilang.CmdError:
 		r.ctx.Counter("multilang.errors").Inc()
-		r.report(fmt.Errorf("subprocess of %s/%d: %s", r.ctx.ComponentName(), r.ctx.TaskID(), m.Msg))
+		r.report(subprocessError(r.ctx.ComponentName(), r.ctx.TaskID(), m.Msg))
 	case multilang.CmdMetrics:
 		n, ok := m.Params.(int64)
 		if !ok {
@@ -439,4 +451,17 @@ func stringsToAny(s []string) []any {
 		out[i] = v
 	}
 	return out
+}
+
+// subprocessError is the error a subprocess reported with the error
+// command. A message holding a traceback (pystorm sends the formatted
+// exception) is reported with its last line as the message, as a
+// traceback on stderr is, and the whole as the stack.
+func subprocessError(component string, task int, msg string) error {
+	if i := strings.Index(msg, "Traceback (most recent call last):"); i >= 0 {
+		text := strings.TrimRight(msg[i:], "\n ")
+		last := text[strings.LastIndexByte(text, '\n')+1:]
+		return &StackError{Message: fmt.Sprintf("subprocess of %s: %s", component, strings.TrimSpace(last)), Stack: text}
+	}
+	return fmt.Errorf("subprocess of %s/%d: %s", component, task, msg)
 }

@@ -70,6 +70,10 @@ type Config struct {
 	// was queued for In and when the process has ended.
 	Wake   chan<- struct{}
 	Logger *zap.Logger
+	// OnTraceback, when set, is called with every Python traceback the
+	// subprocess writes to its stderr, assembled (from the goroutine
+	// reading stderr).
+	OnTraceback func(Traceback)
 }
 
 func (c *Config) defaults() {
@@ -108,6 +112,7 @@ type Process struct {
 	mu     sync.Mutex
 	cause  error // why the process ended (first reason wins)
 	exit   string
+	lastTB *Traceback
 	heard  atomic.Int64 // unix nanos of the last message
 	await  atomic.Int64 // answers (syncs) awaited
 	since  atomic.Int64 // unix nanos when await became non-zero
@@ -162,7 +167,13 @@ func Start(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		p.Kill(err)
 		p.finish()
-		return nil, fmt.Errorf("handshake with %s (%s): %w", cfg.Command, p.exit, err)
+		err = fmt.Errorf("handshake with %s (%s): %w", cfg.Command, p.exit, err)
+		if tb := p.LastTraceback(); tb != nil {
+			// A subprocess that raised before answering (an import
+			// error): say what it raised, with the traceback.
+			err = &TracebackError{Err: err, Traceback: *tb}
+		}
+		return nil, err
 	}
 	if pid != p.pid {
 		// A wrapper (a shell script) that did not exec its interpreter.
@@ -466,14 +477,56 @@ func (p *Process) watch() {
 	}
 }
 
-// logStderr copies the subprocess's stderr into the log, line by line.
+// tracebackQuiet is how long an assembled traceback waits for a chained
+// one before it is logged.
+const tracebackQuiet = 200 * time.Millisecond
+
+// logStderr copies the subprocess's stderr into the log, line by line,
+// except tracebacks: each is assembled into one entry (see tracebacks)
+// and handed to Config.OnTraceback.
 func (p *Process) logStderr(r io.Reader) {
 	defer p.stderr.Done()
+	lines := make(chan stderrLine, 64)
+	go readLines(r, lines)
+	var tb tracebacks
+	var quiet <-chan time.Time
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				p.traceback(tb.flush())
+				return
+			}
+			done, taken := tb.feed(l.text)
+			p.traceback(done)
+			if !taken && l.text != "" {
+				p.log.Info("subprocess stderr", zap.String("line", l.text), zap.Bool("truncated", l.truncated))
+			}
+			quiet = nil
+			if tb.pending() {
+				quiet = time.After(tracebackQuiet)
+			}
+		case <-quiet:
+			p.traceback(tb.flush())
+			quiet = nil
+		}
+	}
+}
+
+type stderrLine struct {
+	text      string
+	truncated bool
+}
+
+// readLines sends the lines of r (each at most maxStderrLine bytes; the
+// rest of a longer line is skipped) until r ends, then closes out.
+func readLines(r io.Reader, out chan<- stderrLine) {
+	defer close(out)
 	br := bufio.NewReaderSize(r, maxStderrLine)
 	for {
 		line, isPrefix, err := br.ReadLine()
-		if len(line) > 0 {
-			p.log.Info("subprocess stderr", zap.ByteString("line", line), zap.Bool("truncated", isPrefix))
+		if len(line) > 0 || err == nil {
+			out <- stderrLine{text: string(line), truncated: isPrefix}
 			for isPrefix && err == nil { // skip the rest of a long line
 				_, isPrefix, err = br.ReadLine()
 			}
@@ -482,6 +535,30 @@ func (p *Process) logStderr(r io.Reader) {
 			return
 		}
 	}
+}
+
+// traceback logs an assembled traceback as one entry, keeps it as the
+// last, and hands it on.
+func (p *Process) traceback(tb *Traceback) {
+	if tb == nil {
+		return
+	}
+	p.log.Error("subprocess traceback", zap.String("exception", tb.Message), zap.String("traceback", tb.Text))
+	p.mu.Lock()
+	p.lastTB = tb
+	p.mu.Unlock()
+	if p.cfg.OnTraceback != nil {
+		p.cfg.OnTraceback(*tb)
+	}
+}
+
+// LastTraceback returns the last traceback the subprocess wrote to its
+// stderr (nil when none). After Done, it includes the tracebacks written
+// before the subprocess ended.
+func (p *Process) LastTraceback() *Traceback {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastTB
 }
 
 // excerpt shows the start of a bad message in an error.

@@ -82,7 +82,7 @@ func TestProcessBolt(t *testing.T) {
 		t.Fatalf("ack %+v", m)
 	}
 	deadline := time.Now().Add(time.Minute)
-	for logs.FilterField(zap.ByteString("line", []byte("fake: stderr line of echo-bolt"))).Len() == 0 {
+	for logs.FilterField(zap.String("line", "fake: stderr line of echo-bolt")).Len() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("the subprocess's stderr line is not in the log: %v", logs.All())
 		}

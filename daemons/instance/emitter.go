@@ -1,6 +1,7 @@
 package instance
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -274,8 +275,17 @@ func (e *emitter) reportError(err error) {
 	if err != nil {
 		msg = err.Error()
 	}
-	// The stack starts at the user code that called ReportError.
-	e.in.metrics.AddException(msg, CallerStack(2), time.Now())
+	// The stack starts at the user code that called ReportError, unless
+	// the error carries its own (a subprocess's traceback).
+	stack := ""
+	var se interface{ StackTrace() string }
+	if errors.As(err, &se) {
+		stack = se.StackTrace()
+	}
+	if stack == "" {
+		stack = CallerStack(2)
+	}
+	e.in.metrics.AddException(msg, stack, time.Now())
 	e.in.log.Warn("component error", zap.Error(err))
 }
 

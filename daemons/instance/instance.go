@@ -168,7 +168,7 @@ func (in *Instance) Run(ctx context.Context) error {
 	case topology.Spout:
 		s := in.cfg.Topology.Spouts[in.comp.Name]()
 		if err := in.call("Open", func() error { return s.Open(uctx, &spoutCollector{em: &in.em}) }); err != nil {
-			return fmt.Errorf("open spout %s/%d: %w", in.comp.Name, in.cfg.TaskID, err)
+			return in.failed(fmt.Errorf("open spout %s/%d: %w", in.comp.Name, in.cfg.TaskID, err))
 		}
 		if in.ckpt != nil {
 			in.ckpt.bind(s)
@@ -178,7 +178,7 @@ func (in *Instance) Run(ctx context.Context) error {
 	default:
 		b := in.cfg.Topology.Bolts[in.comp.Name]()
 		if err := in.call("Prepare", func() error { return b.Prepare(uctx, &boltCollector{em: &in.em}) }); err != nil {
-			return fmt.Errorf("prepare bolt %s/%d: %w", in.comp.Name, in.cfg.TaskID, err)
+			return in.failed(fmt.Errorf("prepare bolt %s/%d: %w", in.comp.Name, in.cfg.TaskID, err))
 		}
 		if in.ckpt != nil {
 			in.ckpt.bind(b)
@@ -187,6 +187,24 @@ func (in *Instance) Run(ctx context.Context) error {
 		in.call("Cleanup", func() error { b.Cleanup(); return nil })
 	}
 	return nil
+}
+
+// failed records the error that stops the component (Open or Prepare
+// failed) as an exception, with the stack it carries (a subprocess's
+// traceback) when it has one, and returns it.
+func (in *Instance) failed(err error) error {
+	var pe *panicError
+	if errors.As(err, &pe) {
+		return err // recorded with its stack when it was recovered
+	}
+	stack := ""
+	var se interface{ StackTrace() string }
+	if errors.As(err, &se) {
+		stack = se.StackTrace()
+	}
+	in.metrics.Errors.Add(1)
+	in.metrics.AddException(err.Error(), stack, time.Now())
+	return err
 }
 
 // call runs user code, turning a panic into an error that is logged and
@@ -205,8 +223,13 @@ func (in *Instance) panicked(what string, r any) error {
 	in.metrics.Errors.Add(1)
 	in.metrics.AddException(fmt.Sprintf("panic in %s: %v", what, r), CallerStack(2), time.Now())
 	in.log.Error("user code panicked", zap.String("method", what), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
-	return fmt.Errorf("panic in %s: %v", what, r)
+	return &panicError{fmt.Sprintf("panic in %s: %v", what, r)}
 }
+
+// panicError is a recovered panic (already recorded as an exception).
+type panicError struct{ msg string }
+
+func (e *panicError) Error() string { return e.msg }
 
 func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 	active := in.cfg.StartActive

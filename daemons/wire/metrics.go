@@ -75,6 +75,30 @@ func PublishMetrics(ctx context.Context, socket string, interval time.Duration, 
 	}
 }
 
+// PublishOnce sends one report now (a process about to exit with an
+// error publishes what it recorded, so that the error reaches the
+// operator), within timeout.
+func PublishOnce(socket string, timeout time.Duration, collect func() *egretpb.MetricsPublish) error {
+	if socket == "" {
+		return nil
+	}
+	d := net.Dialer{Timeout: timeout}
+	conn, err := d.Dial("unix", socket)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	m := collect()
+	m.UnixNanos = time.Now().UnixNano()
+	buf, err := AppendMessage(nil, m)
+	if err != nil {
+		return err
+	}
+	_ = conn.SetWriteDeadline(time.Now().Add(timeout))
+	_, err = conn.Write(buf)
+	return err
+}
+
 // processStart is when this process started (set once, never changed).
 var processStart = time.Now()
 

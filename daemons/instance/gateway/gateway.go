@@ -210,6 +210,14 @@ func (g *gateway) run(ctx context.Context) error {
 	if result == nil && stopErr != nil {
 		result = stopErr
 	}
+	if stopErr != nil {
+		// The component failed (to open or prepare): publish what the
+		// instance recorded of it before the process exits, so that the
+		// exception reaches the topology manager.
+		if err := wire.PublishOnce(g.cfg.MetricsSocket, time.Second, g.metricsMessage); err != nil {
+			g.log.Debug("last metrics report", zap.Error(err))
+		}
+	}
 	return result
 }
 

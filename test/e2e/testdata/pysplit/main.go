@@ -36,6 +36,7 @@ func main() {
 	rate := fs.Int("rate", 1000, "sentences per second")
 	delay := fs.Duration("split-delay", 0, "how long the Python split bolt takes per sentence")
 	pyPath := fs.String("python-path", "", "topology.multilang.path (a virtualenv's bin with pystorm)")
+	fail := fs.String("fail", "", "make the split bolt fail: import (a missing module when it initializes), or a word (a ValueError at a sentence holding it)")
 	own, rest := runner.SplitArgs(os.Args[1:], fs)
 	if err := fs.Parse(own); err != nil {
 		os.Exit(runner.ExitUsage)
@@ -45,6 +46,9 @@ func main() {
 		b.SetConfig(topology.KeyMultilangPath, *pyPath)
 	}
 	b.SetConfig(keyRate, strconv.Itoa(*rate))
+	if *fail != "" {
+		b.SetConfig("pysplit.fail", *fail) // the instances read the definition's settings, not these flags
+	}
 	b.SetSpout("sentences", func() api.Spout { return &sentenceSpout{} }, 1)
 	b.SetShellBolt("split", api.ShellBolt("python3", "split.py").Declare("word").
 		Env("SPLIT_DELAY_MS", strconv.FormatFloat(float64(*delay)/float64(time.Millisecond), 'f', -1, 64)), 2).ShuffleGrouping("sentences")
