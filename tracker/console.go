@@ -90,16 +90,15 @@ type checkpointEventJSON struct {
 // timeline: the latest /stats answer, the daemons' last two reports, and
 // the checkpoint history.
 type consoleTrack struct {
-	stats           *tmStats
-	statsAt         time.Time
-	dlast, dbefore  map[daemonKey]report
-	checkpoints     []checkpointJSON
-	ckptEvents      []checkpointEventJSON
-	ckptLastID      float64
-	ckptCounters    map[string]float64
-	tlast, tbefore  map[int]report // every task's full reports (for histograms and totals)
-	restartTimes    map[int][]time.Time
-	exceptionsTotal int64
+	stats          *tmStats
+	statsAt        time.Time
+	dlast, dbefore map[daemonKey]report
+	checkpoints    []checkpointJSON
+	ckptEvents     []checkpointEventJSON
+	ckptLastID     float64
+	ckptCounters   map[string]float64
+	tlast, tbefore map[int]report // every task's full reports (for histograms and totals)
+	restartTimes   map[int][]time.Time
 }
 
 // recordConsole keeps what the console needs of one poll.

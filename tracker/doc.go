@@ -1,9 +1,11 @@
-// Package tracker is Egret's tracker: a long-running, read-only REST API
-// over the state managers of one or more clusters and the topology
-// managers of their topologies, shaped like Heron's tracker, and the web
-// UI it serves at "/".
+// Package tracker is Egret's tracker: a long-running REST API over the
+// state managers of one or more clusters and the topology managers of
+// their topologies, shaped like Heron's tracker, and the console (web UI)
+// it serves at "/". It is read-only unless started with an operator
+// token (Options.OperatorToken), which enables the console's actions
+// (actions.go).
 //
-// The tracker never writes state. It reads the node tree (core/state) of
+// Without an operator token the tracker never writes state. It reads the node tree (core/state) of
 // each cluster through one state manager session per cluster, and asks a
 // topology manager's HTTP API (GET /stats, GET /exceptions) for live
 // metrics and exceptions.
@@ -22,6 +24,14 @@
 //	/topologies/metrics/timeline     rates and latencies over time
 //	/topologies/exceptions           distinct exceptions with counts and stacks
 //	/topologies/exceptionsummary     exceptions grouped by component and message
+//	/topologies/overview             the console's overview: health, back pressure,
+//	                                 busy-ness, containers' CPU and memory
+//	/topologies/component            one component's per-task table
+//	/topologies/checkpoints          checkpoint history (effectively-once)
+//	/topologies/logs                 a log file rendered as text lines
+//	/actions                         the console's recent actions
+//	POST /topologies/actions/<kind>  activate, deactivate, kill, rescale, loglevel
+//	                                 (with the operator token)
 //
 // The topology endpoints take the query parameters cluster and topology
 // (required), environ and role (optional: when given they must match the
@@ -43,8 +53,8 @@
 // len(TimelineSeries) × 8 bytes; Options.MaxTopologies (default 64) and
 // Options.MaxTasks (default 512 per topology; components are always kept)
 // bound the factors. With the defaults, 64 topologies of 512 tasks take
-// at most about 64 × 180 × 512 × 12 × 8 B ≈ 560 MB; a typical topology of
-// 20 tasks about 350 KB.
+// at most about 64 × 180 × 512 × 14 × 8 B ≈ 660 MB; a typical topology of
+// 20 tasks about 410 KB.
 //
 // Restarts are counted by the tracker: every process publishes its pid
 // and start time (process.pid, process.start.unix); a change between two

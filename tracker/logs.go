@@ -141,6 +141,12 @@ func renderLog(data []byte, offset, size int64, grep string) (lines []logLineJSO
 }
 
 func (t *Tracker) logsEP(ctx context.Context, q *query) (any, error) {
+	if q.files.offset > 0 {
+		// Read the byte before too: renderLog drops the line it cuts, and
+		// a range that starts at a line (a follow from end) cuts none.
+		q.files.offset--
+		q.files.length = min(q.files.length+1, maxFileChunk)
+	}
 	data, offset, size, err := t.readFile(ctx, q)
 	if err != nil {
 		return nil, err

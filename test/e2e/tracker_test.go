@@ -29,15 +29,16 @@ func init() { packages["flakybolt"] = "./test/e2e/testdata/flakybolt" }
 // trackerTimeout bounds every wait on the tracker (2 shared cores).
 const trackerTimeout = 2 * time.Minute
 
-// startTracker runs `egret tracker` over the cluster on a free port and
-// returns its base URL; the test's cleanup stops it.
-func startTracker(t *testing.T, c *cluster) string {
+// startTracker runs `egret tracker` over the cluster on a free port (with
+// the extra flags) and returns its base URL; the test's cleanup stops it.
+func startTracker(t *testing.T, c *cluster, extra ...string) string {
 	t.Helper()
 	args := []string{}
 	for _, p := range c.props {
 		args = append(args, "--config-property", p)
 	}
 	args = append(args, "tracker", "--cluster", c.name, "--addr", "127.0.0.1:0", "--sample-interval", "1s")
+	args = append(args, extra...)
 	cmd := exec.Command(binary(t, "egret"), args...)
 	cmd.Env = append(append(os.Environ(), "EGRET_HOME="+c.home), c.env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
