@@ -9,8 +9,8 @@ import (
 )
 
 // backendCmd is the hidden command a service-mode backend registered
-// (spi.RegisterCommand): the Mesos scheduler's framework service, which
-// its Launch starts detached.
+// (spi.RegisterCommand): the Mesos scheduler's framework service and the
+// local scheduler's service, which their Launch starts detached.
 func backendCmd(g *globals, c spi.Command) *cobra.Command {
 	return &cobra.Command{
 		Use:                c.Name + " " + c.Args,
@@ -20,7 +20,9 @@ func backendCmd(g *globals, c spi.Command) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			log := g.daemonLogger()
 			defer func() { _ = log.Sync() }()
-			if err := c.Run(cmd.Context(), args, log); err != nil {
+			b := newBackends(log)
+			defer b.Close()
+			if err := c.Run(cmd.Context(), args, spi.CommandEnv{Log: log, StateManager: b.StateManager}); err != nil {
 				if errors.Is(err, spi.ErrUsage) {
 					return usageError{err}
 				}

@@ -16,17 +16,14 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/daemons/ckptmgr"
 	"github.com/egret-stream/egret/daemons/metricsmgr"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/internal/daemonlog"
 	"github.com/egret-stream/egret/internal/hostaddr"
 	"github.com/egret-stream/egret/internal/loglevel"
-	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/plugins"
 	"github.com/egret-stream/egret/proto/egretpb"
-	"github.com/egret-stream/egret/schedulers/local"
 )
 
 // daemonEnv is what every daemon command reads: the resolved cluster
@@ -44,7 +41,7 @@ func (d *daemonEnv) load(name string) error {
 	if d.configFile == "" {
 		return usagef("%s needs --config", name)
 	}
-	cfg, err := launcher.ReadConfig(d.configFile)
+	cfg, err := spi.ReadConfigFile(d.configFile)
 	if err != nil {
 		return usageError{err}
 	}
@@ -80,10 +77,9 @@ func (d *daemonEnv) duration(key string, def time.Duration) time.Duration {
 }
 
 func addDaemonCmds(root *cobra.Command, g *globals) {
-	for _, c := range []*cobra.Command{schedulerCmd(g), metricsmgrCmd(g)} {
-		c.Hidden = true
-		root.AddCommand(c)
-	}
+	m := metricsmgrCmd(g)
+	m.Hidden = true
+	root.AddCommand(m)
 	for _, c := range spi.Commands() {
 		root.AddCommand(backendCmd(g, c))
 	}
@@ -112,38 +108,6 @@ func daemonCommand(g *globals, use, short string, flags func(*cobra.Command), ru
 	cmd.Flags().StringVar(&d.configFile, "config", "", "resolved cluster config (JSON) of the topology")
 	flags(cmd)
 	return cmd
-}
-
-func schedulerCmd(g *globals) *cobra.Command {
-	var workDir string
-	return daemonCommand(g, "scheduler --work-dir W --config F", "Run the local scheduler service of one topology",
-		func(c *cobra.Command) {
-			c.Flags().StringVar(&workDir, "work-dir", "", "the topology's working directory")
-		},
-		func(ctx context.Context, d *daemonEnv) error {
-			if workDir == "" {
-				return usagef("scheduler needs --work-dir")
-			}
-			sm, err := d.stateManager(ctx)
-			if err != nil {
-				return err
-			}
-			defer sm.Close()
-			return local.Serve(ctx, local.ServeConfig{
-				WorkDir: workDir,
-				Ready: func(topology, url string) {
-					// An ephemeral node: it vanishes with this service.
-					loc := &egretpb.SchedulerLocation{TopologyName: topology, HttpEndpoint: url, JobLinks: []string{"file://" + workDir}, Pid: int32(os.Getpid())}
-					if err := state.New(sm).SetSchedulerLocation(ctx, loc, true); err != nil {
-						d.log.Warn("could not publish the scheduler location", zap.Error(err))
-					}
-				},
-				EgretBinary:    d.cfg.String("egret.scheduler.local.egret.binary", ""),
-				BackoffInitial: d.duration("egret.executor.restart.backoff.initial", time.Second),
-				BackoffMax:     d.duration("egret.executor.restart.backoff.max", 30*time.Second),
-				StopGrace:      d.duration("egret.executor.stop.grace", 10*time.Second),
-			}, d.log)
-		})
 }
 
 func metricsmgrCmd(g *globals) *cobra.Command {

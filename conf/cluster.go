@@ -29,7 +29,7 @@ type Cluster struct {
 }
 
 // Resolved wraps a configuration already resolved for a topology (the
-// one a topology package carries, launcher.ReadConfig) so that a process
+// one a topology package carries, spi.ReadConfigFile) so that a process
 // inside a container can run launcher operations on that topology. Its
 // WithTopology accepts only that topology.
 func Resolved(cfg spi.Config, cluster, role, environ, topology string) *Cluster {

@@ -624,6 +624,7 @@ func (t *schemaTable) suggestIn(k, scope string) string {
 		return fmt.Sprintf("; did you mean %s?", names[0])
 	}
 	if len(names) > 1 && len(names) <= 5 {
+		slices.Sort(names)
 		return "; its keys are " + strings.Join(names, ", ")
 	}
 	return suggestFrom(k, t.names())

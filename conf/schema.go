@@ -109,8 +109,6 @@ var coreKeys = []fileKeys{
 	{"scheduler", []spi.Key{
 		{Name: "egret.scheduler", Type: spi.KeyString, Required: true, Check: checkName,
 			Doc: "Scheduler backend: a built-in name ({builtins}) or an external plugin egret-scheduler-<name>."},
-		{Name: "egret.scheduler.local.egret.binary", Type: spi.KeyString,
-			Doc: "The egret binary the local scheduler service and executors run; empty: the egret running the command."},
 		{Name: "egret.scheduler.local.working.directory", Type: spi.KeyString, Default: "${EGRET_HOME}/topologies/${CLUSTER}/${ROLE}/${TOPOLOGY}",
 			Doc: "Working directory of a topology on the machine running the scheduler (containers of the local scheduler live below it; kill removes it). It must name the topology (${TOPOLOGY}) and have no `..` element."},
 	}},

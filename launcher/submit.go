@@ -525,19 +525,6 @@ func writeConfig(path string, cfg spi.Config) error {
 	return os.WriteFile(path, b, 0o644)
 }
 
-// ReadConfig reads a cluster config written into a topology package.
-func ReadConfig(path string) (spi.Config, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var cfg spi.Config
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		return nil, fmt.Errorf("%s is not a cluster config: %w", path, err)
-	}
-	return cfg, nil
-}
-
 func randomSuffix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])

@@ -12,9 +12,10 @@ import (
 
 // Command is a hidden egret subcommand through which a service-mode
 // backend runs its own service (the Mesos scheduler's framework: egret
-// mesos-framework). The backend registers it beside its factory
-// (RegisterCommand); the CLI adds every registered command, so a backend
-// that needs one touches no file outside its folder.
+// mesos-framework; the local scheduler's service: egret scheduler). The
+// backend registers it beside its factory (RegisterCommand); the CLI adds
+// every registered command, so a backend that needs one touches no file
+// outside its folder.
 type Command struct {
 	Name  string // the subcommand, "mesos-framework"
 	Args  string // its arguments for the usage line, "--work-dir W"
@@ -22,7 +23,15 @@ type Command struct {
 	// Run runs the command with its arguments, which the CLI does not
 	// parse, until ctx ends (SIGTERM, SIGINT). An error wrapping ErrUsage
 	// is bad input (the CLI exits 2), any other a failure (exit 1).
-	Run func(ctx context.Context, args []string, log *zap.Logger) error
+	Run func(ctx context.Context, args []string, env CommandEnv) error
+}
+
+// CommandEnv is what the CLI gives a backend's command.
+type CommandEnv struct {
+	Log *zap.Logger
+	// StateManager opens a session of the state manager cfg selects
+	// (egret.statemgr: a built-in one or a plugin); the command closes it.
+	StateManager func(ctx context.Context, cfg Config) (StateManager, error)
 }
 
 // ErrUsage marks a command's error caused by its command line (see

@@ -1,6 +1,7 @@
 package spi
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -135,6 +136,20 @@ func KeysRead() []string {
 	})
 	sort.Strings(out)
 	return out
+}
+
+// ReadConfigFile reads a resolved config written as a JSON object (what
+// the launcher puts into a topology's package for its daemons).
+func ReadConfigFile(path string) (Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var cfg Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return nil, fmt.Errorf("%s is not a cluster config: %w", path, err)
+	}
+	return cfg, nil
 }
 
 // Keys returns the keys in sorted order.

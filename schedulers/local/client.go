@@ -21,7 +21,6 @@ import (
 	"github.com/egret-stream/egret/internal/procinfo"
 )
 
-func init() { spi.RegisterScheduler("local", New) }
 
 // Scheduler is the CLI side of the local scheduler: Launch starts the
 // service; Kill, Restart and Update call it.
@@ -96,7 +95,7 @@ func (s *Scheduler) startService(ctx context.Context, dir string) error {
 		return err
 	}
 	defer out.Close()
-	cmd := exec.Command(s.egret, "scheduler", "--work-dir", dir, "--config", filepath.Join(dir, ConfigFile))
+	cmd := exec.Command(s.egret, Command, "--work-dir", dir, "--config", filepath.Join(dir, ConfigFile))
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {

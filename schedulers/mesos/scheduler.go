@@ -29,12 +29,12 @@ import (
 func init() {
 	spi.RegisterScheduler("mesos", New, configKeys...)
 	spi.RegisterCommand(spi.Command{Name: FrameworkCommand, Args: "--work-dir W", Short: "Run the Mesos framework of one topology",
-		Run: func(ctx context.Context, args []string, log *zap.Logger) error {
+		Run: func(ctx context.Context, args []string, env spi.CommandEnv) error {
 			dir, err := ParseFrameworkArgs(args)
 			if err != nil {
 				return spi.Usage(err)
 			}
-			return Serve(ctx, ServeConfig{WorkDir: dir}, log)
+			return Serve(ctx, ServeConfig{WorkDir: dir}, env.Log)
 		}})
 }
 
