@@ -21,7 +21,6 @@ import (
 	"github.com/egret-stream/egret/internal/procinfo"
 )
 
-
 // Scheduler is the CLI side of the local scheduler: Launch starts the
 // service; Kill, Restart and Update call it.
 type Scheduler struct {
