@@ -445,7 +445,7 @@ const (
 )
 
 // joinElem is one element of a join window: from the left or the right.
-// Its fields are exported for encoding/gob: a join's open windows are
+// Its fields are exported for the state serializer: a join's open windows are
 // checkpointed with their elements.
 type joinElem[L, R any] struct {
 	IsLeft bool

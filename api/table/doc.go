@@ -19,7 +19,8 @@
 // sides and the end-of-input markers are in the task's states
 // (api.Stateful): under effectively-once they roll back with the input,
 // so a replayed tuple is never aggregated or joined twice; keys and
-// values must be encodable with encoding/gob. In the other modes a
+// values are encoded with the state's default serializer
+// (api.DefaultSerializer: exported fields of structs). In the other modes a
 // restarted task starts empty.
 //
 // The end of a bounded input: when the bolt has received one tuple on

@@ -107,7 +107,7 @@ type GroupSpec[K comparable, IN, ACC, OUT any] struct {
 // Its accumulators, the groups changed since the last flush and the
 // end-of-input markers are in its states (GroupsState, ChangedState,
 // EndState), so under effectively-once a rollback restores them with the
-// input: ACC and K must be encodable with encoding/gob.
+// input (K and ACC are encoded with api.DefaultSerializer).
 type GroupBolt[K comparable, IN, ACC, OUT any] struct {
 	spec  GroupSpec[K, IN, ACC, OUT]
 	out   api.BoltCollector

@@ -37,7 +37,7 @@ type JoinSpec[K comparable, L, R any] struct {
 // both sides per key, and emits each pair once, when its second element
 // arrives. Both sides are in its states (LeftState, RightState), so under
 // effectively-once a rollback restores them with the input: K, L and R
-// must be encodable with encoding/gob.
+// are encoded with api.DefaultSerializer.
 type JoinBolt[K comparable, L, R any] struct {
 	spec  JoinSpec[K, L, R]
 	out   api.BoltCollector

@@ -328,7 +328,7 @@ func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
 	b.e.track()
 	b.e.reset(r.Watermark, r.Now)
 	if states.HasKeyedState() && b.spec.Assigner.kind != kindGlobal && b.spec.EarlyInterval == 0 {
-		vs, err := api.NewValueState[keyRecord[K, ACC]](states, KeysState)
+		vs, err := api.NewValueState[keyRecord[K, ACC]](states, KeysState, api.WithSerializer[keyRecord[K, ACC]](newRecordSerializer[K, ACC]()))
 		if err != nil {
 			return fmt.Errorf("window bolt %s: %w", b.comp, err)
 		}
@@ -337,7 +337,7 @@ func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
 		b.e.load, b.e.onAdvance, b.e.evict = kk.load, states.AdvanceWatermark, true
 		b.store = kk
 	} else {
-		keys, err := api.NewState[K, keyRecord[K, ACC]](states, KeysState)
+		keys, err := api.NewState[K, keyRecord[K, ACC]](states, KeysState, api.WithSerializer[keyRecord[K, ACC]](newRecordSerializer[K, ACC]()))
 		if err != nil {
 			return fmt.Errorf("window bolt %s: %w", b.comp, err)
 		}

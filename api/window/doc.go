@@ -72,8 +72,13 @@
 // rollback never adds a replayed element twice, open windows survive any
 // failure, and late elements are judged against the restored watermark.
 // WatermarkSpout and ForwardingBolt checkpoint their watermarks and pass
-// the wrapped component's states through. The state is about 45 bytes
-// per open window and key with an int64 accumulator (Process keeps the
-// elements), plus one watermark per input task; keys and accumulators
-// must be encodable with encoding/gob.
+// the wrapped component's states through. With a state backend each
+// key's windows are keyed state under the window key, with a keyed
+// event-time timer at their earliest time, so only changed keys are
+// written at a checkpoint and idle keys leave memory; otherwise (and for
+// global windows and EarlyInterval) they are an operator state. The state
+// is about 32 to 42 bytes per open window and key with an int64
+// accumulator (Process keeps the elements), plus one watermark per input
+// task; keys and accumulators are encoded with the state's default
+// serializer (api.DefaultSerializer).
 package window
