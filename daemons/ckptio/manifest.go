@@ -76,6 +76,22 @@ func Origin(name string) (int64, bool) {
 	return id, true
 }
 
+// ParseFileName returns the origin checkpoint and the task a file name
+// of FileName's form starts with.
+func ParseFileName(name string) (origin int64, task int32, ok bool) {
+	origin, ok = Origin(name)
+	if !ok {
+		return 0, 0, false
+	}
+	_, rest, _ := strings.Cut(name, "-")
+	head, _, found := strings.Cut(rest, "-")
+	t, err := strconv.ParseInt(head, 10, 32)
+	if !found || err != nil || t < 0 || strconv.FormatInt(t, 10) != head {
+		return 0, 0, false
+	}
+	return origin, int32(t), true
+}
+
 // FileName returns the storage name of a file first uploaded by task in
 // checkpoint origin; rest distinguishes it among the task's files of that
 // checkpoint.

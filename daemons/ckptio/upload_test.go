@@ -1,7 +1,10 @@
 package ckptio_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
+	"net"
 	"encoding/binary"
 	"fmt"
 	mrand "math/rand/v2"
@@ -18,6 +21,8 @@ import (
 	"github.com/egret-stream/egret/core/statebackend"
 	"github.com/egret-stream/egret/daemons/ckptio"
 	"github.com/egret-stream/egret/daemons/ckptmgr"
+	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/proto/egretpb"
 	_ "github.com/egret-stream/egret/statebackends/heap"
 	_ "github.com/egret-stream/egret/statebackends/pebble"
 )
@@ -73,6 +78,27 @@ func (m *manager) client(t *testing.T) *ckptio.Client {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// clean asks the checkpoint manager to clean as the stream manager does
+// when a checkpoint completes.
+func (m *manager) clean(t *testing.T, keepFrom int64) {
+	t.Helper()
+	c, err := net.Dial("unix", m.socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := wire.WriteMessage(c, &egretpb.CleanCheckpointsRequest{KeepFrom: keepFrom}); err != nil {
+		t.Fatal(err)
+	}
+	_, resp, _, err := wire.ReadMessage(bufio.NewReader(c), nil, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := resp.(*egretpb.CleanCheckpointsResponse).GetError(); e != "" {
+		t.Fatal(e)
+	}
 }
 
 // store stores a manifest as the stream manager does.
@@ -260,6 +286,86 @@ func TestIncremental(t *testing.T) {
 			t.Fatalf("restored key %d = %.12q, %v, %v", i, v, ok, err)
 		}
 	}
+	// A third checkpoint, then the first expires: the files only it
+	// named are deleted, those the retained ones share are kept, and
+	// both retained checkpoints restore.
+	for i := range n {
+		if i%100 == 9 {
+			put(i, "v4")
+		}
+	}
+	if err := b.(interface{ Compact() error }).Compact(); err != nil { // rewrites every table: nothing shared with 2
+		t.Fatal(err)
+	}
+	m3, st3, err := up.Upload(t.Context(), checkpointOf(t, b, 3, all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.store(t, m3)
+	onlyFirst, shared := 0, 0
+	names := map[string]bool{}
+	for _, f := range append(m2.Files, m3.Files...) {
+		names[f.Name] = true
+	}
+	for _, f := range m1.Files {
+		if names[f.Name] {
+			shared++
+		} else {
+			onlyFirst++
+		}
+	}
+	if onlyFirst == 0 || shared == 0 {
+		t.Fatalf("checkpoint 1 has %d files of its own and %d shared; the test needs both", onlyFirst, shared)
+	}
+	m.clean(t, 2)
+	listed, err := m.st.(spi.CheckpointFiles).ListFiles(t.Context(), topo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != len(names) {
+		t.Fatalf("after the clean %d files are stored, the retained checkpoints name %d (m3 uploaded %d of %d bytes)", len(listed), len(names), st3.Uploaded, st3.Full)
+	}
+	for _, f := range listed {
+		if !names[f.Name] {
+			t.Fatalf("file %s survived the clean, no retained checkpoint names it", f.Name)
+		}
+	}
+	if n := m.srv.Stats().FilesDeleted.Load(); n != int64(onlyFirst) {
+		t.Fatalf("ckptmgr.files.deleted = %d, want %d", n, onlyFirst)
+	}
+	for id, version := range map[int64]func(int) string{
+		2: func(i int) string { return map[bool]string{false: "v1", true: "v2"}[changed(i)] },
+		3: func(i int) string {
+			switch {
+			case changed(i):
+				return "v2"
+			case i%100 == 8:
+				return "v3"
+			case i%100 == 9:
+				return "v4"
+			}
+			return "v1"
+		},
+	} {
+		sm, err := m.client(t).Manifest(t.Context(), id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rb := openBackend(t, "pebble", all)
+		if _, err := ckptio.NewUploader(m.client(t), 1).Restore(t.Context(), []*ckptio.Manifest{sm}, ckptio.RestoreTarget{Backend: rb, Groups: all, Dir: t.TempDir()}); err != nil {
+			t.Fatalf("restore of retained checkpoint %d: %v", id, err)
+		}
+		for i := range n {
+			v, ok, err := rb.Get(key(i%16, i), nil)
+			if err != nil || !ok || string(v) != string(value(i, version(i))) {
+				t.Fatalf("checkpoint %d: key %d = %.12q, %v, %v", id, i, v, ok, err)
+			}
+		}
+	}
+	if _, err := m.client(t).Manifest(t.Context(), 1, 1); !errors.Is(err, ckptio.ErrNotFound) {
+		t.Fatalf("the expired checkpoint's manifest: %v", err)
+	}
+
 	// Rescaled to two tasks: each restores only its groups.
 	for _, g := range []keygroup.Range{{Start: 0, End: 5}, {Start: 5, End: 16}} {
 		rb := openBackend(t, "pebble", g)

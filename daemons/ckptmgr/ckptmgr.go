@@ -393,6 +393,15 @@ func (s *Server) clean(ctx context.Context, req *egretpb.CleanCheckpointsRequest
 		deleted++
 	}
 	s.stats.Deleted.Add(int64(deleted))
+	var retained []int64
+	for _, id := range ids {
+		if id >= keepFrom && (after <= 0 || id <= after) {
+			retained = append(retained, id)
+		}
+	}
+	if _, err := s.cleanFiles(ctx, keepFrom, after, retained); err != nil {
+		errs = append(errs, err)
+	}
 	resp := &egretpb.CleanCheckpointsResponse{}
 	if err := errors.Join(errs...); err != nil {
 		s.stats.CleanErrors.Add(1)

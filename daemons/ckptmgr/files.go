@@ -251,3 +251,79 @@ func (fc *fileConn) stat(ctx context.Context, names []string) error {
 type bytesReader struct{ *bytes.Reader }
 
 func (bytesReader) Close() error { return nil }
+
+// cleanFiles deletes the checkpoint files no retained checkpoint needs: a
+// file is deleted when the checkpoint that uploaded it (its name's origin)
+// is below keepFrom, or above deleteAfter when that is set, and no manifest
+// of a retained checkpoint names it. A checkpoint in progress has an id
+// above every complete one, so neither the files it uploads nor those it
+// shares with its task's earlier checkpoints (the last of which is retained,
+// complete, and names them) are deleted. A storage without files has
+// nothing to clean.
+func (s *Server) cleanFiles(ctx context.Context, keepFrom, deleteAfter int64, retained []int64) (int, error) {
+	files, ok := s.cfg.Storage.(spi.CheckpointFiles)
+	if !ok {
+		return 0, nil
+	}
+	var list []spi.FileInfo
+	if err := call(func() (err error) { list, err = files.ListFiles(ctx, s.cfg.TopologyName); return err }); err != nil {
+		return 0, fmt.Errorf("list the checkpoint files: %w", err)
+	}
+	expired := func(origin int64) bool { return origin < keepFrom || deleteAfter > 0 && origin > deleteAfter }
+	var doomed []string
+	tasks := map[int32]bool{}
+	for _, f := range list {
+		origin, task, ok := ckptio.ParseFileName(f.Name)
+		if !ok {
+			continue // not a file of ckptio's naming: not ours to delete
+		}
+		tasks[task] = true
+		if expired(origin) {
+			doomed = append(doomed, f.Name)
+		}
+	}
+	if len(doomed) == 0 {
+		return 0, nil
+	}
+	// Every file a manifest names carries the manifest's task (a task
+	// shares only its own earlier files), so the manifests of the tasks
+	// seen are all that can name a file.
+	used := map[string]bool{}
+	for _, id := range retained {
+		if expired(id) {
+			continue
+		}
+		for task := range tasks {
+			var b []byte
+			err := call(func() (err error) { b, err = s.cfg.Storage.Load(ctx, s.key(id, task)); return err })
+			if errors.Is(err, spi.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return 0, fmt.Errorf("read the manifest of checkpoint %d task %d (no file deleted): %w", id, task, err)
+			}
+			m, err := ckptio.UnmarshalManifest(b)
+			if err != nil {
+				return 0, fmt.Errorf("checkpoint %d task %d (no file deleted): %w", id, task, err)
+			}
+			for _, f := range m.Files {
+				used[f.Name] = true
+			}
+		}
+	}
+	deleted := 0
+	var errs []error
+	for _, name := range doomed {
+		if used[name] {
+			continue
+		}
+		if err := call(func() error { return files.DeleteFile(ctx, s.cfg.TopologyName, name) }); err != nil {
+			s.storageLost(err)
+			errs = append(errs, err)
+			continue
+		}
+		deleted++
+	}
+	s.stats.FilesDeleted.Add(int64(deleted))
+	return deleted, errors.Join(errs...)
+}
