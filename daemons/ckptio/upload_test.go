@@ -3,11 +3,11 @@ package ckptio_test
 import (
 	"bufio"
 	"context"
-	"errors"
-	"net"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	mrand "math/rand/v2"
+	"net"
 	"os"
 	"path/filepath"
 	"testing"

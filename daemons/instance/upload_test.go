@@ -81,7 +81,9 @@ func TestUploadRestore(t *testing.T) {
 				return b
 			}
 			b := open()
-			k := func(i int) statebackend.Key { return statebackend.Key{Group: i % 8, State: "s", Key: fmt.Appendf(nil, "%d", i)} }
+			k := func(i int) statebackend.Key {
+				return statebackend.Key{Group: i % 8, State: "s", Key: fmt.Appendf(nil, "%d", i)}
+			}
 			for i := range 5000 {
 				if err := b.Put(k(i), []byte("before"), 0); err != nil {
 					t.Fatal(err)
