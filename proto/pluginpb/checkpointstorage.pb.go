@@ -25,6 +25,349 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type FileRef struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topology      string                 `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileRef) Reset() {
+	*x = FileRef{}
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileRef) ProtoMessage() {}
+
+func (x *FileRef) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileRef.ProtoReflect.Descriptor instead.
+func (*FileRef) Descriptor() ([]byte, []int) {
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *FileRef) GetTopology() string {
+	if x != nil {
+		return x.Topology
+	}
+	return ""
+}
+
+func (x *FileRef) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+type WriteFileRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// file is set in the first request only.
+	File  *FileRef `protobuf:"bytes,1,opt,name=file,proto3" json:"file,omitempty"`
+	Chunk []byte   `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	// commit is set in the last request.
+	Commit        bool `protobuf:"varint,3,opt,name=commit,proto3" json:"commit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteFileRequest) Reset() {
+	*x = WriteFileRequest{}
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteFileRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteFileRequest) ProtoMessage() {}
+
+func (x *WriteFileRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteFileRequest.ProtoReflect.Descriptor instead.
+func (*WriteFileRequest) Descriptor() ([]byte, []int) {
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WriteFileRequest) GetFile() *FileRef {
+	if x != nil {
+		return x.File
+	}
+	return nil
+}
+
+func (x *WriteFileRequest) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+func (x *WriteFileRequest) GetCommit() bool {
+	if x != nil {
+		return x.Commit
+	}
+	return false
+}
+
+type WriteFileReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WriteFileReply) Reset() {
+	*x = WriteFileReply{}
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WriteFileReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WriteFileReply) ProtoMessage() {}
+
+func (x *WriteFileReply) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WriteFileReply.ProtoReflect.Descriptor instead.
+func (*WriteFileReply) Descriptor() ([]byte, []int) {
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{2}
+}
+
+type ReadFileChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// size is the file's size, in the first message only.
+	Size          int64  `protobuf:"varint,1,opt,name=size,proto3" json:"size,omitempty"`
+	Chunk         []byte `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadFileChunk) Reset() {
+	*x = ReadFileChunk{}
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadFileChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadFileChunk) ProtoMessage() {}
+
+func (x *ReadFileChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadFileChunk.ProtoReflect.Descriptor instead.
+func (*ReadFileChunk) Descriptor() ([]byte, []int) {
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReadFileChunk) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *ReadFileChunk) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
+type ListFilesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topology      string                 `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListFilesRequest) Reset() {
+	*x = ListFilesRequest{}
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListFilesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListFilesRequest) ProtoMessage() {}
+
+func (x *ListFilesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListFilesRequest.ProtoReflect.Descriptor instead.
+func (*ListFilesRequest) Descriptor() ([]byte, []int) {
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ListFilesRequest) GetTopology() string {
+	if x != nil {
+		return x.Topology
+	}
+	return ""
+}
+
+type FileInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Size          int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileInfo) Reset() {
+	*x = FileInfo{}
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileInfo) ProtoMessage() {}
+
+func (x *FileInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileInfo.ProtoReflect.Descriptor instead.
+func (*FileInfo) Descriptor() ([]byte, []int) {
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *FileInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *FileInfo) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+type ListFilesReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         []*FileInfo            `protobuf:"bytes,1,rep,name=files,proto3" json:"files,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListFilesReply) Reset() {
+	*x = ListFilesReply{}
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListFilesReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListFilesReply) ProtoMessage() {}
+
+func (x *ListFilesReply) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListFilesReply.ProtoReflect.Descriptor instead.
+func (*ListFilesReply) Descriptor() ([]byte, []int) {
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListFilesReply) GetFiles() []*FileInfo {
+	if x != nil {
+		return x.Files
+	}
+	return nil
+}
+
 type CheckpointKey struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Topology      string                 `protobuf:"bytes,1,opt,name=topology,proto3" json:"topology,omitempty"`
@@ -36,7 +379,7 @@ type CheckpointKey struct {
 
 func (x *CheckpointKey) Reset() {
 	*x = CheckpointKey{}
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[0]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +391,7 @@ func (x *CheckpointKey) String() string {
 func (*CheckpointKey) ProtoMessage() {}
 
 func (x *CheckpointKey) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[0]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +404,7 @@ func (x *CheckpointKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointKey.ProtoReflect.Descriptor instead.
 func (*CheckpointKey) Descriptor() ([]byte, []int) {
-	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{0}
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *CheckpointKey) GetTopology() string {
@@ -98,7 +441,7 @@ type StoreStateChunk struct {
 
 func (x *StoreStateChunk) Reset() {
 	*x = StoreStateChunk{}
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[1]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -110,7 +453,7 @@ func (x *StoreStateChunk) String() string {
 func (*StoreStateChunk) ProtoMessage() {}
 
 func (x *StoreStateChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[1]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -123,7 +466,7 @@ func (x *StoreStateChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StoreStateChunk.ProtoReflect.Descriptor instead.
 func (*StoreStateChunk) Descriptor() ([]byte, []int) {
-	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{1}
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *StoreStateChunk) GetKey() *CheckpointKey {
@@ -158,7 +501,7 @@ type LoadStateChunk struct {
 
 func (x *LoadStateChunk) Reset() {
 	*x = LoadStateChunk{}
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[2]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -170,7 +513,7 @@ func (x *LoadStateChunk) String() string {
 func (*LoadStateChunk) ProtoMessage() {}
 
 func (x *LoadStateChunk) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[2]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -183,7 +526,7 @@ func (x *LoadStateChunk) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LoadStateChunk.ProtoReflect.Descriptor instead.
 func (*LoadStateChunk) Descriptor() ([]byte, []int) {
-	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{2}
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LoadStateChunk) GetSize() int64 {
@@ -209,7 +552,7 @@ type ListCheckpointsRequest struct {
 
 func (x *ListCheckpointsRequest) Reset() {
 	*x = ListCheckpointsRequest{}
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[3]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +564,7 @@ func (x *ListCheckpointsRequest) String() string {
 func (*ListCheckpointsRequest) ProtoMessage() {}
 
 func (x *ListCheckpointsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[3]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +577,7 @@ func (x *ListCheckpointsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckpointsRequest.ProtoReflect.Descriptor instead.
 func (*ListCheckpointsRequest) Descriptor() ([]byte, []int) {
-	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{3}
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListCheckpointsRequest) GetTopology() string {
@@ -253,7 +596,7 @@ type ListCheckpointsReply struct {
 
 func (x *ListCheckpointsReply) Reset() {
 	*x = ListCheckpointsReply{}
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[4]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -265,7 +608,7 @@ func (x *ListCheckpointsReply) String() string {
 func (*ListCheckpointsReply) ProtoMessage() {}
 
 func (x *ListCheckpointsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[4]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -278,7 +621,7 @@ func (x *ListCheckpointsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListCheckpointsReply.ProtoReflect.Descriptor instead.
 func (*ListCheckpointsReply) Descriptor() ([]byte, []int) {
-	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{4}
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListCheckpointsReply) GetCheckpoints() []int64 {
@@ -298,7 +641,7 @@ type DeleteCheckpointRequest struct {
 
 func (x *DeleteCheckpointRequest) Reset() {
 	*x = DeleteCheckpointRequest{}
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[5]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -310,7 +653,7 @@ func (x *DeleteCheckpointRequest) String() string {
 func (*DeleteCheckpointRequest) ProtoMessage() {}
 
 func (x *DeleteCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[5]
+	mi := &file_proto_pluginpb_checkpointstorage_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -323,7 +666,7 @@ func (x *DeleteCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*DeleteCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{5}
+	return file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeleteCheckpointRequest) GetTopology() string {
@@ -344,7 +687,25 @@ var File_proto_pluginpb_checkpointstorage_proto protoreflect.FileDescriptor
 
 const file_proto_pluginpb_checkpointstorage_proto_rawDesc = "" +
 	"\n" +
-	"&proto/pluginpb/checkpointstorage.proto\x12\x0fegret.plugin.v1\x1a\x1bproto/pluginpb/common.proto\"_\n" +
+	"&proto/pluginpb/checkpointstorage.proto\x12\x0fegret.plugin.v1\x1a\x1bproto/pluginpb/common.proto\"9\n" +
+	"\aFileRef\x12\x1a\n" +
+	"\btopology\x18\x01 \x01(\tR\btopology\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\"n\n" +
+	"\x10WriteFileRequest\x12,\n" +
+	"\x04file\x18\x01 \x01(\v2\x18.egret.plugin.v1.FileRefR\x04file\x12\x14\n" +
+	"\x05chunk\x18\x02 \x01(\fR\x05chunk\x12\x16\n" +
+	"\x06commit\x18\x03 \x01(\bR\x06commit\"\x10\n" +
+	"\x0eWriteFileReply\"9\n" +
+	"\rReadFileChunk\x12\x12\n" +
+	"\x04size\x18\x01 \x01(\x03R\x04size\x12\x14\n" +
+	"\x05chunk\x18\x02 \x01(\fR\x05chunk\".\n" +
+	"\x10ListFilesRequest\x12\x1a\n" +
+	"\btopology\x18\x01 \x01(\tR\btopology\"2\n" +
+	"\bFileInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04size\x18\x02 \x01(\x03R\x04size\"A\n" +
+	"\x0eListFilesReply\x12/\n" +
+	"\x05files\x18\x01 \x03(\v2\x19.egret.plugin.v1.FileInfoR\x05files\"_\n" +
 	"\rCheckpointKey\x12\x1a\n" +
 	"\btopology\x18\x01 \x01(\tR\btopology\x12\x1e\n" +
 	"\n" +
@@ -366,14 +727,19 @@ const file_proto_pluginpb_checkpointstorage_proto_rawDesc = "" +
 	"\btopology\x18\x01 \x01(\tR\btopology\x12\x1e\n" +
 	"\n" +
 	"checkpoint\x18\x02 \x01(\x03R\n" +
-	"checkpoint2\xc8\x03\n" +
+	"checkpoint2\xf6\x05\n" +
 	"\x11CheckpointStorage\x12F\n" +
 	"\tConfigure\x12!.egret.plugin.v1.ConfigureRequest\x1a\x16.egret.plugin.v1.Empty\x12C\n" +
 	"\x05Store\x12 .egret.plugin.v1.StoreStateChunk\x1a\x16.egret.plugin.v1.Empty(\x01\x12I\n" +
 	"\x04Load\x12\x1e.egret.plugin.v1.CheckpointKey\x1a\x1f.egret.plugin.v1.LoadStateChunk0\x01\x12V\n" +
 	"\x04List\x12'.egret.plugin.v1.ListCheckpointsRequest\x1a%.egret.plugin.v1.ListCheckpointsReply\x12J\n" +
 	"\x06Delete\x12(.egret.plugin.v1.DeleteCheckpointRequest\x1a\x16.egret.plugin.v1.Empty\x127\n" +
-	"\x05Close\x12\x16.egret.plugin.v1.Empty\x1a\x16.egret.plugin.v1.EmptyB.Z,github.com/egret-stream/egret/proto/pluginpbb\x06proto3"
+	"\x05Close\x12\x16.egret.plugin.v1.Empty\x1a\x16.egret.plugin.v1.Empty\x12S\n" +
+	"\tWriteFile\x12!.egret.plugin.v1.WriteFileRequest\x1a\x1f.egret.plugin.v1.WriteFileReply(\x010\x01\x12F\n" +
+	"\bReadFile\x12\x18.egret.plugin.v1.FileRef\x1a\x1e.egret.plugin.v1.ReadFileChunk0\x01\x12O\n" +
+	"\tListFiles\x12!.egret.plugin.v1.ListFilesRequest\x1a\x1f.egret.plugin.v1.ListFilesReply\x12>\n" +
+	"\n" +
+	"DeleteFile\x12\x18.egret.plugin.v1.FileRef\x1a\x16.egret.plugin.v1.EmptyB.Z,github.com/egret-stream/egret/proto/pluginpbb\x06proto3"
 
 var (
 	file_proto_pluginpb_checkpointstorage_proto_rawDescOnce sync.Once
@@ -387,36 +753,53 @@ func file_proto_pluginpb_checkpointstorage_proto_rawDescGZIP() []byte {
 	return file_proto_pluginpb_checkpointstorage_proto_rawDescData
 }
 
-var file_proto_pluginpb_checkpointstorage_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_proto_pluginpb_checkpointstorage_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_proto_pluginpb_checkpointstorage_proto_goTypes = []any{
-	(*CheckpointKey)(nil),           // 0: egret.plugin.v1.CheckpointKey
-	(*StoreStateChunk)(nil),         // 1: egret.plugin.v1.StoreStateChunk
-	(*LoadStateChunk)(nil),          // 2: egret.plugin.v1.LoadStateChunk
-	(*ListCheckpointsRequest)(nil),  // 3: egret.plugin.v1.ListCheckpointsRequest
-	(*ListCheckpointsReply)(nil),    // 4: egret.plugin.v1.ListCheckpointsReply
-	(*DeleteCheckpointRequest)(nil), // 5: egret.plugin.v1.DeleteCheckpointRequest
-	(*ConfigureRequest)(nil),        // 6: egret.plugin.v1.ConfigureRequest
-	(*Empty)(nil),                   // 7: egret.plugin.v1.Empty
+	(*FileRef)(nil),                 // 0: egret.plugin.v1.FileRef
+	(*WriteFileRequest)(nil),        // 1: egret.plugin.v1.WriteFileRequest
+	(*WriteFileReply)(nil),          // 2: egret.plugin.v1.WriteFileReply
+	(*ReadFileChunk)(nil),           // 3: egret.plugin.v1.ReadFileChunk
+	(*ListFilesRequest)(nil),        // 4: egret.plugin.v1.ListFilesRequest
+	(*FileInfo)(nil),                // 5: egret.plugin.v1.FileInfo
+	(*ListFilesReply)(nil),          // 6: egret.plugin.v1.ListFilesReply
+	(*CheckpointKey)(nil),           // 7: egret.plugin.v1.CheckpointKey
+	(*StoreStateChunk)(nil),         // 8: egret.plugin.v1.StoreStateChunk
+	(*LoadStateChunk)(nil),          // 9: egret.plugin.v1.LoadStateChunk
+	(*ListCheckpointsRequest)(nil),  // 10: egret.plugin.v1.ListCheckpointsRequest
+	(*ListCheckpointsReply)(nil),    // 11: egret.plugin.v1.ListCheckpointsReply
+	(*DeleteCheckpointRequest)(nil), // 12: egret.plugin.v1.DeleteCheckpointRequest
+	(*ConfigureRequest)(nil),        // 13: egret.plugin.v1.ConfigureRequest
+	(*Empty)(nil),                   // 14: egret.plugin.v1.Empty
 }
 var file_proto_pluginpb_checkpointstorage_proto_depIdxs = []int32{
-	0, // 0: egret.plugin.v1.StoreStateChunk.key:type_name -> egret.plugin.v1.CheckpointKey
-	6, // 1: egret.plugin.v1.CheckpointStorage.Configure:input_type -> egret.plugin.v1.ConfigureRequest
-	1, // 2: egret.plugin.v1.CheckpointStorage.Store:input_type -> egret.plugin.v1.StoreStateChunk
-	0, // 3: egret.plugin.v1.CheckpointStorage.Load:input_type -> egret.plugin.v1.CheckpointKey
-	3, // 4: egret.plugin.v1.CheckpointStorage.List:input_type -> egret.plugin.v1.ListCheckpointsRequest
-	5, // 5: egret.plugin.v1.CheckpointStorage.Delete:input_type -> egret.plugin.v1.DeleteCheckpointRequest
-	7, // 6: egret.plugin.v1.CheckpointStorage.Close:input_type -> egret.plugin.v1.Empty
-	7, // 7: egret.plugin.v1.CheckpointStorage.Configure:output_type -> egret.plugin.v1.Empty
-	7, // 8: egret.plugin.v1.CheckpointStorage.Store:output_type -> egret.plugin.v1.Empty
-	2, // 9: egret.plugin.v1.CheckpointStorage.Load:output_type -> egret.plugin.v1.LoadStateChunk
-	4, // 10: egret.plugin.v1.CheckpointStorage.List:output_type -> egret.plugin.v1.ListCheckpointsReply
-	7, // 11: egret.plugin.v1.CheckpointStorage.Delete:output_type -> egret.plugin.v1.Empty
-	7, // 12: egret.plugin.v1.CheckpointStorage.Close:output_type -> egret.plugin.v1.Empty
-	7, // [7:13] is the sub-list for method output_type
-	1, // [1:7] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	0,  // 0: egret.plugin.v1.WriteFileRequest.file:type_name -> egret.plugin.v1.FileRef
+	5,  // 1: egret.plugin.v1.ListFilesReply.files:type_name -> egret.plugin.v1.FileInfo
+	7,  // 2: egret.plugin.v1.StoreStateChunk.key:type_name -> egret.plugin.v1.CheckpointKey
+	13, // 3: egret.plugin.v1.CheckpointStorage.Configure:input_type -> egret.plugin.v1.ConfigureRequest
+	8,  // 4: egret.plugin.v1.CheckpointStorage.Store:input_type -> egret.plugin.v1.StoreStateChunk
+	7,  // 5: egret.plugin.v1.CheckpointStorage.Load:input_type -> egret.plugin.v1.CheckpointKey
+	10, // 6: egret.plugin.v1.CheckpointStorage.List:input_type -> egret.plugin.v1.ListCheckpointsRequest
+	12, // 7: egret.plugin.v1.CheckpointStorage.Delete:input_type -> egret.plugin.v1.DeleteCheckpointRequest
+	14, // 8: egret.plugin.v1.CheckpointStorage.Close:input_type -> egret.plugin.v1.Empty
+	1,  // 9: egret.plugin.v1.CheckpointStorage.WriteFile:input_type -> egret.plugin.v1.WriteFileRequest
+	0,  // 10: egret.plugin.v1.CheckpointStorage.ReadFile:input_type -> egret.plugin.v1.FileRef
+	4,  // 11: egret.plugin.v1.CheckpointStorage.ListFiles:input_type -> egret.plugin.v1.ListFilesRequest
+	0,  // 12: egret.plugin.v1.CheckpointStorage.DeleteFile:input_type -> egret.plugin.v1.FileRef
+	14, // 13: egret.plugin.v1.CheckpointStorage.Configure:output_type -> egret.plugin.v1.Empty
+	14, // 14: egret.plugin.v1.CheckpointStorage.Store:output_type -> egret.plugin.v1.Empty
+	9,  // 15: egret.plugin.v1.CheckpointStorage.Load:output_type -> egret.plugin.v1.LoadStateChunk
+	11, // 16: egret.plugin.v1.CheckpointStorage.List:output_type -> egret.plugin.v1.ListCheckpointsReply
+	14, // 17: egret.plugin.v1.CheckpointStorage.Delete:output_type -> egret.plugin.v1.Empty
+	14, // 18: egret.plugin.v1.CheckpointStorage.Close:output_type -> egret.plugin.v1.Empty
+	2,  // 19: egret.plugin.v1.CheckpointStorage.WriteFile:output_type -> egret.plugin.v1.WriteFileReply
+	3,  // 20: egret.plugin.v1.CheckpointStorage.ReadFile:output_type -> egret.plugin.v1.ReadFileChunk
+	6,  // 21: egret.plugin.v1.CheckpointStorage.ListFiles:output_type -> egret.plugin.v1.ListFilesReply
+	14, // 22: egret.plugin.v1.CheckpointStorage.DeleteFile:output_type -> egret.plugin.v1.Empty
+	13, // [13:23] is the sub-list for method output_type
+	3,  // [3:13] is the sub-list for method input_type
+	3,  // [3:3] is the sub-list for extension type_name
+	3,  // [3:3] is the sub-list for extension extendee
+	0,  // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_proto_pluginpb_checkpointstorage_proto_init() }
@@ -431,7 +814,7 @@ func file_proto_pluginpb_checkpointstorage_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_pluginpb_checkpointstorage_proto_rawDesc), len(file_proto_pluginpb_checkpointstorage_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -23,12 +23,16 @@ import (
 const _ = grpc.SupportPackageIsVersion7
 
 const (
-	CheckpointStorage_Configure_FullMethodName = "/egret.plugin.v1.CheckpointStorage/Configure"
-	CheckpointStorage_Store_FullMethodName     = "/egret.plugin.v1.CheckpointStorage/Store"
-	CheckpointStorage_Load_FullMethodName      = "/egret.plugin.v1.CheckpointStorage/Load"
-	CheckpointStorage_List_FullMethodName      = "/egret.plugin.v1.CheckpointStorage/List"
-	CheckpointStorage_Delete_FullMethodName    = "/egret.plugin.v1.CheckpointStorage/Delete"
-	CheckpointStorage_Close_FullMethodName     = "/egret.plugin.v1.CheckpointStorage/Close"
+	CheckpointStorage_Configure_FullMethodName  = "/egret.plugin.v1.CheckpointStorage/Configure"
+	CheckpointStorage_Store_FullMethodName      = "/egret.plugin.v1.CheckpointStorage/Store"
+	CheckpointStorage_Load_FullMethodName       = "/egret.plugin.v1.CheckpointStorage/Load"
+	CheckpointStorage_List_FullMethodName       = "/egret.plugin.v1.CheckpointStorage/List"
+	CheckpointStorage_Delete_FullMethodName     = "/egret.plugin.v1.CheckpointStorage/Delete"
+	CheckpointStorage_Close_FullMethodName      = "/egret.plugin.v1.CheckpointStorage/Close"
+	CheckpointStorage_WriteFile_FullMethodName  = "/egret.plugin.v1.CheckpointStorage/WriteFile"
+	CheckpointStorage_ReadFile_FullMethodName   = "/egret.plugin.v1.CheckpointStorage/ReadFile"
+	CheckpointStorage_ListFiles_FullMethodName  = "/egret.plugin.v1.CheckpointStorage/ListFiles"
+	CheckpointStorage_DeleteFile_FullMethodName = "/egret.plugin.v1.CheckpointStorage/DeleteFile"
 )
 
 // CheckpointStorageClient is the client API for CheckpointStorage service.
@@ -46,6 +50,15 @@ type CheckpointStorageClient interface {
 	List(ctx context.Context, in *ListCheckpointsRequest, opts ...grpc.CallOption) (*ListCheckpointsReply, error)
 	Delete(ctx context.Context, in *DeleteCheckpointRequest, opts ...grpc.CallOption) (*Empty, error)
 	Close(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error)
+	// The files of checkpoints (spi.CheckpointFiles). WriteFile: the first
+	// request names the file and is answered once it is created; then chunks;
+	// the last request commits and is answered once the file is committed.
+	// A stream that ends otherwise (the host cancelled it) aborts the file.
+	WriteFile(ctx context.Context, opts ...grpc.CallOption) (CheckpointStorage_WriteFileClient, error)
+	// ReadFile streams a file: the first message carries its size.
+	ReadFile(ctx context.Context, in *FileRef, opts ...grpc.CallOption) (CheckpointStorage_ReadFileClient, error)
+	ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesReply, error)
+	DeleteFile(ctx context.Context, in *FileRef, opts ...grpc.CallOption) (*Empty, error)
 }
 
 type checkpointStorageClient struct {
@@ -158,6 +171,87 @@ func (c *checkpointStorageClient) Close(ctx context.Context, in *Empty, opts ...
 	return out, nil
 }
 
+func (c *checkpointStorageClient) WriteFile(ctx context.Context, opts ...grpc.CallOption) (CheckpointStorage_WriteFileClient, error) {
+	stream, err := c.cc.NewStream(ctx, &CheckpointStorage_ServiceDesc.Streams[2], CheckpointStorage_WriteFile_FullMethodName, opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &checkpointStorageWriteFileClient{stream}
+	return x, nil
+}
+
+type CheckpointStorage_WriteFileClient interface {
+	Send(*WriteFileRequest) error
+	Recv() (*WriteFileReply, error)
+	grpc.ClientStream
+}
+
+type checkpointStorageWriteFileClient struct {
+	grpc.ClientStream
+}
+
+func (x *checkpointStorageWriteFileClient) Send(m *WriteFileRequest) error {
+	return x.ClientStream.SendMsg(m)
+}
+
+func (x *checkpointStorageWriteFileClient) Recv() (*WriteFileReply, error) {
+	m := new(WriteFileReply)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (c *checkpointStorageClient) ReadFile(ctx context.Context, in *FileRef, opts ...grpc.CallOption) (CheckpointStorage_ReadFileClient, error) {
+	stream, err := c.cc.NewStream(ctx, &CheckpointStorage_ServiceDesc.Streams[3], CheckpointStorage_ReadFile_FullMethodName, opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &checkpointStorageReadFileClient{stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+type CheckpointStorage_ReadFileClient interface {
+	Recv() (*ReadFileChunk, error)
+	grpc.ClientStream
+}
+
+type checkpointStorageReadFileClient struct {
+	grpc.ClientStream
+}
+
+func (x *checkpointStorageReadFileClient) Recv() (*ReadFileChunk, error) {
+	m := new(ReadFileChunk)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func (c *checkpointStorageClient) ListFiles(ctx context.Context, in *ListFilesRequest, opts ...grpc.CallOption) (*ListFilesReply, error) {
+	out := new(ListFilesReply)
+	err := c.cc.Invoke(ctx, CheckpointStorage_ListFiles_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *checkpointStorageClient) DeleteFile(ctx context.Context, in *FileRef, opts ...grpc.CallOption) (*Empty, error) {
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, CheckpointStorage_DeleteFile_FullMethodName, in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CheckpointStorageServer is the server API for CheckpointStorage service.
 // All implementations must embed UnimplementedCheckpointStorageServer
 // for forward compatibility
@@ -173,6 +267,15 @@ type CheckpointStorageServer interface {
 	List(context.Context, *ListCheckpointsRequest) (*ListCheckpointsReply, error)
 	Delete(context.Context, *DeleteCheckpointRequest) (*Empty, error)
 	Close(context.Context, *Empty) (*Empty, error)
+	// The files of checkpoints (spi.CheckpointFiles). WriteFile: the first
+	// request names the file and is answered once it is created; then chunks;
+	// the last request commits and is answered once the file is committed.
+	// A stream that ends otherwise (the host cancelled it) aborts the file.
+	WriteFile(CheckpointStorage_WriteFileServer) error
+	// ReadFile streams a file: the first message carries its size.
+	ReadFile(*FileRef, CheckpointStorage_ReadFileServer) error
+	ListFiles(context.Context, *ListFilesRequest) (*ListFilesReply, error)
+	DeleteFile(context.Context, *FileRef) (*Empty, error)
 	mustEmbedUnimplementedCheckpointStorageServer()
 }
 
@@ -197,6 +300,18 @@ func (UnimplementedCheckpointStorageServer) Delete(context.Context, *DeleteCheck
 }
 func (UnimplementedCheckpointStorageServer) Close(context.Context, *Empty) (*Empty, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Close not implemented")
+}
+func (UnimplementedCheckpointStorageServer) WriteFile(CheckpointStorage_WriteFileServer) error {
+	return status.Errorf(codes.Unimplemented, "method WriteFile not implemented")
+}
+func (UnimplementedCheckpointStorageServer) ReadFile(*FileRef, CheckpointStorage_ReadFileServer) error {
+	return status.Errorf(codes.Unimplemented, "method ReadFile not implemented")
+}
+func (UnimplementedCheckpointStorageServer) ListFiles(context.Context, *ListFilesRequest) (*ListFilesReply, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ListFiles not implemented")
+}
+func (UnimplementedCheckpointStorageServer) DeleteFile(context.Context, *FileRef) (*Empty, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteFile not implemented")
 }
 func (UnimplementedCheckpointStorageServer) mustEmbedUnimplementedCheckpointStorageServer() {}
 
@@ -330,6 +445,89 @@ func _CheckpointStorage_Close_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _CheckpointStorage_WriteFile_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(CheckpointStorageServer).WriteFile(&checkpointStorageWriteFileServer{stream})
+}
+
+type CheckpointStorage_WriteFileServer interface {
+	Send(*WriteFileReply) error
+	Recv() (*WriteFileRequest, error)
+	grpc.ServerStream
+}
+
+type checkpointStorageWriteFileServer struct {
+	grpc.ServerStream
+}
+
+func (x *checkpointStorageWriteFileServer) Send(m *WriteFileReply) error {
+	return x.ServerStream.SendMsg(m)
+}
+
+func (x *checkpointStorageWriteFileServer) Recv() (*WriteFileRequest, error) {
+	m := new(WriteFileRequest)
+	if err := x.ServerStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+func _CheckpointStorage_ReadFile_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(FileRef)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(CheckpointStorageServer).ReadFile(m, &checkpointStorageReadFileServer{stream})
+}
+
+type CheckpointStorage_ReadFileServer interface {
+	Send(*ReadFileChunk) error
+	grpc.ServerStream
+}
+
+type checkpointStorageReadFileServer struct {
+	grpc.ServerStream
+}
+
+func (x *checkpointStorageReadFileServer) Send(m *ReadFileChunk) error {
+	return x.ServerStream.SendMsg(m)
+}
+
+func _CheckpointStorage_ListFiles_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListFilesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CheckpointStorageServer).ListFiles(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CheckpointStorage_ListFiles_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CheckpointStorageServer).ListFiles(ctx, req.(*ListFilesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _CheckpointStorage_DeleteFile_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FileRef)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CheckpointStorageServer).DeleteFile(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: CheckpointStorage_DeleteFile_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CheckpointStorageServer).DeleteFile(ctx, req.(*FileRef))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // CheckpointStorage_ServiceDesc is the grpc.ServiceDesc for CheckpointStorage service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -353,6 +551,14 @@ var CheckpointStorage_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Close",
 			Handler:    _CheckpointStorage_Close_Handler,
 		},
+		{
+			MethodName: "ListFiles",
+			Handler:    _CheckpointStorage_ListFiles_Handler,
+		},
+		{
+			MethodName: "DeleteFile",
+			Handler:    _CheckpointStorage_DeleteFile_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -363,6 +569,17 @@ var CheckpointStorage_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "Load",
 			Handler:       _CheckpointStorage_Load_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "WriteFile",
+			Handler:       _CheckpointStorage_WriteFile_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+		{
+			StreamName:    "ReadFile",
+			Handler:       _CheckpointStorage_ReadFile_Handler,
 			ServerStreams: true,
 		},
 	},
