@@ -55,8 +55,10 @@ func (s *checkpointStorageServer) WriteFile(stream pluginpb.CheckpointStorage_Wr
 		if m != first && m.GetFile() != nil {
 			return errorf("checkpoint storage plugin: a later request of file %s names a file", ref.GetName())
 		}
-		if _, err := w.Write(m.GetChunk()); err != nil {
-			return toStatus(err)
+		if len(m.GetChunk()) > 0 {
+			if _, err := w.Write(m.GetChunk()); err != nil {
+				return toStatus(err)
+			}
 		}
 		if m.GetCommit() {
 			if err := w.Commit(); err != nil {

@@ -87,6 +87,10 @@ func writeFile(t spitest.T, f spi.CheckpointFiles, topo, name string, seed uint6
 	if err != nil {
 		t.Fatalf("CreateFile %s/%s: %v", topo, name, err)
 	}
+	if _, err := w.Write(nil); err != nil { // an empty write is a write of nothing
+		_ = w.Abort()
+		t.Fatalf("empty write to %s/%s: %v", topo, name, err)
+	}
 	src := newStream(seed, n)
 	buf := make([]byte, 1<<20)
 	for i := 1; ; i++ {

@@ -84,6 +84,9 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 		w.err = w.st.fileErr("write", w.topology, w.name, err)
 		return 0, w.err
 	}
+	if len(p) == 0 {
+		return 0, nil // an empty write would start a block that never fills
+	}
 	n, err := w.w.Write(p)
 	if err != nil {
 		w.err = w.st.fileErr("write", w.topology, w.name, w.st.done(w.c, err))
