@@ -1,5 +1,5 @@
 // Package recovery is Egret's fault-recovery benchmark (issue 7, T5): it
-// runs the at-least-once ackcheck topology (test/e2e/testdata/ackcheck) on
+// runs the at-least-once ackcheck topology (bench/topologies/ackcheck) on
 // a fresh local cluster at a fraction of its maximum throughput, kills -9
 // one kind of process at a time while data flows — a bolt instance, a
 // spout instance, a stream manager, a metrics manager, the topology

@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/bench/harness"
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // Fault kinds, in the order a run injects them.
@@ -44,7 +44,7 @@ const spouts = 2
 // Options configure a run.
 type Options struct {
 	// Egret and Topology are prebuilt binaries; empty ones are built from
-	// the module at Root (./cmd/egret and ./test/e2e/testdata/ackcheck).
+	// the module at Root (./cmd/egret and ./bench/topologies/ackcheck).
 	Egret, Topology, Root string
 	// Rate is the topology's rate in messages per second; 0 measures the
 	// maximum first and runs at Fraction of it.
@@ -288,7 +288,7 @@ func (o *Options) build(ctx context.Context) (string, error) {
 	}
 	if o.Topology == "" {
 		o.Log.Info("building the ackcheck topology")
-		if o.Topology, err = harness.Build(ctx, root, "./test/e2e/testdata/ackcheck", dir, "ackcheck"); err != nil {
+		if o.Topology, err = harness.Build(ctx, root, "./bench/topologies/ackcheck", dir, "ackcheck"); err != nil {
 			os.RemoveAll(dir)
 			return "", err
 		}

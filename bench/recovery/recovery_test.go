@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/bench/harness"
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // series builds a cumulative counter sampled every 100ms from a rate per

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // tail reads what was appended to the files matching a glob since the last

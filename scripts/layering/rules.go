@@ -70,7 +70,6 @@ var allowed = []allowance{
 	{"plugins/verify", "daemons/metricsmgr/metricssinktest", "egret plugin verify runs the conformance suites"},
 
 	// Known violations that issue 35 fixes next (each goes when fixed).
-	{"bench/recovery", "test/e2e/testdata/ackcheck/ackcheck", "issue 35: bench gets its own topologies"},
 	{"bench/recovery", "test/e2e/testdata/effectivelyonce/eocount", "issue 35: bench gets its own topologies"},
 }
 

@@ -1,7 +1,7 @@
 package e2e
 
 // At-least-once delivery across processes (DESIGN.md §6, docs/delivery.md):
-// the ackcheck topology (test/e2e/testdata/ackcheck) emits N numbered
+// the ackcheck topology (bench/topologies/ackcheck) emits N numbered
 // messages from a replayable source through a fan-out bolt (3 copies per
 // message, anchored), a relay bolt and a sink that records every tuple.
 // With no fault every message is acked exactly once and every copy reaches
@@ -27,10 +27,10 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/daemons/instance/gateway"
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
-func init() { packages["ackcheck"] = "./test/e2e/testdata/ackcheck" }
+func init() { packages["ackcheck"] = "./bench/topologies/ackcheck" }
 
 // ackCopies is the fan-out of the ackcheck topology (its default).
 const ackCopies = 3

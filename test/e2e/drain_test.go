@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // TestKillDrainsInFlightTuples: egret kill (egret.kill.drain.timeout)

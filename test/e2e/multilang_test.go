@@ -22,7 +22,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 func init() {

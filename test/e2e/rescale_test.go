@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // TestRescaleLive scales a bolt up and down again while acking flows.

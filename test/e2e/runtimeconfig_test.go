@@ -9,7 +9,7 @@ import (
 
 	"github.com/egret-stream/egret/core/topology"
 
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // TestRuntimeConfigLive: egret update --runtime-config changes a running

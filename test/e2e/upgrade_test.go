@@ -15,7 +15,7 @@ import (
 
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/proto/egretpb"
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // taggedAckcheck builds the ackcheck topology with ackcheck.Tag set to tag
@@ -31,10 +31,10 @@ func taggedAckcheck(t *testing.T, tag string) string {
 func taggedAckcheckSetting(t *testing.T, tag, setting string) string {
 	t.Helper()
 	name := "ackcheck-" + tag
-	ldflags := "-X github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.Tag=" + tag
+	ldflags := "-X github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck.Tag=" + tag
 	if setting != "" {
 		name += "-" + setting
-		ldflags += " -X github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.TagSetting=" + setting
+		ldflags += " -X github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck.TagSetting=" + setting
 	}
 	binary(t, "egret") // creates the build directory
 	buildMu.Lock()
@@ -43,7 +43,7 @@ func taggedAckcheckSetting(t *testing.T, tag, setting string) string {
 		return name
 	}
 	out := filepath.Join(buildDir, name)
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags", ldflags, "./test/e2e/testdata/ackcheck")
+	cmd := exec.Command("go", "build", "-o", out, "-ldflags", ldflags, "./bench/topologies/ackcheck")
 	cmd.Dir = repoRoot()
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build ackcheck with tag %s: %v\n%s", tag, err, b)

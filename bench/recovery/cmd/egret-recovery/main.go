@@ -41,7 +41,7 @@ func run() int {
 	fs := flag.NewFlagSet("egret-recovery", flag.ContinueOnError)
 	fs.BoolVar(&o.Quick, "quick", false, "short windows and a 3s message timeout: the whole run takes under ~2 minutes")
 	fs.StringVar(&o.Egret, "egret", "", "prebuilt egret binary (default: build ./cmd/egret)")
-	fs.StringVar(&o.Topology, "topology", "", "prebuilt ackcheck binary (default: build ./test/e2e/testdata/ackcheck)")
+	fs.StringVar(&o.Topology, "topology", "", "prebuilt ackcheck binary (default: build ./bench/topologies/ackcheck)")
 	fs.IntVar(&o.Rate, "rate", 0, "messages per second (default: measure the maximum and run at -fraction of it)")
 	fs.Float64Var(&o.Fraction, "fraction", 0.5, "fraction of the measured maximum to run at")
 	fs.StringVar(&faults, "faults", "", "comma-separated fault kinds (default all: "+strings.Join(recovery.AllFaults, ",")+")")

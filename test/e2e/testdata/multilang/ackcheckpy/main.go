@@ -16,7 +16,7 @@ import (
 	"os"
 
 	"github.com/egret-stream/egret/api/runner"
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 func main() {

@@ -215,7 +215,7 @@ func (b *RelayBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("id", 
 // SinkBolt appends "<id> <copy>" to sink-<task>.log for every tuple, then
 // acks it: a tuple is acked only once its record is in the file.
 // Tag, when set at build time (go build -ldflags "-X
-// github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck.Tag=v2"),
+// github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck.Tag=v2"),
 // makes the sink record "<id> <copy> <tag> <unix ms>": which build of the
 // topology recorded each tuple, and when (the upgrade tests). The tag
 // "broken" makes every sink task fail to start.

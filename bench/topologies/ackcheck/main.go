@@ -3,7 +3,7 @@
 // relay bolt and a sink that records every tuple, with at-least-once
 // delivery.
 //
-//	go run ./test/e2e/testdata/ackcheck --messages 20000 --state /tmp/ack --local --duration 20s
+//	go run ./bench/topologies/ackcheck --messages 20000 --state /tmp/ack --local --duration 20s
 //	egret submit local ./ackcheck -- --messages 20000 --state /tmp/ack
 //
 // Its own flags (given before Egret's, or after -- with egret submit):
@@ -26,7 +26,7 @@ import (
 	"os"
 
 	"github.com/egret-stream/egret/api/runner"
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 func main() {
