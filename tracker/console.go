@@ -878,8 +878,8 @@ func (t *Tracker) checkpointsEP(ctx context.Context, q *query) (any, error) {
 		counters[strings.TrimPrefix(k, ckptPrefix)] = v
 	}
 	out["counters"] = counters
-	out["history"] = slices.Clone(c.checkpoints)
-	out["events"] = slices.Clone(c.ckptEvents)
+	out["history"] = append([]checkpointJSON{}, c.checkpoints...)
+	out["events"] = append([]checkpointEventJSON{}, c.ckptEvents...)
 	type taskCkpt struct {
 		Task      int                `json:"task"`
 		Component string             `json:"component"`

@@ -284,3 +284,54 @@ func TestConsoleCheckpoints(t *testing.T) {
 	c.mustEgret("kill", c.name, "eoconsole")
 	c.waitGone(t)
 }
+
+// TestConsoleBackPressure: a bolt held at 200 tuples/s behind an
+// unthrottled spout (slowbolt, 1 KiB tuples) causes back pressure: the
+// overview names it as the cause (a share of time above 0) and the spout
+// as throttled, the health says so, and the console's DAG outlines the
+// slow bolt in red and fills it by its busy-ness.
+func TestConsoleBackPressure(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs a local topology, the tracker and a browser")
+	}
+	ctx := browser(t)
+	doc, err := trackertest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	shots := artifactDir(t)
+	c := newCluster(t, "local")
+	c.mustEgret("submit", c.name, binary(t, "slowbolt"), "--", "--state", t.TempDir(), "--rate", "200", "--payload", "1024")
+	base := startTracker(t, c)
+	waitTrackerRunning(t, doc, base, c.name, "slowbolt")
+	q := url.Values{"cluster": {c.name}, "topology": {"slowbolt"}}
+	await(t, "the overview to name the slow bolt as causing back pressure and the spout as throttled", trackerTimeout, func() (bool, string) {
+		var ov struct {
+			Health     struct{ Level string }
+			Components []struct {
+				Name         string
+				Busy         *float64
+				BackPressure float64 `json:"backpressure"`
+			}
+		}
+		checked(t, doc, base, "/topologies/overview", q, &ov)
+		bp := map[string]float64{}
+		for _, cp := range ov.Components {
+			bp[cp.Name] = cp.BackPressure
+		}
+		return bp["slow"] > 0 && bp["source"] > 0, fmt.Sprintf("%+v", ov)
+	})
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/#/topology/"+c.name+"/slowbolt")); err != nil {
+		t.Fatal(err)
+	}
+	awaitJS(t, ctx, "the DAG to outline the slow bolt in red", `(() => {
+		const g = document.querySelector('#dag g.node[data-component="slow"]');
+		if (!g) return {ok: false, status: "no node"};
+		const rect = g.querySelector("rect");
+		return {ok: parseFloat(g.dataset.backpressure) > 0.05 && rect.style.stroke !== "" && /192, 57, 43|c0392b/i.test(rect.style.stroke),
+			status: "bp " + g.dataset.backpressure + " stroke " + rect.style.stroke + " busy " + g.dataset.busy};
+	})()`)
+	screenshot(t, ctx, shots, "console-backpressure.png")
+	c.mustEgret("kill", c.name, "slowbolt", "--now")
+	c.waitGone(t)
+}
