@@ -104,3 +104,22 @@ func TestCheckpointHistory(t *testing.T) {
 		t.Errorf("events %+v", c.ckptEvents)
 	}
 }
+
+// TestClusterAggregateCountsDaemons: the cluster's CPU and memory sum the
+// instances' (from the timeline) and every daemon's (their CPU from two
+// reports).
+func TestClusterAggregateCountsDaemons(t *testing.T) {
+	at := time.Unix(1_800_000_000, 0)
+	v := nanValues()
+	v[9], v[10] = 0.5, 100
+	tt := &topoTrack{id: "x", fine: []sample{{at: at, comps: map[string]*values{"c": v}}}}
+	k := daemonKey{1, "stmgr"}
+	tt.console.dbefore = map[daemonKey]report{k: {at: at, m: map[string]float64{mCPUSeconds: 10, mRSS: 40}}}
+	tt.console.dlast = map[daemonKey]report{k: {at: at.Add(4 * time.Second), m: map[string]float64{mCPUSeconds: 11, mRSS: 50}},
+		{0, "tmanager"}: {at: at, m: map[string]float64{mRSS: 7}}}
+	tr := &Tracker{tracks: map[trackKey]*topoTrack{{"local", "x"}: tt}}
+	m := tr.clusterMetrics("local")
+	if m.Topologies != 1 || math.Abs(m.CPUCores-0.75) > 1e-9 || m.RSSBytes != 157 {
+		t.Errorf("aggregate %+v, want cpu 0.75 (0.5 + 1s/4s) and rss 157", m)
+	}
+}

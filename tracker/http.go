@@ -349,7 +349,8 @@ type clusterJSON struct {
 
 // clusterMetrics aggregate the latest timeline sample of every topology
 // of a cluster the tracker follows (JStorm's cluster level): rates per
-// second, cpu in cores, memory in bytes. A figure no topology reports is
+// second, cpu in cores and resident memory in bytes of every process
+// (instances and daemons). A figure no topology reports is
 // 0; Topologies counts the topologies with a sample.
 type clusterMetrics struct {
 	Topologies  int     `json:"topologies"`
@@ -399,6 +400,16 @@ func (t *Tracker) clusterMetrics(cluster string) clusterMetrics {
 			add(&m.FailRate, v[3])
 			add(&m.CPUCores, v[9])
 			add(&m.RSSBytes, v[10])
+		}
+		// The daemons (topology and stream managers, metrics managers,
+		// executors, shells) count too.
+		for k, r := range tt.console.dlast {
+			m.RSSBytes += r.m[mRSS]
+			if p, ok := tt.console.dbefore[k]; ok {
+				if v, ok := rateOver(p, r, mCPUSeconds); ok {
+					m.CPUCores += v
+				}
+			}
 		}
 	}
 	return m

@@ -693,7 +693,7 @@
     const p = { cluster, topology: name };
     const filter = el("input", { id: "exception-filter", placeholder: "filter by component or message", size: "40" });
     main.replaceChildren(el("p", {}, el("a", { href: topoHash("topology", cluster, name), text: "← " + name })),
-      el("section", { class: "card" }, el("h1", { text: "Exceptions of " + name }),
+      el("section", { class: "card exceptions-page" }, el("h1", { text: "Exceptions of " + name }),
         el("p", { class: "muted", text: "Grouped by component and message; expand a row for its full text (a subprocess's traceback included)." }), filter,
         el("div", { id: "exceptions" })));
     let last = [];
