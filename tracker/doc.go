@@ -54,7 +54,11 @@
 // Options.MaxTasks (default 512 per topology; components are always kept)
 // bound the factors. With the defaults, 64 topologies of 512 tasks take
 // at most about 64 × 180 × 512 × 14 × 8 B ≈ 660 MB; a typical topology of
-// 20 tasks about 410 KB.
+// 20 tasks about 410 KB. The console keeps besides, per topology, the
+// latest /stats answer and every process's last two reports (for rates
+// and latency percentiles over the last report interval) and at most 120
+// completed checkpoints: a few hundred bytes per metric a process
+// publishes, once, not per sample.
 //
 // Restarts are counted by the tracker: every process publishes its pid
 // and start time (process.pid, process.start.unix); a change between two

@@ -193,7 +193,7 @@ func derive(at time.Time, prev, cur map[int]report, comp map[int]string, compone
 			}
 			if c, ok := m[executeNanos]; ok {
 				if o, ok := p.m[executeNanos]; ok {
-					v[sBusy] = delta(c, o) / dt / 1e9
+					v[sBusy] = min(1, delta(c, o)/dt/1e9) // sampled: an estimate, one thread at most
 					a.busy = max(a.busy, v[sBusy])
 					a.has[sBusy] = true
 				}

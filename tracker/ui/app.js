@@ -256,7 +256,7 @@
       const rect = g.querySelector("rect");
       const hue = bp > 0.05 ? 0 : 38; // red when back pressure dominates, else amber
       const level = Math.max(busy, bp);
-      rect.style.fill = `hsl(${hue}, 90%, ${100 - 45 * level}%)`;
+      rect.style.fill = `hsl(${hue}, 85%, ${100 - 30 * level}%)`; // light enough for the labels
       rect.style.stroke = bp > 0.05 || c.backpressure_now ? "#c0392b" : "#17324d";
       rect.style.strokeWidth = bp > 0.05 || c.backpressure_now ? "3" : "1.5";
       g.dataset.busy = String(c.busy);
