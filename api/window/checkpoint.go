@@ -84,9 +84,10 @@ func (e *engine[K, IN, ACC, OUT]) record(k K) (keyRecord[K, ACC], bool) {
 	r := keyRecord[K, ACC]{Key: k, N: ks.n, Timer: noTimer, Wins: make([]winRecord[ACC], 0, len(ks.wins))}
 	for w, st := range ks.wins {
 		if e.cfg.assigner.isTime() {
-			for _, at := range e.times(w, st.fired) {
-				if r.Timer == noTimer || at < r.Timer {
-					r.Timer = at
+			at, n := e.times(w, st.fired)
+			for _, t := range at[:n] {
+				if r.Timer == noTimer || t < r.Timer {
+					r.Timer = t
 				}
 			}
 		}
@@ -101,16 +102,15 @@ func (e *engine[K, IN, ACC, OUT]) record(k K) (keyRecord[K, ACC], bool) {
 }
 
 // times returns when a time window's timers fire: its final result
-// (unless it fired) and its purge (with allowed lateness).
-func (e *engine[K, IN, ACC, OUT]) times(w Window, fired bool) []int64 {
-	var at []int64
+// (unless it fired) and its purge (with allowed lateness), in at[:n].
+func (e *engine[K, IN, ACC, OUT]) times(w Window, fired bool) (at [2]int64, n int) {
 	if !fired {
-		at = append(at, w.MaxTimestamp())
+		at[n], n = w.MaxTimestamp(), n+1
 	}
 	if e.cfg.lateness > 0 {
-		at = append(at, w.MaxTimestamp()+e.cfg.lateness)
+		at[n], n = w.MaxTimestamp()+e.cfg.lateness, n+1
 	}
-	return at
+	return at, n
 }
 
 // save writes every key changed since the last save to s (deleting the
@@ -178,7 +178,8 @@ func (e *engine[K, IN, ACC, OUT]) restore(k K, r keyRecord[K, ACC]) *keyState[AC
 // addTimers pushes a time window's pending timers.
 func (e *engine[K, IN, ACC, OUT]) addTimers(k K, w Window, st *winState[ACC]) {
 	ref := &timerRef[K]{key: k, w: w}
-	for _, at := range e.times(w, st.fired) {
+	at, n := e.times(w, st.fired)
+	for _, at := range at[:n] {
 		t := &timer{at: at, purge: at != w.MaxTimestamp(), ref: ref}
 		heap.Push(&e.timers, t)
 		st.timers = append(st.timers, t)
