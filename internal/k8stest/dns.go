@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
@@ -39,9 +40,10 @@ const dnsTTL = 5
 // from the Services and their EndpointSlices, read from the API server at
 // each query. Every other name is NXDOMAIN; AAAA of a known name is empty.
 type clusterDNS struct {
-	conn   net.PacketConn
-	client kubernetes.Interface
-	done   chan struct{}
+	conn    net.PacketConn
+	client  kubernetes.Interface
+	done    chan struct{}
+	pending sync.WaitGroup // queries being answered
 }
 
 func startDNS(addr string, client kubernetes.Interface) (*clusterDNS, error) {
@@ -57,6 +59,7 @@ func startDNS(addr string, client kubernetes.Interface) (*clusterDNS, error) {
 func (d *clusterDNS) close() {
 	d.conn.Close()
 	<-d.done
+	d.pending.Wait()
 }
 
 func (d *clusterDNS) serve() {
@@ -68,7 +71,9 @@ func (d *clusterDNS) serve() {
 			return
 		}
 		query := append([]byte(nil), buf[:n]...)
+		d.pending.Add(1)
 		go func() {
+			defer d.pending.Done()
 			if resp := d.answer(query); resp != nil {
 				_, _ = d.conn.WriteTo(resp, from)
 			}
