@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/topology"
 )
 
 // Guarantee says how a window bolt acknowledges its inputs in
@@ -178,6 +179,9 @@ type Bolt[K comparable, IN, ACC, OUT any] struct {
 	c       counters
 	comp    string
 	sendWM  bool // a downstream component subscribes to the watermarks
+	// byKey: every data input is fields-grouped, so a key's state can be
+	// keyed state (each key reaches the task owning its key group).
+	byKey bool
 	// store and clock are the checkpointed states (InitState).
 	store keyStore[K, ACC]
 	clock *api.State[string, clockRecord]
@@ -217,6 +221,7 @@ func (b *Bolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) 
 	b.wmOut = NoWatermark
 	b.sendWM = subscribed(ctx, b.comp)
 	var wmTasks, dataTasks []int
+	byKey := true
 	if topo := ctx.Topology(); topo != nil {
 		if c, ok := topo.Component(b.comp); ok {
 			for _, in := range c.Inputs {
@@ -224,10 +229,12 @@ func (b *Bolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) 
 					wmTasks = append(wmTasks, ctx.ComponentTasks(in.Component)...)
 				} else {
 					dataTasks = append(dataTasks, ctx.ComponentTasks(in.Component)...)
+					byKey = byKey && in.Grouping == topology.Fields
 				}
 			}
 		}
 	}
+	b.byKey = byKey
 	idle := s.IdleTimeout
 	if idle < 0 {
 		idle = 0

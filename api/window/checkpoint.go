@@ -301,10 +301,10 @@ func (c *keyedKeys[K, IN, ACC, OUT]) OnTimer(api.Timer) {
 // accumulators, watermarks and timers are those of the checkpoint (none
 // at the first start). The runtime calls it in effectively-once mode
 // only; after a rollback it replaces everything the task held. With
-// keyed state (a state backend), each key's windows are keyed state and
-// its timer a keyed event-time timer; otherwise, and for global windows
-// and EarlyInterval (which look at every key at every tick), the keys are
-// an operator state.
+// keyed state (a state backend) and inputs grouped by fields, each key's
+// windows are keyed state and its timer a keyed event-time timer;
+// otherwise, and for global windows and EarlyInterval (which look at
+// every key at every tick), the keys are an operator state.
 func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
 	clock, err := api.NewState[string, clockRecord](states, ClockState)
 	if err != nil {
@@ -328,7 +328,7 @@ func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
 	}
 	b.e.track()
 	b.e.reset(r.Watermark, r.Now)
-	if states.HasKeyedState() && b.spec.Assigner.kind != kindGlobal && b.spec.EarlyInterval == 0 {
+	if states.HasKeyedState() && b.byKey && b.spec.Assigner.kind != kindGlobal && b.spec.EarlyInterval == 0 {
 		vs, err := api.NewValueState[keyRecord[K, ACC]](states, KeysState, api.WithSerializer[keyRecord[K, ACC]](newRecordSerializer[K, ACC]()))
 		if err != nil {
 			return fmt.Errorf("window bolt %s: %w", b.comp, err)

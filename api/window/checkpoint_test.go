@@ -454,3 +454,41 @@ func (b *countBolt) InitState(st *api.States) (err error) {
 func (b *countBolt) PreSave(int64) error                      { return nil }
 func (b *countBolt) Cleanup()                                 {}
 func (b *countBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("n") }
+
+// TestKeyedStateOnlyForKeyedInputs: with a state backend, a window bolt
+// whose inputs are grouped by fields keeps its keys in keyed state; one
+// with another grouping (a key need not reach the task owning its key
+// group) keeps them in an operator state.
+func TestKeyedStateOnlyForKeyedInputs(t *testing.T) {
+	for grouping, keyed := range map[topology.Grouping]bool{topology.Fields: true, topology.Global: false, topology.Shuffle: false} {
+		b, err := NewBolt(Spec[string, int64, int64, int64]{Assigner: Tumbling(time.Second), Key: func(t api.Tuple) string { return t.String(0) },
+			Value: func(t api.Tuple) int64 { return t.Int64(2) }, Timestamp: func(t api.Tuple) time.Time { return t.Time(1) },
+			Aggregate: Sum[int64](), IdleTimeout: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := newFakeContext([]topology.Input{
+			{Component: "src", Stream: "default", Grouping: grouping, Fields: []string{"key"}},
+			{Component: "src", Stream: WatermarkStream, Grouping: topology.All},
+		}, map[string][]int{"src": {1}})
+		if err := b.Prepare(ctx, newFakeCollector()); err != nil {
+			t.Fatal(err)
+		}
+		o := statebackend.Options{Dir: t.TempDir(), MaxParallelism: 128, Groups: keygroup.Range{Start: 0, End: 128}}
+		kb, err := statebackend.Open(heap.Name, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		states, err := api.OpenStates(kb, o, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.InitState(states); err != nil {
+			t.Fatal(err)
+		}
+		if _, got := b.store.(*keyedKeys[string, int64, int64, int64]); got != keyed {
+			t.Errorf("input grouped %v: keys in keyed state %v, want %v", grouping, got, keyed)
+		}
+		kb.Close()
+	}
+}
