@@ -40,6 +40,10 @@ test: test-deps ## run every test (installs what the tests need when missing; th
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS) || status=1; \
 	exit $$status
 
+BACKENDS ?=
+backends-matrix: test-deps ## run the backend suite (test/e2e TestBackends: every scenario on every backend, or on BACKENDS, a regexp of backend names) and regenerate docs/backends.md from its results
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestBackends$$/$(BACKENDS)' ./test/e2e -args -backends.update
+
 test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars, the Nomad 1.6.3 agent built from its module; starts the real Kubernetes build of k8s-deps in the background) when missing
 	@scripts/test-deps.sh
 
@@ -97,4 +101,4 @@ demo: ## run word count on a local 2-container cluster for 15 s, print live coun
 demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test test-deps k8s-deps image lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local
+.PHONY: help build test backends-matrix test-deps k8s-deps image lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local

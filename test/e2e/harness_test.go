@@ -92,6 +92,13 @@ type cluster struct {
 	// wrap runs the CLI through a command (its arguments, then egret's
 	// path and arguments are appended): see k8sCluster.
 	wrap []string
+	// roots are directories outside home under which the cluster's
+	// resource manager runs the topologies' processes (a Nomad agent's
+	// data directory, the YARN node managers' local directories).
+	roots []string
+	// leftovers, when set, lists what the resource manager still holds of
+	// a killed topology (jobs, tasks, files); nil for local clusters.
+	leftovers func(t *testing.T, topology string) []string
 }
 
 func newCluster(t *testing.T, name string, props ...string) *cluster {
@@ -190,7 +197,8 @@ func (c *cluster) killAll() {
 }
 
 // processes returns the pids of processes whose command line mentions
-// this cluster's home directory or were started from it.
+// this cluster's home directory or were started from it, and the egret
+// and topology processes run under one of its roots.
 func (c *cluster) processes() []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
@@ -207,11 +215,32 @@ func (c *cluster) processes() []int {
 			pids = append(pids, pid)
 			continue
 		}
-		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && strings.HasPrefix(cwd, c.home) {
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if strings.HasPrefix(cwd, c.home) || (len(c.roots) > 0 && isEgretProcess(cmdline) && c.under(cmdline, cwd, c.roots)) {
 			pids = append(pids, pid)
 		}
 	}
 	return pids
+}
+
+// isEgretProcess reports whether a command line (NUL-separated) runs the
+// egret binary or a topology binary of a package (W/package/topology),
+// not a resource manager's own process or wrapper.
+func isEgretProcess(cmdline []byte) bool {
+	argv0, _, _ := bytes.Cut(cmdline, []byte{0})
+	base := filepath.Base(string(argv0))
+	return base == "egret" || base == "topology"
+}
+
+// under reports whether a process's command line or working directory
+// lies under one of dirs.
+func (c *cluster) under(cmdline []byte, cwd string, dirs []string) bool {
+	for _, d := range dirs {
+		if bytes.Contains(cmdline, []byte(d)) || strings.HasPrefix(cwd, d) {
+			return true
+		}
+	}
+	return false
 }
 
 // waitFor polls cond until it holds or timeout passes.

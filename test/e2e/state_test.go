@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,10 +51,17 @@ func (c *cluster) workDir(topology string) string {
 }
 
 // pids returns the processes of one container as the executor recorded
-// them: process name → pid, plus "executor".
+// them: process name → pid, plus "executor". The pid file is in the
+// container's working directory: below the local scheduler's directory of
+// the topology, or wherever the cluster's resource manager runs the
+// container's executor (executorWorkDir).
 func (c *cluster) pids(topology string, container int) map[string]int {
 	var pf executor.PidFile
-	b, err := os.ReadFile(filepath.Join(c.workDir(topology), fmt.Sprintf("container-%d", container), "pids.json"))
+	wd := filepath.Join(c.workDir(topology), fmt.Sprintf("container-%d", container))
+	if len(c.roots) > 0 || c.leftovers != nil {
+		wd = c.executorWorkDir(topology, container)
+	}
+	b, err := os.ReadFile(filepath.Join(wd, "pids.json"))
 	if err != nil || json.Unmarshal(b, &pf) != nil {
 		return nil
 	}
@@ -101,4 +110,47 @@ func (c *cluster) metric(topology, component, name string) float64 {
 func (c *cluster) waitGone(t *testing.T) {
 	t.Helper()
 	waitFor(t, "no process left behind", 2*time.Minute, func() bool { return len(c.processes()) == 0 })
+}
+
+// executorWorkDir finds the running executor of a container of topology
+// among this cluster's processes and returns its working directory
+// (--work-dir, else its current directory); "" when none runs.
+func (c *cluster) executorWorkDir(topology string, container int) string {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !isEgretProcess(raw) {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if len(args) < 2 || args[1] != "executor" || flagValue(args, "--topology") != topology || flagValue(args, "--container") != strconv.Itoa(container) {
+			continue
+		}
+		cwd, _ := os.Readlink(filepath.Join("/proc", e.Name(), "cwd"))
+		if !c.under(raw, cwd, append([]string{c.home}, c.roots...)) {
+			continue
+		}
+		wd := flagValue(args, "--work-dir")
+		if wd == "" {
+			return cwd
+		}
+		if !filepath.IsAbs(wd) {
+			wd = filepath.Join(cwd, wd)
+		}
+		return wd
+	}
+	return ""
+}
+
+// flagValue returns the value of flag in args (--flag v or --flag=v).
+func flagValue(args []string, flag string) string {
+	for i, a := range args {
+		if a == flag && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, flag+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -113,6 +113,19 @@ func conformanceHarness(t *testing.T, newSched func(t *testing.T) spi.Scheduler)
 			}
 			return nil
 		},
+		// A container asking more vcores than the node has can never be
+		// allocated.
+		Unplaceable: func(j *spi.Job) { j.Plan.Containers[0].Required.CPU = 64 },
+		// The ResourceManager and NameNode are cut off for longer than
+		// the NodeManager's and the AM's heartbeat intervals (1s), then
+		// restored: the containers run on, the service's AM reconnects.
+		FailOver: func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if err := cluster.CutOff(ctx, 15*time.Second); err != nil {
+				t.Fatal(err)
+			}
+		},
 	}
 }
 

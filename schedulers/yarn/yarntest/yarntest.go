@@ -477,6 +477,32 @@ func (c *Cluster) answers(ctx context.Context) bool {
 	return true
 }
 
+// CutOff cuts the control plane off for d, as a partition of the master
+// machine would: the master JVM (ResourceManager and NameNode) is stopped
+// with SIGSTOP, so that every connection to it hangs, and continued with
+// SIGCONT after d. The NodeManager and the containers run on. CutOff
+// returns once the ResourceManager lists a running NodeManager again.
+func (c *Cluster) CutOff(ctx context.Context, d time.Duration) error {
+	if c.master == nil {
+		return errors.New("yarntest: the cluster is stopped")
+	}
+	pgid := -c.master.cmd.Process.Pid
+	if err := syscall.Kill(pgid, syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("yarntest: stop the master JVM: %w", err)
+	}
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+	if err := syscall.Kill(pgid, syscall.SIGCONT); err != nil {
+		return fmt.Errorf("yarntest: continue the master JVM: %w", err)
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return c.waitNode(ctx)
+}
+
 // Stop stops the NodeManager (which kills the containers), then the
 // master JVM, then every process left in the cluster's directory. It is
 // safe to call more than once.
