@@ -513,8 +513,11 @@ type rescaling struct {
 	wasRunning    bool
 	// pause: the spouts are deactivated and the topology drained around
 	// the change, because it stops or moves instances (or restarts them:
-	// effectively-once).
-	pause           bool
+	// effectively-once, or containers the scheduler replaces).
+	pause bool
+	// replaced are the containers the scheduler replaces to apply the
+	// change (spi.Replacer): every process in them restarts.
+	replaced        []int
 	drain           time.Duration
 	physicalVersion uint64
 	undo            []undoStep
@@ -618,7 +621,10 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 	if pp, err := store.PhysicalPlan(ctx, name); err == nil && pp.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
 		r.wasRunning, r.physicalVersion = true, pp.GetVersion()
 	}
-	r.pause = r.wasRunning && (r.t.DeliveryMode() == topology.EffectivelyOnce || stopsInstances(r.current, r.next) ||
+	if rp, ok := r.sched.(spi.Replacer); ok {
+		r.replaced = rp.ReplacedBy(r.current, r.next)
+	}
+	r.pause = r.wasRunning && (r.t.DeliveryMode() == topology.EffectivelyOnce || stopsInstances(r.current, r.next) || len(r.replaced) > 0 ||
 		r.t.ContainerMode() == topology.ProcessPerContainer && addsToContainers(r.current, r.next))
 	return r, nil
 }
@@ -658,6 +664,9 @@ func addsToContainers(current, next *plan.PackingPlan) bool {
 func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
 	if r.wasRunning && !r.pause {
 		l.progress("no instance of %q stops or moves: rescaling it while it runs", r.name)
+	}
+	if len(r.replaced) > 0 {
+		l.progress("the scheduler replaces containers %s of %q to resize them: every process in them restarts", intList(r.replaced), r.name)
 	}
 	if r.pause {
 		l.progress("deactivating %q while it is rescaled", r.name)

@@ -45,6 +45,36 @@ type Container struct {
 	Required Resources
 }
 
+// Needs returns what a resource manager must give the container: Required,
+// or the sum of its instances' resources when the plan left it unset.
+func (c Container) Needs() Resources {
+	if c.Required != (Resources{}) {
+		return c.Required
+	}
+	var r Resources
+	for _, in := range c.Instances {
+		r = r.Add(in.Resources)
+	}
+	return r
+}
+
+// Resized returns the ids (ascending) of the containers of both plans
+// whose needs differ.
+func Resized(current, next *PackingPlan) []int {
+	was := map[int]Resources{}
+	for _, c := range current.Containers {
+		was[c.ID] = c.Needs()
+	}
+	var out []int
+	for _, c := range next.Containers {
+		if r, ok := was[c.ID]; ok && r != c.Needs() {
+			out = append(out, c.ID)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
 // PackingPlan places every task of a topology in a container.
 type PackingPlan struct {
 	TopologyID string

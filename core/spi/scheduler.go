@@ -60,6 +60,17 @@ type Scalable interface {
 	RemoveContainers(ctx context.Context, topology string, containers []plan.Container) error
 }
 
+// Replacer is implemented by schedulers whose Update replaces some of the
+// containers a new plan keeps, restarting every process in them: those
+// whose resources change, on a resource manager that cannot resize a
+// running container (a Nomad allocation). ReplacedBy returns them (sorted
+// ids) for a change from current to next. egret update then drains and
+// pauses the topology around the change and names them, rather than
+// claiming that no instance stops.
+type Replacer interface {
+	ReplacedBy(current, next *plan.PackingPlan) []int
+}
+
 // SchedulerFactory builds a scheduler from its config.
 type SchedulerFactory func(cfg Config, log *zap.Logger) (Scheduler, error)
 

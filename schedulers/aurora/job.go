@@ -171,26 +171,13 @@ func contiguous(cs []plan.Container) error {
 	return nil
 }
 
-// required returns a container's resources: Required, or the sum of its
-// instances when the plan left it unset.
-func required(c plan.Container) plan.Resources {
-	if c.Required != (plan.Resources{}) {
-		return c.Required
-	}
-	var r plan.Resources
-	for _, in := range c.Instances {
-		r = r.Add(in.Resources)
-	}
-	return r
-}
-
 // taskResources returns the resources of the job's one task config: the
 // largest cpu, ram and disk of any container (Aurora gives every instance
 // of a job the same resources).
 func taskResources(cs []plan.Container) plan.Resources {
 	var r plan.Resources
 	for _, c := range cs {
-		q := required(c)
+		q := c.Needs()
 		r.CPU = max(r.CPU, q.CPU)
 		r.RAM = max(r.RAM, q.RAM)
 		r.Disk = max(r.Disk, q.Disk)

@@ -425,7 +425,7 @@ func (sc *Scheduler) running(ctx context.Context, key *auroraapi.JobKey) ([]int3
 // the job's task config gives every instance.
 func (sc *Scheduler) checkFit(key *auroraapi.JobKey, template *auroraapi.TaskConfig, cs []plan.Container) error {
 	for _, c := range cs {
-		if ok, short := fits(required(c), template); !ok {
+		if ok, short := fits(c.Needs(), template); !ok {
 			return fmt.Errorf("aurora scheduler: container %d needs more than the instances of Aurora job %s have (%s): Aurora gives every instance of a job the same resources and Egret does not resize a running job; kill and resubmit the topology: %w",
 				c.ID, sc.s.keyString(key), short, spi.ErrUnsupported)
 		}

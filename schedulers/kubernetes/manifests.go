@@ -151,25 +151,12 @@ func checkPlan(p *plan.PackingPlan) error {
 	return nil
 }
 
-// required returns a container's resources: Required, or the sum of its
-// instances when the plan left it unset.
-func required(c plan.Container) plan.Resources {
-	if c.Required != (plan.Resources{}) {
-		return c.Required
-	}
-	var r plan.Resources
-	for _, in := range c.Instances {
-		r = r.Add(in.Resources)
-	}
-	return r
-}
-
 // containerResources returns the resources of containers 0..N of a plan
 // (container 0: the topology manager's, from the config).
 func (s *settings) containerResources(p *plan.PackingPlan) map[int]plan.Resources {
 	out := map[int]plan.Resources{0: s.tmanager}
 	for _, c := range p.Containers {
-		out[c.ID] = required(c)
+		out[c.ID] = c.Needs()
 	}
 	return out
 }

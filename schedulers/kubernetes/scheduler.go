@@ -438,7 +438,7 @@ func (sc *Scheduler) AddContainers(ctx context.Context, topology string, contain
 			if _, ok := next[c.ID]; ok {
 				return nil, fmt.Errorf("kubernetes scheduler: topology %q already has container %d: %w", topology, c.ID, spi.ErrExists)
 			}
-			next[c.ID] = required(c)
+			next[c.ID] = c.Needs()
 		}
 		if err := contiguous(next); err != nil {
 			return nil, fmt.Errorf("kubernetes scheduler: add containers to topology %q: %w", topology, err)

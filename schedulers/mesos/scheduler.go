@@ -352,6 +352,13 @@ func (sc *Scheduler) Update(ctx context.Context, job spi.Job) error {
 	return sc.waitRunning(ctx, job.Topology)
 }
 
+// ReplacedBy returns the containers of both plans whose resources differ:
+// the framework relaunches their tasks with the new resources
+// (spi.Replacer).
+func (sc *Scheduler) ReplacedBy(current, next *plan.PackingPlan) []int {
+	return plan.Resized(current, next)
+}
+
 // AddContainers adds containers to the running topology's plan.
 func (sc *Scheduler) AddContainers(ctx context.Context, topology string, containers []plan.Container) error {
 	return sc.scale(ctx, topology, func(p *plan.PackingPlan) error {

@@ -112,23 +112,10 @@ func (s *settings) wanted(job spi.Job) map[int]plan.Resources {
 	out := map[int]plan.Resources{0: s.tmanager}
 	if job.Plan != nil {
 		for _, c := range job.Plan.Containers {
-			out[c.ID] = required(c)
+			out[c.ID] = c.Needs()
 		}
 	}
 	return out
-}
-
-// required returns a container's resources: Required, or the sum of its
-// instances when the plan left it unset.
-func required(c plan.Container) plan.Resources {
-	if c.Required != (plan.Resources{}) {
-		return c.Required
-	}
-	var r plan.Resources
-	for _, in := range c.Instances {
-		r = r.Add(in.Resources)
-	}
-	return r
 }
 
 // portLabels returns the ports of container.

@@ -214,7 +214,7 @@ func (s *settings) buildJob(job spi.Job) (*api.Job, error) {
 	}
 	j.TaskGroups = append(j.TaskGroups, tg)
 	for _, c := range job.Plan.Containers {
-		tg, err := s.buildGroup(job, c.ID, required(c))
+		tg, err := s.buildGroup(job, c.ID, c.Needs())
 		if err != nil {
 			return nil, err
 		}
@@ -257,19 +257,6 @@ func checkJob(job spi.Job) error {
 	return nil
 }
 
-// required returns a container's resources: Required, or the sum of its
-// instances when the plan left it unset.
-func required(c plan.Container) plan.Resources {
-	if c.Required != (plan.Resources{}) {
-		return c.Required
-	}
-	var r plan.Resources
-	for _, in := range c.Instances {
-		r = r.Add(in.Resources)
-	}
-	return r
-}
-
 // resourcesMeta renders resources for MetaResources.
 func resourcesMeta(r plan.Resources) string {
 	return fmt.Sprintf("cpu=%s ram=%d disk=%d", strconv.FormatFloat(r.CPU, 'g', -1, 64), r.RAM, r.Disk)
@@ -308,7 +295,7 @@ func (s *settings) updatedJob(cur *api.Job, p *plan.PackingPlan) (*api.Job, erro
 		next.TaskGroups = append(next.TaskGroups, tg)
 	}
 	for _, c := range p.Containers {
-		res := required(c)
+		res := c.Needs()
 		if tg := running[c.ID]; tg != nil && tg.Meta[MetaResources] == resourcesMeta(res) {
 			next.TaskGroups = append(next.TaskGroups, tg)
 			continue

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 )
 
@@ -324,5 +325,21 @@ func TestDryRunRegisters(t *testing.T) {
 		if err := newSched(t, cfg).Kill(context.Background(), "wordcount"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestReplacedBy: the containers of both plans whose resources differ are
+// the ones Update gives new task groups (Nomad replaces their
+// allocations); added, removed and unchanged containers are not.
+func TestReplacedBy(t *testing.T) {
+	res := func(cpu float64) plan.Resources { return plan.Resources{CPU: cpu, RAM: 1 << 30, Disk: 1 << 30} }
+	cur := &plan.PackingPlan{Containers: []plan.Container{{ID: 1, Required: res(1)}, {ID: 2, Required: res(1)}, {ID: 3, Required: res(1)}}}
+	next := &plan.PackingPlan{Containers: []plan.Container{{ID: 1, Required: res(1)}, {ID: 2, Required: res(2)}, {ID: 4, Required: res(2)}}}
+	var s Scheduler
+	if got := s.ReplacedBy(cur, next); !slices.Equal(got, []int{2}) {
+		t.Errorf("ReplacedBy = %v, want [2]", got)
+	}
+	if got := s.ReplacedBy(cur, cur); len(got) != 0 {
+		t.Errorf("ReplacedBy of an unchanged plan = %v, want none", got)
 	}
 }

@@ -191,6 +191,13 @@ func (sc *Scheduler) Update(ctx context.Context, job spi.Job) error {
 	return sc.replace(ctx, cur, next)
 }
 
+// ReplacedBy returns the containers of both plans whose resources differ:
+// Update gives them new task groups, and Nomad replaces their allocations
+// (spi.Replacer).
+func (sc *Scheduler) ReplacedBy(current, next *plan.PackingPlan) []int {
+	return plan.Resized(current, next)
+}
+
 // AddContainers adds the task groups of containers to the running job.
 func (sc *Scheduler) AddContainers(ctx context.Context, topology string, containers []plan.Container) error {
 	if err := sc.check(ctx); err != nil {
@@ -214,7 +221,7 @@ func (sc *Scheduler) AddContainers(ctx context.Context, topology string, contain
 			return fmt.Errorf("nomad scheduler: topology %q already has container %d: %w", topology, c.ID, spi.ErrExists)
 		}
 		have = append(have, c.ID)
-		tg, err := sc.s.buildGroup(base, c.ID, required(c))
+		tg, err := sc.s.buildGroup(base, c.ID, c.Needs())
 		if err != nil {
 			return err
 		}

@@ -238,20 +238,7 @@ func checkPlan(p *plan.PackingPlan) error {
 func workerResource(p *plan.PackingPlan) resource {
 	var r resource
 	for _, c := range p.Containers {
-		r = maxResource(r, containerResource(required(c)))
-	}
-	return r
-}
-
-// required returns a container's resources: Required, or the sum of its
-// instances when the plan left it unset.
-func required(c plan.Container) plan.Resources {
-	if c.Required != (plan.Resources{}) {
-		return c.Required
-	}
-	var r plan.Resources
-	for _, in := range c.Instances {
-		r = r.Add(in.Resources)
+		r = maxResource(r, containerResource(c.Needs()))
 	}
 	return r
 }

@@ -175,33 +175,50 @@ func groupAckCheck(t *testing.T, c *cluster, cell cellFunc) {
 	}
 	cell(rowRescale, func(t *testing.T) {
 		cc := onT(t)
-		relays := len(r.tasksOf(1, ackcheck.Relay)) + len(r.tasksOf(2, ackcheck.Relay))
-		before := r.allProcs()
-		acked := r.check().Acked
-		out := cc.mustEgret("update", c.name, r.name, "--component-parallelism", ackcheck.Relay+":"+strconv.Itoa(2*relays))
-		t.Logf("scale-up: %s", strings.TrimSpace(out))
-		await(t, "the new relay instances to run", recoverTimeout, func() (bool, string) {
-			added := newNames(before, r.allProcs())
-			return len(added) >= relays, fmt.Sprintf("new processes %v", added)
-		})
-		t.Logf("processes replaced by the scale-up: %v", changed(before, r.allProcs()))
-		r.waitAcked("acks to go on after the scale-up", acked+2000, recoverTimeout)
-		pp, _, err := r.store.PackingPlan(context.Background(), r.name)
-		if err != nil {
-			t.Fatal(err)
+		relays := relayTasks(r.plan.Containers)
+		if relays < 2 {
+			t.Fatalf("the packing plan has %d relay tasks, the scenario scales 2 or more down by one", relays)
 		}
-		if got := relayTasks(pp.Containers); got != 2*relays {
-			t.Errorf("the packing plan has %d relay tasks after the scale-up, want %d", got, 2*relays)
-		}
-		acked = r.check().Acked
-		cc.mustEgret("update", c.name, r.name, "--component-parallelism", ackcheck.Relay+":"+strconv.Itoa(relays))
-		r.waitAcked("acks to go on after the scale-down", acked+2000, recoverTimeout)
-		if pp, _, err = r.store.PackingPlan(context.Background(), r.name); err != nil {
-			t.Fatal(err)
-		}
-		r.plan = pp
-		if got := relayTasks(pp.Containers); got != relays {
-			t.Errorf("the packing plan has %d relay tasks after the scale-down, want %d", got, relays)
+		// Down first, then back up: every container keeps at most the
+		// size it was started with, which schedulers that cannot resize
+		// a running container (YARN, Aurora) need.
+		for _, step := range []struct {
+			what string
+			n    int
+		}{{"scale-down", relays - 1}, {"scale-up", relays}} {
+			before := r.allProcs()
+			acked := r.check().Acked
+			out := cc.mustEgret("update", c.name, r.name, "--component-parallelism", ackcheck.Relay+":"+strconv.Itoa(step.n))
+			t.Logf("%s to %d relay tasks:\n%s", step.what, step.n, strings.TrimSpace(out))
+			pp, _, err := r.store.PackingPlan(context.Background(), r.name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.plan = pp
+			if got := relayTasks(pp.Containers); got != step.n {
+				t.Fatalf("the packing plan has %d relay tasks after the %s, want %d", got, step.what, step.n)
+			}
+			await(t, fmt.Sprintf("%d relay instances to run", step.n), recoverTimeout, func() (bool, string) {
+				n := 0
+				for name := range r.allProcs() {
+					if strings.Contains(name, "/instance-"+ackcheck.Relay+"-") {
+						n++
+					}
+				}
+				return n == step.n, fmt.Sprintf("%d relay instances", n)
+			})
+			r.waitAcked("acks to go on after the "+step.what, acked+2000, recoverTimeout)
+			// What egret update said must be what happened: "rescaling it
+			// while it runs" keeps every process; the containers the
+			// scheduler replaces are named.
+			replaced := replacedProcs(before, r.allProcs())
+			t.Logf("processes replaced by the %s: %v", step.what, replaced)
+			if strings.Contains(out, "rescaling it while it runs") && len(replaced) > 0 {
+				t.Errorf("egret update said that no instance stops, and the %s replaced %v", step.what, replaced)
+			}
+			if len(replaced) > 0 && !strings.Contains(out, "the scheduler replaces containers") {
+				t.Errorf("the %s replaced %v and egret update did not say so", step.what, replaced)
+			}
 		}
 	})
 	cell(rowAtLeastOnce, func(t *testing.T) {
@@ -209,24 +226,21 @@ func groupAckCheck(t *testing.T, c *cluster, cell cellFunc) {
 		if pp, _, err := r.store.PackingPlan(context.Background(), r.name); err == nil {
 			r.plan = pp
 		}
+		relay := 1
+		if len(r.tasksOf(relay, ackcheck.Relay)) == 0 {
+			relay = 2
+		}
 		for _, v := range []struct {
 			what      string
 			container int
 			names     func() []string
 		}{
-			{"a relay instance", 1, func() []string {
-				return []string{fmt.Sprintf("instance-%s-%d", ackcheck.Relay, r.tasksOf(1, ackcheck.Relay)[0])}
+			{"a relay instance", relay, func() []string {
+				return []string{fmt.Sprintf("instance-%s-%d", ackcheck.Relay, r.tasksOf(relay, ackcheck.Relay)[0])}
 			}},
 			{"a stream manager", 1, func() []string { return []string{"stmgr"} }},
 			{"the topology manager", 0, func() []string { return []string{"tmanager"} }},
-			{"container 2 (its executor and every process)", 2, func() []string {
-				var names []string
-				for name := range r.procs(2) {
-					names = append(names, name)
-				}
-				sort.Strings(names)
-				return names
-			}},
+			{"container 2 (its executor and every process)", 2, func() []string { return procNames(r.procs(2)) }},
 		} {
 			atKill := r.check()
 			if atKill.Acked >= n {
@@ -260,12 +274,12 @@ func relayTasks(cs []plan.Container) int {
 	return n
 }
 
-// changed lists the processes of before that are gone or replaced in
-// after, sorted.
-func changed(before, after map[string]proc) []string {
+// replacedProcs lists the processes of before that after runs anew
+// (another process under the same name), sorted.
+func replacedProcs(before, after map[string]proc) []string {
 	var out []string
 	for name, p := range before {
-		if q, ok := after[name]; !ok || q != p {
+		if q, ok := after[name]; ok && q != p {
 			out = append(out, name)
 		}
 	}
@@ -295,14 +309,7 @@ func groupEOCount(t *testing.T, c *cluster, cell cellFunc) {
 			{"a count instance", 1, func() []string {
 				return []string{fmt.Sprintf("instance-%s-%d", eocount.Count, r.tasksOf(1, eocount.Count)[0])}
 			}},
-			{"container 2 (its executor and every process)", 2, func() []string {
-				var names []string
-				for name := range r.procs(2) {
-					names = append(names, name)
-				}
-				sort.Strings(names)
-				return names
-			}},
+			{"container 2 (its executor and every process)", 2, func() []string { return procNames(r.procs(2)) }},
 		} {
 			atKill := r.check()
 			if atKill.Exact() {

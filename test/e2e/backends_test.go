@@ -15,17 +15,19 @@ package e2e
 //
 // A backend's resource manager (a Nomad agent, the YARN mini-cluster, a
 // Slurm controller, the Mesos and Aurora fakes) is started once and shared
-// by its scenarios; the backends run one after the other, the scenarios of
-// one backend in the order of the table. A backend of another package's
+// by its scenarios; the backends run side by side (go test -parallel), the
+// scenarios of one backend one after the other, in the order of the table. A backend of another package's
 // harness (the real Kubernetes cluster of schedulers/kubernetes/kubetest)
 // plugs in with registerBackend from an init function of its own file.
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -86,6 +88,10 @@ func TestBackends(t *testing.T) {
 	}
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
+			// Backends run side by side, as many as go test -parallel
+			// allows (GOMAXPROCS by default): their clusters, processes
+			// and state are apart, and their topologies mostly wait.
+			t.Parallel()
 			began := time.Now()
 			results := map[string]cellResult{}
 			defer func() {
@@ -125,6 +131,9 @@ func TestBackends(t *testing.T) {
 					}
 					sc := *c
 					sc.t = t
+					// Whatever a failed cell left running is gone before the
+					// next group: its processes would hold the next ones up.
+					t.Cleanup(func() { sc.killTopologies(t.Failed()) })
 					g.run(t, &sc, cell)
 				})
 				// A row the group did not reach (an earlier step failed) failed.
@@ -144,7 +153,12 @@ const backendResultsDir = "testdata/backends"
 // backendMatrixDoc is the generated document.
 var backendMatrixDoc = filepath.Join("..", "..", "docs", "backends.md")
 
+// resultsMu serializes the writes of the backends running side by side.
+var resultsMu sync.Mutex
+
 func writeBackendResults(t *testing.T, name string, results map[string]cellResult) {
+	resultsMu.Lock()
+	defer resultsMu.Unlock()
 	if err := os.MkdirAll(backendResultsDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -313,5 +327,50 @@ func TestBackendMatrixCurrent(t *testing.T) {
 	}
 	if string(have) != want {
 		t.Errorf("%s is not the rendering of %s (run make backends-matrix)", backendMatrixDoc, backendResultsDir)
+	}
+}
+
+// killTopologies kills every topology the cluster lists (after a failed
+// cell), first logging the tail of their containers' logs read with egret
+// logs when failed is set, then waits until no process is left.
+func (c *cluster) killTopologies(failed bool) {
+	c.t.Helper()
+	out, _, code := c.egret("list", c.name, "--output", "json")
+	if code != 0 {
+		return
+	}
+	var infos []struct{ Name string }
+	_ = json.Unmarshal([]byte(out), &infos)
+	for _, i := range infos {
+		if failed {
+			c.logTopology(i.Name)
+		}
+		c.egret("kill", c.name, i.Name, "--now")
+	}
+	if len(infos) > 0 {
+		c.waitGone(c.t)
+	}
+}
+
+// logTopology logs the last lines of every log file of a topology's
+// containers, read through egret logs (the containers' shells), as a
+// user of any backend would.
+func (c *cluster) logTopology(topology string) {
+	for id := 0; ; id++ {
+		list, stderr, code := c.egret("logs", c.name, topology, "container", strconv.Itoa(id))
+		if code == 2 { // no such container: past the last one
+			return
+		}
+		if code != 0 {
+			c.t.Logf("== %s container %d: %s", topology, id, strings.TrimSpace(stderr))
+			continue
+		}
+		for _, f := range strings.Fields(list) {
+			if !strings.HasSuffix(f, ".log") {
+				continue
+			}
+			tail, _, _ := c.egret("logs", c.name, topology, "container", strconv.Itoa(id), "--file", f, "--tail", "15")
+			c.t.Logf("== %s container %d %s\n%s", topology, id, f, tail)
+		}
 	}
 }
