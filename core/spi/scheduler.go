@@ -63,8 +63,9 @@ type Scalable interface {
 // Replacer is implemented by schedulers whose Update replaces some of the
 // containers a new plan keeps, restarting every process in them: those
 // whose resources change, on a resource manager that cannot resize a
-// running container (a Nomad allocation). ReplacedBy returns them (sorted
-// ids) for a change from current to next. egret update then drains and
+// running container (a Nomad allocation), or all of them, container 0
+// included, where the whole job is replaced (Slurm). ReplacedBy returns
+// them (sorted ids) for a change from current to next. egret update then drains and
 // pauses the topology around the change and names them, rather than
 // claiming that no instance stops.
 type Replacer interface {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/names"
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 )
 
@@ -403,6 +404,19 @@ func (sc *Scheduler) Update(ctx context.Context, job spi.Job) error {
 		return fmt.Errorf("%w; job %s was cancelled and the topology's old job %s is gone: submit the topology again", err, id, old.id)
 	}
 	return nil
+}
+
+// ReplacedBy returns every container both plans have, and container 0:
+// Update replaces the whole job, so every process restarts, the topology
+// manager's too (spi.Replacer).
+func (sc *Scheduler) ReplacedBy(current, next *plan.PackingPlan) []int {
+	ids := []int{0}
+	for _, c := range next.Containers {
+		if _, ok := current.Container(c.ID); ok {
+			ids = append(ids, c.ID)
+		}
+	}
+	return ids
 }
 
 // JobLinks returns the topology's job id, as the command that shows it.

@@ -167,7 +167,9 @@ func writeBackendResults(t *testing.T, name string, results map[string]cellResul
 	}
 	doc, err := renderBackendMatrix()
 	if err != nil {
-		t.Fatalf("render %s: %v", backendMatrixDoc, err)
+		// Another backend has no results yet: its run renders the page.
+		t.Logf("%s not rendered: %v", backendMatrixDoc, err)
+		return
 	}
 	if err := os.WriteFile(backendMatrixDoc, []byte(doc), 0o644); err != nil {
 		t.Fatal(err)
