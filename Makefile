@@ -30,19 +30,25 @@ build: ## build every package and the egret binary into bin/
 # runs them after the others: test-deps starts scripts/k8s-deps.sh in the
 # background (at nice 15), so that a first build of the binaries overlaps
 # with the other tests; the second step waits for it (its lock), then runs them.
+# The backend suite (test/e2e TestBackends) runs as a go test of its own
+# beside the others.
 K8S_TESTS := ^(TestKwok|TestKubelet|TestRealCluster|TestRealPods|TestRealServerChecks|TestKubernetes)
 K8S_PKGS := ./internal/k8stest ./schedulers/kubernetes ./test/e2e
+BACKEND_SUITE := ^TestBackends$$
 
-test: test-deps ## run every test (installs what the tests need when missing; the real-Kubernetes tests last)
+test: test-deps ## run every test (installs what the tests need when missing; the backend suite beside the others, the real-Kubernetes tests last)
 	@status=0; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)' ./... || status=1; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' ./test/e2e & suite=$$!; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)|$(BACKEND_SUITE)' ./... || status=1; \
+	wait $$suite || status=1; \
 	echo "the real-Kubernetes tests: waiting for scripts/k8s-deps.sh"; scripts/k8s-deps.sh || status=1; \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS) || status=1; \
 	exit $$status
 
+
 BACKENDS ?=
 backends-matrix: test-deps ## run the backend suite (test/e2e TestBackends: every scenario on every backend, or on BACKENDS, a regexp of backend names) and regenerate docs/backends.md from its results
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run 'TestBackends$$/$(BACKENDS)' ./test/e2e -args -backends.update
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)/$(BACKENDS)' ./test/e2e -args -backends.update
 
 test-deps: ## install the test dependencies (ZooKeeper, Prometheus, Chromium, Slurm and munge, the Python virtualenv of the multilang tests, the Hadoop mini-cluster's and the Kafka broker's Maven jars, the Nomad 1.6.3 agent built from its module; starts the real Kubernetes build of k8s-deps in the background) when missing
 	@scripts/test-deps.sh
