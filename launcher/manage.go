@@ -666,7 +666,11 @@ func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
 		l.progress("no instance of %q stops or moves: rescaling it while it runs", r.name)
 	}
 	if len(r.replaced) > 0 {
-		l.progress("the scheduler replaces containers %s of %q to resize them: every process in them restarts", intList(r.replaced), r.name)
+		what := "containers " + intList(r.replaced)
+		if len(r.replaced) == 1 {
+			what = "container " + intList(r.replaced)
+		}
+		l.progress("the scheduler replaces %s of %q to apply the new plan: every process in them restarts", what, r.name)
 	}
 	if r.pause {
 		l.progress("deactivating %q while it is rescaled", r.name)

@@ -124,7 +124,9 @@ func startSlurmBackend(t *testing.T) *cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sl, err := slurmtest.Start(context.Background(), slurmtest.Options{Dir: dir, Logf: t.Logf})
+	// The node advertises room for every group's containers (3 cpus
+	// each, the topology manager's included) and a replacement job.
+	sl, err := slurmtest.Start(context.Background(), slurmtest.Options{Dir: dir, CPUs: 32, Logf: t.Logf})
 	if err != nil {
 		os.RemoveAll(dir)
 		t.Fatalf("start Slurm: %v", err)

@@ -216,7 +216,7 @@ func groupAckCheck(t *testing.T, c *cluster, cell cellFunc) {
 			if strings.Contains(out, "rescaling it while it runs") && len(replaced) > 0 {
 				t.Errorf("egret update said that no instance stops, and the %s replaced %v", step.what, replaced)
 			}
-			if len(replaced) > 0 && !strings.Contains(out, "the scheduler replaces containers") {
+			if len(replaced) > 0 && !strings.Contains(out, "the scheduler replaces container") {
 				t.Errorf("the %s replaced %v and egret update did not say so", step.what, replaced)
 			}
 		}
