@@ -95,23 +95,31 @@ func conformanceHarness(t *testing.T, newSched func(t *testing.T) spi.Scheduler)
 			if id == "" {
 				return fmt.Errorf("container %d of %s is not running (%v)", container, topology, running)
 			}
-			n := 0
-			entries, _ := os.ReadDir("/proc")
-			for _, e := range entries {
-				pid, err := strconv.Atoi(e.Name())
-				if err != nil {
-					continue
+			// YARN reports a container RUNNING before its launch script
+			// has started the process: wait for one.
+			for {
+				n := 0
+				entries, _ := os.ReadDir("/proc")
+				for _, e := range entries {
+					pid, err := strconv.Atoi(e.Name())
+					if err != nil {
+						continue
+					}
+					env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+					if err == nil && slices.Contains(strings.Split(string(env), "\x00"), "CONTAINER_ID="+id) {
+						_ = syscall.Kill(pid, syscall.SIGKILL)
+						n++
+					}
 				}
-				env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-				if err == nil && slices.Contains(strings.Split(string(env), "\x00"), "CONTAINER_ID="+id) {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-					n++
+				if n > 0 {
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("no process of YARN container %s (container %d of %s): %w", id, container, topology, ctx.Err())
+				case <-time.After(200 * time.Millisecond):
 				}
 			}
-			if n == 0 {
-				return fmt.Errorf("no process of YARN container %s (container %d of %s)", id, container, topology)
-			}
-			return nil
 		},
 		// A container asking more vcores than the node has can never be
 		// allocated.
