@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -517,7 +518,9 @@ type rescaling struct {
 	pause bool
 	// replaced are the containers the scheduler replaces to apply the
 	// change (spi.Replacer): every process in them restarts.
-	replaced        []int
+	replaced []int
+	// tmanager is the topology manager's location before the change.
+	tmanager        *egretpb.TManagerLocation
 	drain           time.Duration
 	physicalVersion uint64
 	undo            []undoStep
@@ -620,6 +623,7 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 	}
 	if pp, err := store.PhysicalPlan(ctx, name); err == nil && pp.GetState() == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
 		r.wasRunning, r.physicalVersion = true, pp.GetVersion()
+		r.tmanager, _ = store.TManagerLocation(ctx, name)
 	}
 	if rp, ok := r.sched.(spi.Replacer); ok {
 		r.replaced = rp.ReplacedBy(r.current, r.next)
@@ -712,6 +716,14 @@ func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
 	if !r.wasRunning {
 		return nil
 	}
+	if slices.Contains(r.replaced, 0) {
+		// The old topology manager may have published a plan of the new
+		// layout before it stopped: wait for its successor.
+		l.progress("waiting for the new topology manager")
+		if err := waitNewTManager(ctx, r.store, r.name, r.tmanager, 2*time.Minute); err != nil {
+			return err
+		}
+	}
 	l.progress("waiting for the new physical plan")
 	if err := waitPlan(ctx, r.store, r.name, r.physicalVersion, time.Minute); err != nil {
 		return err
@@ -782,6 +794,27 @@ func waitPlan(ctx context.Context, store *state.Store, name string, version uint
 		case <-events:
 		case <-ctx.Done():
 			return fmt.Errorf("topology %q has no physical plan for its packing plan after %s: its containers may still be starting; see their logs: %w", name, timeout, ctx.Err())
+		}
+	}
+}
+
+// waitNewTManager waits until the location node names another topology
+// manager than old (another process or address).
+func waitNewTManager(ctx context.Context, store *state.Store, name string, old *egretpb.TManagerLocation, timeout time.Duration) error {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(timeout)
+	for {
+		loc, err := store.TManagerLocation(ctx, name)
+		if err == nil && (old == nil || loc.GetPid() != old.GetPid() || loc.GetHost() != old.GetHost() || loc.GetServerPort() != old.GetServerPort()) {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			return fmt.Errorf("topology %q has no new topology manager %s after its container 0 was replaced: see its logs", name, timeout)
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 }
