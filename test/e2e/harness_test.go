@@ -135,7 +135,9 @@ func (c *cluster) egret(args ...string) (stdout, stderr string, code int) {
 		full = append(full, "--config-property", p)
 	}
 	full = append(full, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A submit that bundles egret into its package compresses ~100 MB:
+	// minutes of a core on a loaded machine.
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	argv := append(append(slices.Clone(c.wrap), binary(c.t, "egret")), full...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
