@@ -21,6 +21,7 @@ package e2e
 // plugs in with registerBackend from an init function of its own file.
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -358,11 +359,13 @@ func (c *cluster) killTopologies(failed bool) {
 // containers, read through egret logs (the containers' shells), as a
 // user of any backend would.
 func (c *cluster) logTopology(topology string) {
-	for id := 0; ; id++ {
+	pp, _, err := c.store().PackingPlan(context.Background(), topology)
+	if err != nil {
+		c.t.Logf("== %s: no packing plan: %v", topology, err)
+		return
+	}
+	for id := 0; id <= len(pp.Containers); id++ {
 		list, stderr, code := c.egret("logs", c.name, topology, "container", strconv.Itoa(id))
-		if code == 2 { // no such container: past the last one
-			return
-		}
 		if code != 0 {
 			c.t.Logf("== %s container %d: %s", topology, id, strings.TrimSpace(stderr))
 			continue
