@@ -334,12 +334,17 @@ func groupUpgrade(t *testing.T, c *cluster, cell cellFunc) {
 		sc := *c
 		sc.t = t
 		v1, v2 := taggedAckcheck(t, "v1"), taggedAckcheck(t, "v2")
-		const n = 60000
-		r := startAckCheckWith(t, &sc, "rolled", v1, n, nil, suiteAckFlags...)
+		// The source must still emit when the last step restarts its
+		// container (the health check waits for its tuples): at most 2,000
+		// messages a second for at least 3 minutes, where four container
+		// restarts on Slurm took 2.5.
+		const n = 360000
+		flags := []string{"--rate", "2000", "--max-pending", "500", "--timeout", "5s"}
+		r := startAckCheckWith(t, &sc, "rolled", v1, n, nil, flags...)
 		tasks := r.sinkTasks()
 		r.waitAcked("the first 3,000 messages", 3000, recoverTimeout)
 
-		res := r.upgrade(append([]string{binary(t, v2), "--canary", "1", "--wait-healthy", "2m"}, r.defineArgs(suiteAckFlags...)...)...)
+		res := r.upgrade(append([]string{binary(t, v2), "--canary", "1", "--wait-healthy", "2m"}, r.defineArgs(flags...)...)...)
 		canaried := time.Now()
 		if len(res.Steps) != 1 || res.Steps[0].Container != 1 || len(res.Packages) != 2 {
 			t.Fatalf("the canary restarted %+v and left %+v, want container 1 only on its own package", res.Steps, res.Packages)
@@ -354,7 +359,7 @@ func groupUpgrade(t *testing.T, c *cluster, cell cellFunc) {
 		}
 		r.waitTagged("every sink to record v1 after the rollback", append(tasks[1], tasks[2]...), "v1", rolledBack)
 
-		all := r.upgrade(append([]string{binary(t, v2), "--wait-healthy", "2m"}, r.defineArgs(suiteAckFlags...)...)...)
+		all := r.upgrade(append([]string{binary(t, v2), "--wait-healthy", "2m"}, r.defineArgs(flags...)...)...)
 		rolled := time.Now()
 		if len(all.Steps) != 2 || len(all.Packages) != 1 {
 			t.Fatalf("the roll restarted %+v and left %+v, want containers 1 and 2 on one package", all.Steps, all.Packages)
