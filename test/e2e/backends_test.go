@@ -16,9 +16,9 @@ package e2e
 // A backend's resource manager (a Nomad agent, the YARN mini-cluster, a
 // Slurm controller, the Mesos and Aurora fakes) is started once and shared
 // by its scenarios; the backends run side by side (go test -parallel), the
-// scenarios of one backend one after the other, in the order of the table. A backend of another package's
-// harness (the real Kubernetes cluster of schedulers/kubernetes/kubetest)
-// plugs in with registerBackend from an init function of its own file.
+// scenarios of one backend one after the other, in the order of the table.
+// Another backend (the real Kubernetes of internal/k8stest) plugs in with
+// registerBackend from an init function of a file of its own.
 
 import (
 	"context"
@@ -49,16 +49,12 @@ type backend struct {
 	notPossible map[string]string
 }
 
-var (
-	backendsMu sync.Mutex
-	backends   []backend
-)
+// backends are the columns, in the order of registerBackend.
+var backends []backend
 
 // registerBackend adds a column to the suite. Call it from an init
 // function; the names must be unique.
 func registerBackend(b backend) {
-	backendsMu.Lock()
-	defer backendsMu.Unlock()
 	for _, o := range backends {
 		if o.name == b.name {
 			panic("backend suite: two backends named " + b.name)
@@ -97,6 +93,13 @@ func TestBackends(t *testing.T) {
 			results := map[string]cellResult{}
 			defer func() {
 				t.Logf("backend %s: every scenario took %s", b.name, time.Since(began).Round(time.Second))
+				// A row no group reached (the cluster did not start, an
+				// earlier step failed) failed.
+				for _, r := range rows {
+					if _, ok := results[r.id]; !ok {
+						results[r.id] = cellResult{Result: resultFail, Reason: "not reached"}
+					}
+				}
 				if *updateBackends && !t.Skipped() {
 					writeBackendResults(t, b.name, results)
 				}
@@ -137,12 +140,6 @@ func TestBackends(t *testing.T) {
 					t.Cleanup(func() { sc.killTopologies(t.Failed()) })
 					g.run(t, &sc, cell)
 				})
-				// A row the group did not reach (an earlier step failed) failed.
-				for _, id := range g.rows {
-					if _, ok := results[id]; !ok {
-						results[id] = cellResult{Result: resultFail, Reason: "not reached"}
-					}
-				}
 			}
 		})
 	}
