@@ -670,11 +670,11 @@ func (l *Launcher) applyRescale(ctx context.Context, r *rescaling) error {
 		l.progress("no instance of %q stops or moves: rescaling it while it runs", r.name)
 	}
 	if len(r.replaced) > 0 {
-		what := "containers " + intList(r.replaced)
+		what, in := "containers "+intList(r.replaced), "them"
 		if len(r.replaced) == 1 {
-			what = "container " + intList(r.replaced)
+			what, in = "container "+intList(r.replaced), "it"
 		}
-		l.progress("the scheduler replaces %s of %q to apply the new plan: every process in them restarts", what, r.name)
+		l.progress("the scheduler replaces %s of %q to apply the new plan: every process in %s restarts", what, r.name, in)
 	}
 	if r.pause {
 		l.progress("deactivating %q while it is rescaled", r.name)
