@@ -47,7 +47,7 @@ var rows = []row{
 	{rowKillClean, "kill leaves no process, job, file or state"},
 	{rowAtLeastOnce, "at-least-once: every id acked, none lost, through kill -9 of an instance, a stream manager, the topology manager and a whole container"},
 	{rowEffectivelyOnce, "effectively-once: exact counts through kill -9 of an instance and a whole container"},
-	{rowRescale, "rescale up and down (`egret update --component-parallelism`) with data flowing, none lost"},
+	{rowRescale, "rescale down and up again (`egret update --component-parallelism`) with data flowing, none lost; update names the containers it replaces"},
 	{rowUpgrade, "rolling upgrade: canary, rollback, full roll (`egret upgrade`), none lost"},
 	{rowBackPressure, "back pressure: a slow bolt throttles the spout across containers; every id acked"},
 }
