@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/stmgr"
-	"github.com/egret-stream/egret/test/e2e/testdata/ackcheck/ackcheck"
 	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
