@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/core/names"
+	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/shellapi"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
@@ -159,7 +160,9 @@ func (t *Tracker) startAction(ctx context.Context, kind string, r *http.Request)
 		return actionJSON{}, badRequest("the body must be a JSON object of the action's fields: %v", err)
 	}
 	res, err := t.resolve(ctx, q)
-	if err != nil {
+	if err != nil && !(kind == actKill && errors.Is(err, spi.ErrCorrupt)) {
+		// A kill is the way out of a topology whose state is corrupt (as
+		// egret kill): only that error lets one through.
 		return actionJSON{}, err
 	}
 	params := map[string]string{}

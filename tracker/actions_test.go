@@ -7,8 +7,10 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/egret-stream/egret/conf"
+	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/tracker"
 )
 
@@ -85,6 +87,31 @@ func TestActionsNeedTheOperatorToken(t *testing.T) {
 	if code, body := get(t, srv.URL+"/actions"); code != 200 || !strings.Contains(string(body), `"enabled":true`) || !strings.Contains(string(body), `"actions":[]`) {
 		t.Errorf("/actions after refused requests: %d %s", code, body)
 	}
+	// A kill goes through a topology whose definition is corrupt (kill is
+	// the way out of one, as egret kill): the action starts, and fails
+	// here only because this test has no scheduler.
+	sm := store.NewSession()
+	if _, err := sm.Set(context.Background(), state.TopologiesDir+"/wc", []byte("garbage"), -1); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := post(srv.URL, "/topologies/actions/rescale"+q, tok, `{"component":"count","parallelism":3}`); code != 502 {
+		t.Errorf("rescale of a corrupt topology: %d %s", code, body)
+	}
+	if code, body := post(srv.URL, "/topologies/actions/kill"+q, tok, `{"confirm":"wc","now":true}`); code != 202 || !strings.Contains(body, `"state":"running"`) {
+		t.Fatalf("kill of a corrupt topology: %d %s", code, body)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		_, body := get(t, srv.URL+"/actions")
+		if strings.Contains(string(body), `"state":"failed"`) && strings.Contains(string(body), "scheduler") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the kill did not fail for want of a scheduler: %s", body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
 	// GET on an action is a 405 naming POST.
 	if code, body := get(t, srv.URL+"/topologies/actions/kill"+q); code != 405 || !strings.Contains(string(body), "POST") {
 		t.Errorf("GET action: %d %s", code, body)
