@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/proto/egretpb"
 )
 
 // TestRenderLog: JSON lines become text with their fields, a multi-line
@@ -121,5 +124,43 @@ func TestClusterAggregateCountsDaemons(t *testing.T) {
 	m := tr.clusterMetrics("local")
 	if m.Topologies != 1 || math.Abs(m.CPUCores-0.75) > 1e-9 || m.RSSBytes != 157 {
 		t.Errorf("aggregate %+v, want cpu 0.75 (0.5 + 1s/4s) and rss 157", m)
+	}
+}
+
+// TestHealthCrashLoop: a bolt restarted 12 times, 3 of them within 10
+// minutes, makes the topology critical; restarts long ago only a warning;
+// none (with every task reporting) healthy.
+func TestHealthCrashLoop(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	topo := &topology.Topology{Name: "wc", ID: "wc-1", Components: []topology.Component{
+		{Name: "words", Kind: topology.Spout, Parallelism: 1}, {Name: "count", Kind: topology.Bolt, Parallelism: 1}}}
+	r := &resolved{topo: topo, es: &egretpb.ExecutionState{SubmitTimeUnix: now.Add(-time.Hour).Unix()}}
+	track := func(restarts int, times ...time.Time) *topoTrack {
+		v := nanValues()
+		v[0], v[1] = 10, 10
+		tt := &topoTrack{id: "wc-1", taskComp: map[int]string{1: "words", 2: "count"},
+			procs: map[int]*procTrack{1: {}, 2: {restarts: restarts}},
+			fine:  []sample{{at: now, comps: map[string]*values{"words": v, "count": v}, tasks: map[int]*values{1: v, 2: v}}}}
+		tt.console.restartTimes = map[int][]time.Time{2: times}
+		return tt
+	}
+	tr := &Tracker{}
+	for _, tc := range []struct {
+		tt     *topoTrack
+		level  string
+		reason string
+	}{
+		{track(12, now.Add(-time.Minute), now.Add(-2*time.Minute), now.Add(-3*time.Minute)), healthCritical, "count restarted 3 times in the last 10m0s"},
+		{track(12, now.Add(-time.Hour)), healthWarning, "count restarted 12 time(s)"},
+		{track(0), healthHealthy, ""},
+	} {
+		out := tr.overviewLocked(tc.tt, r, "running", nil, now)
+		h := out["health"].(healthJSON)
+		if h.Level != tc.level || tc.reason != "" && !strings.Contains(strings.Join(h.Reasons, "|"), tc.reason) {
+			t.Errorf("health %+v, want %s with %q", h, tc.level, tc.reason)
+		}
+		if up := out["uptime_seconds"].(float64); up != 3600 {
+			t.Errorf("uptime %v", up)
+		}
 	}
 }
