@@ -47,9 +47,17 @@ func repoRoot() string {
 // repository (see packages).
 func binary(t *testing.T, name string) string {
 	t.Helper()
+	return build(t, name, "")
+}
+
+// build builds a binary of packages once per test run, into
+// <buildDir>/<sub>/<name>, with the environment env.
+func build(t *testing.T, name, sub string, env ...string) string {
+	t.Helper()
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if p, ok := built[name]; ok {
+	key := filepath.Join(sub, name)
+	if p, ok := built[key]; ok {
 		return p
 	}
 	pkg, ok := packages[name]
@@ -63,13 +71,14 @@ func binary(t *testing.T, name string) string {
 		}
 		buildDir = dir
 	}
-	out := filepath.Join(buildDir, name)
+	out := filepath.Join(buildDir, key)
 	cmd := exec.Command("go", "build", "-o", out, pkg)
 	cmd.Dir = repoRoot()
+	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("build %s: %v\n%s", pkg, err, b)
 	}
-	built[name] = out
+	built[key] = out
 	return out
 }
 

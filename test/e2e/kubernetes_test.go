@@ -34,28 +34,7 @@ import (
 // library): the egret of the image and the topologies that run in pods.
 func staticBinary(t *testing.T, name string) string {
 	t.Helper()
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	key := "static/" + name
-	if p, ok := built[key]; ok {
-		return p
-	}
-	if buildDir == "" {
-		dir, err := os.MkdirTemp("", "egret-e2e-bin-")
-		if err != nil {
-			t.Fatal(err)
-		}
-		buildDir = dir
-	}
-	out := filepath.Join(buildDir, "static", name)
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, packages[name])
-	cmd.Dir = repoRoot()
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", packages[name], err, b)
-	}
-	built[key] = out
-	return out
+	return build(t, name, "static", "CGO_ENABLED=0")
 }
 
 // k8sEnv is a real cluster with egret's image on its node, ZooKeeper and
