@@ -16,6 +16,8 @@ import (
 	_ "github.com/egret-stream/egret/schedulers/nomad"
 	_ "github.com/egret-stream/egret/schedulers/slurm"
 	_ "github.com/egret-stream/egret/schedulers/yarn"
+	_ "github.com/egret-stream/egret/statebackends/heap"
+	_ "github.com/egret-stream/egret/statebackends/pebble"
 	_ "github.com/egret-stream/egret/statemgr/localfs"
 	_ "github.com/egret-stream/egret/statemgr/zookeeper"
 	_ "github.com/egret-stream/egret/uploaders/hdfs"

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/daemons/instance"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/stmgr"
 	"github.com/egret-stream/egret/daemons/tmlocation"
@@ -144,6 +145,7 @@ func runContainer(t *api.Topology, inst *instanceFlags, f *containerFlags, tasks
 				Settings:      settings,
 				Logger:        log.With(zap.String("topology", f.topology), zap.Int("task", task)),
 				ResourcesDir:  packageResources(),
+				StateDir:      instance.DefaultStateDir(task),
 			})
 			switch {
 			case err == nil || instCtx.Err() != nil:

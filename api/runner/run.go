@@ -24,6 +24,7 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/topobin"
 	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/instance"
 	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/daemons/instance/inproc"
 	"github.com/egret-stream/egret/internal/daemonlog"
@@ -555,6 +556,7 @@ func runInstance(t *api.Topology, f *instanceFlags, log *zap.Logger, stderr io.W
 		Settings:      settings,
 		Logger:        log.With(zap.String("topology", t.Logical.Name)),
 		ResourcesDir:  packageResources(),
+		StateDir:      instance.DefaultStateDir(f.task),
 	})
 	switch {
 	case err == nil:

@@ -428,8 +428,13 @@ func (s *Spout) forget(m map[string][]int32) {
 // positions it is given, and drops the others from its state. Given the
 // union of every task's positions — what a restore with another
 // parallelism hands each task — every partition resumes from its
-// position; a partition without one starts at StartOffset.
+// position; a partition without one starts at StartOffset. In the other
+// modes (called once, with empty states) it does nothing: Open started
+// consuming.
 func (s *Spout) InitState(states *api.States) error {
+	if s.mode != topology.EffectivelyOnce {
+		return nil
+	}
 	st, err := api.NewState[string, int64](states, PositionsState, api.WithRestoreMode(api.UnionRestore))
 	if err != nil {
 		return fmt.Errorf("kafka: spout state: %w", err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/keygroup"
+	"github.com/egret-stream/egret/core/statebackend"
 )
 
 // DeliveryMode is the delivery guarantee of a topology.
@@ -158,6 +159,12 @@ const (
 	// may ever have: the fields grouping routes a key to the task owning
 	// its key group (integer in [1, 32768]; default 128). Component.
 	KeyMaxParallelism = "topology.max.parallelism"
+
+	// KeyStateBackend names the state backend that holds the keyed
+	// state and timers of every task (core/statebackend): heap (the
+	// default; the task's memory) or pebble (an LSM tree on the
+	// container's disk, for state larger than memory).
+	KeyStateBackend = "topology.state.backend"
 )
 
 // Defaults of the typed settings.
@@ -176,6 +183,7 @@ const (
 	DefaultHealthMgrScaleFactor    = 2.0
 
 	DefaultMaxParallelism = keygroup.DefaultMaxParallelism
+	DefaultStateBackend   = "heap"
 )
 
 type keyType int
@@ -189,6 +197,7 @@ const (
 	typeDelivery
 	typeContainerMode
 	typeString
+	typeStateBackend
 )
 
 type keySpec struct {
@@ -213,6 +222,7 @@ const (
 	fixedCheckpoint    = "it changes the checkpoint semantics of an effectively-once topology, which the topology manager reads at its start; kill the topology and submit it again"
 	fixedContainerMode = "the executors read it when a container starts; kill the topology and submit it again"
 	fixedHealthMgr     = "the health manager reads it in container 0, which a rolling restart does not restart (it holds no topology code); kill the topology and submit it again"
+	fixedStateBackend  = "the tasks' keyed state lives in it and its checkpoints are written in its format; kill the topology and submit it again"
 	fixedKeyGroups     = "it is the number of key groups the component's keyed state is partitioned into, fixed for the topology's life; kill the topology and submit it again"
 )
 
@@ -253,6 +263,7 @@ var keySpecs = map[string]keySpec{
 	KeyHealthMgrScaleFactor:    {typ: typeFloat, component: true, min: 1, fixed: fixedHealthMgr},
 
 	KeyMaxParallelism: {typ: typeInt, component: true, min: 1, max: keygroup.Limit, fixed: fixedKeyGroups},
+	KeyStateBackend:   {typ: typeStateBackend, fixed: fixedStateBackend},
 }
 
 // checkValue validates one config value; the returned message names the
@@ -303,6 +314,12 @@ func checkValue(key, value string, component bool) (string, bool) {
 		case AtMostOnce, AtLeastOnce, EffectivelyOnce:
 		default:
 			return fmt.Sprintf("%q is not a delivery mode (use %s, %s or %s)", value, AtMostOnce, AtLeastOnce, EffectivelyOnce), false
+		}
+	case typeStateBackend:
+		// The backends register from init functions: the CLI links them
+		// through catalog/, a topology binary through api/runner.
+		if names := statebackend.Names(); !slices.Contains(names, value) {
+			return fmt.Sprintf("%q is not a state backend (use one of: %s)", value, strings.Join(names, ", ")), false
 		}
 	case typeContainerMode:
 		switch ContainerMode(value) {
@@ -550,6 +567,15 @@ func (t *Topology) MaxParallelism(component string) int {
 		return DefaultMaxParallelism
 	}
 	return n
+}
+
+// StateBackend returns the name of the topology's state backend
+// (topology.state.backend, else DefaultStateBackend).
+func (t *Topology) StateBackend() string {
+	if v := t.Config[KeyStateBackend]; v != "" {
+		return v
+	}
+	return DefaultStateBackend
 }
 
 // HealthMgrScaleFactor returns the factor the health manager multiplies

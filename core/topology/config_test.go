@@ -286,3 +286,29 @@ func TestMaxParallelism(t *testing.T) {
 		t.Errorf("the max parallelism may change in a running topology")
 	}
 }
+
+func TestStateBackend(t *testing.T) {
+	topo := &Topology{Name: "t", Config: map[string]string{}}
+	if topo.StateBackend() != "heap" {
+		t.Fatalf("default state backend %q", topo.StateBackend())
+	}
+	topo.Config[KeyStateBackend] = "pebble"
+	if topo.StateBackend() != "pebble" {
+		t.Fatalf("state backend %q", topo.StateBackend())
+	}
+	for _, v := range []string{"heap", "pebble"} {
+		if msg, ok := checkValue(KeyStateBackend, v, false); !ok {
+			t.Errorf("%s=%s refused: %s", KeyStateBackend, v, msg)
+		}
+	}
+	msg, ok := checkValue(KeyStateBackend, "rocksdb", false)
+	if ok || !strings.Contains(msg, "heap, pebble") {
+		t.Errorf("%s=rocksdb: %v %q (want the valid names)", KeyStateBackend, ok, msg)
+	}
+	if _, ok := checkValue(KeyStateBackend, "heap", true); ok {
+		t.Errorf("%s accepted per component", KeyStateBackend)
+	}
+	if _, _, err := SplitRestartConfig(map[string]string{KeyStateBackend: "pebble"}); err == nil {
+		t.Errorf("the state backend may change in a running topology")
+	}
+}

@@ -1,14 +1,18 @@
 package instance
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/core/statebackend"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -21,15 +25,13 @@ type FrameSender interface {
 }
 
 // checkpointing is a task's part of effectively-once: it saves the task's
-// states at barriers, restores them, and gates processing between a
-// restore and the topology manager's StartProcessing.
+// states (Instance.state) at barriers, restores them, and gates processing
+// between a restore and the topology manager's StartProcessing.
 type checkpointing struct {
 	in         *Instance
 	send       FrameSender
-	stateful   api.Stateful           // nil for a stateless component
 	listener   api.CheckpointListener // nil unless implemented
 	syncer     api.Syncer             // nil unless implemented
-	states     *api.States
 	epoch      int64
 	processing bool
 	// downstream are the tasks of the bolts consuming this component:
@@ -44,7 +46,7 @@ func newCheckpointing(in *Instance) (*checkpointing, error) {
 	if !ok {
 		return nil, errors.New("effectively-once needs the stream manager transport (the in-process runner does not checkpoint; run the topology with egret submit)")
 	}
-	c := &checkpointing{in: in, send: send, states: api.NewStates(), maxFrame: in.cfg.MaxFrame}
+	c := &checkpointing{in: in, send: send, maxFrame: in.cfg.MaxFrame}
 	if c.maxFrame <= 0 {
 		c.maxFrame = wire.DefaultMaxFrame
 	}
@@ -58,7 +60,6 @@ func newCheckpointing(in *Instance) (*checkpointing, error) {
 
 // bind records what the component implements (after Open or Prepare).
 func (c *checkpointing) bind(component any) {
-	c.stateful, _ = component.(api.Stateful)
 	c.listener, _ = component.(api.CheckpointListener)
 	c.syncer, _ = component.(api.Syncer)
 }
@@ -95,13 +96,11 @@ func (c *checkpointing) restore(id, epoch int64, blob []byte) {
 	c.processing = false
 	c.epoch = epoch
 	err := func() error {
-		states, err := api.UnmarshalStates(blob)
-		if err != nil {
+		if err := c.restoreState(blob); err != nil {
 			return fmt.Errorf("checkpoint %d: %w", id, err)
 		}
-		c.states = states
-		if c.stateful != nil {
-			if err := c.in.call("InitState", func() error { return c.stateful.InitState(states) }); err != nil {
+		if ts := c.in.state; ts != nil {
+			if err := ts.initState(); err != nil {
 				return fmt.Errorf("InitState with checkpoint %d: %w", id, err)
 			}
 		}
@@ -126,7 +125,10 @@ func (c *checkpointing) restore(id, epoch int64, blob []byte) {
 
 // barrier saves the task's states as part of checkpoint b.Checkpoint and
 // forwards the barrier to every downstream task, after the data emitted
-// before it.
+// before it. Only the synchronous part of the save runs before the barrier
+// goes on: PreSave, the encoding of the operator states and the fork of
+// the keyed state's snapshot (constant time on every backend); the
+// snapshot is written afterwards.
 func (c *checkpointing) barrier(b wire.Barrier) {
 	if c.syncer != nil {
 		// A bolt that processes tuples outside Execute (a shell bolt's
@@ -136,12 +138,28 @@ func (c *checkpointing) barrier(b wire.Barrier) {
 		_ = c.in.call("Sync", func() error { c.syncer.Sync(); return nil })
 	}
 	msg := &egretpb.StoreInstanceState{CheckpointId: b.Checkpoint, Epoch: b.Epoch, TaskId: int32(c.in.cfg.TaskID)}
+	var snap *taskSnapshot
 	if b.Flags&wire.BarrierAborted != 0 {
 		msg.Error = "barrier alignment timed out in the stream manager (topology.stateful.alignment.timeout)"
-	} else if blob, err := c.save(b.Checkpoint); err != nil {
-		msg.Error = err.Error()
 	} else {
-		msg.State = blob
+		start := time.Now()
+		var err error
+		if snap, err = c.fork(b.Checkpoint); err != nil {
+			msg.Error = err.Error()
+		}
+		c.in.metrics.CheckpointSyncNanos.Store(int64(time.Since(start)))
+	}
+	c.in.em.flushAll()
+	for _, d := range c.downstream {
+		c.buf = wire.AppendBarrier(c.buf[:0], wire.Barrier{Dest: d, Src: uint32(c.in.cfg.TaskID), Checkpoint: b.Checkpoint, Epoch: b.Epoch})
+		c.sendFrame(c.buf)
+	}
+	if snap != nil {
+		state, err := c.persist(snap)
+		if err != nil {
+			msg.Error = err.Error()
+		}
+		msg.State = state
 	}
 	if msg.Error != "" {
 		c.in.metrics.CheckpointFailures.Add(1)
@@ -151,28 +169,100 @@ func (c *checkpointing) barrier(b wire.Barrier) {
 		c.in.metrics.CheckpointBytes.Store(int64(len(msg.State)))
 	}
 	c.sendMessage(msg)
-	c.in.em.flushAll()
-	for _, d := range c.downstream {
-		c.buf = wire.AppendBarrier(c.buf[:0], wire.Barrier{Dest: d, Src: uint32(c.in.cfg.TaskID), Checkpoint: b.Checkpoint, Epoch: b.Epoch})
-		c.sendFrame(c.buf)
-	}
 }
 
-func (c *checkpointing) save(id int64) ([]byte, error) {
-	if c.stateful != nil {
-		if err := c.in.call("PreSave", func() error { return c.stateful.PreSave(id) }); err != nil {
+// taskSnapshot is the synchronous part of a task's save: its operator
+// states encoded and a fork of its keyed state (nil for a task without
+// state).
+type taskSnapshot struct {
+	checkpoint int64
+	operator   []byte
+	keyed      statebackend.Snapshot
+}
+
+// fork runs PreSave and forks the task's states.
+func (c *checkpointing) fork(id int64) (*taskSnapshot, error) {
+	ts := c.in.state
+	snap := &taskSnapshot{checkpoint: id}
+	if ts == nil {
+		return snap, nil
+	}
+	if ts.stateful != nil {
+		if err := c.in.call("PreSave", func() error { return ts.stateful.PreSave(id) }); err != nil {
 			return nil, fmt.Errorf("PreSave(%d): %w", id, err)
 		}
 	}
-	blob, err := c.states.MarshalBinary()
-	if err != nil {
+	var err error
+	if snap.operator, err = ts.states.MarshalBinary(); err != nil {
 		return nil, err
 	}
+	if snap.keyed, err = ts.backend.Snapshot(); err != nil {
+		return nil, fmt.Errorf("fork the keyed state: %w", err)
+	}
+	return snap, nil
+}
+
+// persist writes a forked snapshot where restore finds it again and
+// returns what the stream manager stores for the task. For now that is
+// the whole state, in one frame:
+//
+//	blob = "EGT1" len(operator):uvarint operator keyed-snapshot-stream
+//
+// (empty for a task without state).
+func (c *checkpointing) persist(snap *taskSnapshot) ([]byte, error) {
+	if snap.keyed == nil {
+		return nil, nil
+	}
+	defer snap.keyed.Release()
+	blob := append([]byte(nil), blobMagic...)
+	blob = binary.AppendUvarint(blob, uint64(len(snap.operator)))
+	blob = append(blob, snap.operator...)
+	w := bytes.NewBuffer(blob)
+	if _, err := snap.keyed.WriteTo(w); err != nil {
+		return nil, fmt.Errorf("write the keyed state: %w", err)
+	}
+	blob = w.Bytes()
 	// The state travels in one frame with a few bytes of envelope.
 	if limit := c.maxFrame - 64; len(blob) > limit {
 		return nil, fmt.Errorf("the task's state is %d bytes, more than one frame carries (%d; egret.wire.max.frame.bytes)", len(blob), limit)
 	}
 	return blob, nil
+}
+
+var blobMagic = []byte("EGT1")
+
+// restoreState replaces the task's state with the one persist saved in
+// blob (none when empty).
+func (c *checkpointing) restoreState(blob []byte) error {
+	ts := c.in.state
+	var operator, keyed []byte
+	if len(blob) > 0 {
+		if !bytes.HasPrefix(blob, blobMagic) {
+			return errors.New("saved state: bad magic")
+		}
+		rest := blob[len(blobMagic):]
+		n, k := binary.Uvarint(rest)
+		if k <= 0 || n > uint64(len(rest)-k) {
+			return errors.New("saved state: truncated operator state")
+		}
+		operator, keyed = rest[k:k+int(n)], rest[k+int(n):]
+		if ts == nil {
+			return errors.New("saved state of a component that keeps none now (api.Stateful)")
+		}
+	}
+	if ts == nil {
+		return nil
+	}
+	if err := ts.backend.Clear(); err != nil {
+		return fmt.Errorf("clear the keyed state: %w", err)
+	}
+	if len(keyed) > 0 {
+		if err := ts.backend.Restore(bytes.NewReader(keyed)); err != nil {
+			return fmt.Errorf("restore the keyed state: %w", err)
+		}
+	}
+	_, err := ts.open(operator)
+	return err
 }
 
 func (c *checkpointing) sendMessage(m proto.Message) {

@@ -67,6 +67,11 @@ type Config struct {
 	// (effectively-once): the task streams its checkpoints' files there
 	// and reads them back at a restore (upload.go, daemons/ckptio).
 	CkptMgrSocket string
+	// StateDir is the directory of the task's state backend (a backend on
+	// disk keeps its files there; its contents are replaced). Empty: a
+	// temporary directory, removed when the task ends (DefaultStateDir
+	// is the one of an instance in a container).
+	StateDir string
 }
 
 // Instance runs one task.
@@ -80,6 +85,9 @@ type Instance struct {
 	ctx       context.Context
 	// ckpt is set in effectively-once mode.
 	ckpt *checkpointing
+	// state is set for a component that keeps state or registers
+	// timers.
+	state *taskState
 }
 
 // New checks cfg and prepares the instance's routes.
@@ -170,9 +178,11 @@ func (in *Instance) Run(ctx context.Context) error {
 		if err := in.call("Open", func() error { return s.Open(uctx, &spoutCollector{em: &in.em}) }); err != nil {
 			return in.failed(fmt.Errorf("open spout %s/%d: %w", in.comp.Name, in.cfg.TaskID, err))
 		}
-		if in.ckpt != nil {
-			in.ckpt.bind(s)
+		if err := in.bindState(s); err != nil {
+			in.call("Close", func() error { s.Close(); return nil })
+			return in.failed(fmt.Errorf("spout %s/%d: %w", in.comp.Name, in.cfg.TaskID, err))
 		}
+		defer in.state.close()
 		in.runSpout(ctx, s)
 		in.call("Close", func() error { s.Close(); return nil })
 	default:
@@ -180,9 +190,11 @@ func (in *Instance) Run(ctx context.Context) error {
 		if err := in.call("Prepare", func() error { return b.Prepare(uctx, &boltCollector{em: &in.em}) }); err != nil {
 			return in.failed(fmt.Errorf("prepare bolt %s/%d: %w", in.comp.Name, in.cfg.TaskID, err))
 		}
-		if in.ckpt != nil {
-			in.ckpt.bind(b)
+		if err := in.bindState(b); err != nil {
+			in.call("Cleanup", func() error { b.Cleanup(); return nil })
+			return in.failed(fmt.Errorf("bolt %s/%d: %w", in.comp.Name, in.cfg.TaskID, err))
 		}
+		defer in.state.close()
 		in.runBolt(ctx, b)
 		in.call("Cleanup", func() error { b.Cleanup(); return nil })
 	}
@@ -205,6 +217,24 @@ func (in *Instance) failed(err error) error {
 	in.metrics.Errors.Add(1)
 	in.metrics.AddException(err.Error(), stack, time.Now())
 	return err
+}
+
+// bindState opens the task's state backend when the component keeps
+// state, and gives it its states: in effectively-once mode at each
+// restore, in the other modes now (empty, for the task's life).
+func (in *Instance) bindState(component any) error {
+	var err error
+	if in.state, err = newTaskState(in, component); err != nil {
+		return err
+	}
+	if in.ckpt != nil {
+		in.ckpt.bind(component)
+		return nil
+	}
+	if in.state != nil {
+		return in.state.initState()
+	}
+	return nil
 }
 
 // call runs user code, turning a panic into an error that is logged and
@@ -344,6 +374,11 @@ func (in *Instance) runSpout(ctx context.Context, s api.Spout) {
 			case <-ctx.Done():
 			}
 			continue
+		}
+		if in.state != nil {
+			if next, ok := in.state.states.NextProcessingTime(); ok && next <= in.state.states.ProcessingTime() {
+				in.state.fireTimers()
+			}
 		}
 		emitted, more := in.produce(s, sa)
 		if emitted {
@@ -491,6 +526,9 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 			}
 			exec.execute(api.NewTickTuple())
 			in.em.flushAll()
+		case <-in.state.timerC(in.processing()):
+			in.state.fireTimers()
+			in.em.flushAll()
 		case <-ctx.Done():
 			in.em.flushAll()
 			return
@@ -538,6 +576,9 @@ func (x *boltExecutor) settle(t *inTuple) {
 
 // execute runs Execute on one tuple outside a batch (a tick tuple).
 func (x *boltExecutor) execute(t api.Tuple) {
+	if x.in.state != nil {
+		x.in.state.states.ClearCurrentKey()
+	}
 	start := time.Now()
 	_ = x.in.call("Execute", func() error { x.b.Execute(t); return nil })
 	d := time.Since(start)
@@ -577,6 +618,9 @@ func (x *boltExecutor) run() (finished bool) {
 			in.metrics.Errors.Add(1)
 			in.log.Error("dropping the rest of a corrupt batch", zap.Error(err))
 			return true
+		}
+		if in.state != nil {
+			in.state.setKey(x.h.Stream, t)
 		}
 		// Counted before Execute, so that a tuple whose Execute panics
 		// counts too.

@@ -52,6 +52,10 @@ type Metrics struct {
 	CheckpointFullBytes        atomic.Int64
 	CheckpointIncrementalBytes atomic.Int64
 	CheckpointUploadedBytes    atomic.Int64
+	// CheckpointSyncNanos is the synchronous part of the last save (the
+	// task stops processing for it): PreSave, the encoding of the
+	// operator states and the fork of the keyed state.
+	CheckpointSyncNanos atomic.Int64
 
 	// ExecuteLatency is the distribution of Execute times (sampled: each
 	// timed tuple counts for the tuples it stands for); CompleteLatency

@@ -22,7 +22,8 @@
 //     may start other daemons;
 //   - api/ imports no backend, daemon, launcher/, plugins/, cli/, conf or
 //     tracker/, except that api/runner, the runtime of a topology binary,
-//     runs the daemons it is made of;
+//     runs the daemons it is made of and links the state backends
+//     (statebackends/) its tasks keep their keyed state in;
 //   - launcher/ imports no backend, no daemon and not api/runner;
 //   - plugins/ (the go-plugin glue) imports no backend and no daemon;
 //   - tracker/ imports no backend and no daemon except the contract

@@ -45,6 +45,8 @@ func TestViolation(t *testing.T) {
 		{"api", "conf", "api/ imports no"},
 		{"api/runner", "daemons/stmgr", ""},
 		{"api/runner", "statemgr/localfs", "api/runner runs daemons but"},
+		{"api/runner", "statebackends/pebble", ""},
+		{"api/runner", "checkpoints/localfs", "api/runner runs daemons but"},
 		{"launcher", "conf", ""},
 		{"launcher", "api/runner", "launcher/ imports no"},
 		{"launcher", "packing/ffd", "launcher/ imports no"},

@@ -77,6 +77,9 @@ type Config struct {
 	Logger   *zap.Logger
 	// Metrics receives the instance's counters (allocated when nil).
 	Metrics *instance.Metrics
+	// StateDir is the directory of the task's state backend
+	// (instance.Config.StateDir; empty: a temporary one).
+	StateDir string
 	// Stats receives the gateway's counters (allocated when nil).
 	Stats *Stats
 	// ReconnectMin and ReconnectMax bound the reconnection backoff

@@ -133,6 +133,7 @@ func (g *gateway) run(ctx context.Context) error {
 		ResourcesDir:  g.cfg.ResourcesDir,
 		MaxFrame:      g.set.maxFrame,
 		CkptMgrSocket: g.cfg.CkptMgrSocket,
+		StateDir:      g.cfg.StateDir,
 	})
 	if err != nil {
 		_ = reg.conn.Close()

@@ -66,6 +66,10 @@ const (
 	MetricCheckpointFullBytes        = "instance.checkpoint.full.bytes"
 	MetricCheckpointIncrementalBytes = "instance.checkpoint.incremental.bytes"
 	MetricCheckpointUploadedBytes    = "instance.checkpoint.uploaded.bytes"
+	// MetricCheckpointSyncNanos is the synchronous part of the last
+	// save, while the task does not process: PreSave, the encoding of
+	// the operator states, the fork of the keyed state's snapshot.
+	MetricCheckpointSyncNanos = "instance.checkpoint.sync.nanos"
 )
 
 // ackCounters count the gateway's acking traffic.
@@ -105,6 +109,7 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 		add(MetricCheckpointFullBytes, im.CheckpointFullBytes.Load())
 		add(MetricCheckpointIncrementalBytes, im.CheckpointIncrementalBytes.Load())
 		add(MetricCheckpointUploadedBytes, im.CheckpointUploadedBytes.Load())
+		add(MetricCheckpointSyncNanos, im.CheckpointSyncNanos.Load())
 	}
 	if g.atLeastOnce {
 		add(MetricAcked, im.Acked.Load())
