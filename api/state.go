@@ -219,11 +219,16 @@ func configure(opts []StateOption) stateConfig {
 // (given), or T's default.
 func serializerOf[T any](given any, what string) (Serializer[T], error) {
 	if given == nil {
-		return DefaultSerializer[T](), nil
+		given = DefaultSerializer[T]()
 	}
 	s, ok := given.(Serializer[T])
 	if !ok {
 		return nil, fmt.Errorf("the %s serializer is a %T, not a Serializer[%s]", what, given, typeName[T]())
+	}
+	if c, ok := s.(interface{ check() error }); ok {
+		if err := c.check(); err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
 	}
 	return s, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/egret-stream/egret/core/keygroup"
 	"github.com/egret-stream/egret/core/statebackend"
+	"github.com/egret-stream/egret/core/tuple"
 	_ "github.com/egret-stream/egret/statebackends/heap"
 	_ "github.com/egret-stream/egret/statebackends/pebble"
 )
@@ -312,6 +313,9 @@ func TestSerializers(t *testing.T) {
 	roundTrip(t, GobSerializer[item](), it)
 	roundTrip(t, CBORSerializer[map[string]int](), map[string]int{"b": 2, "a": 1})
 	roundTrip(t, DefaultSerializer[[2]int64](), [2]int64{1, -1})
+	// Tuple values held as `any` come back with the types of tuple values.
+	row := []any{int64(-3), int64(1) << 40, 2.5, "s", []byte{1}, true, now, []any{int64(1), "x"}, map[string]any{"k": int64(2)}, nil}
+	roundTrip(t, DefaultSerializer[[]any](), row)
 	// Deterministic: a map encodes equally whatever its iteration order.
 	ms := DefaultSerializer[map[string]int]()
 	big := map[string]int{}
@@ -365,6 +369,15 @@ func roundTrip[T any](t *testing.T, s Serializer[T], vals ...T) {
 		if gt, ok := any(got).(time.Time); ok {
 			if !gt.Equal(any(v).(time.Time)) {
 				t.Fatalf("%T: %v came back as %v", s, v, got)
+			}
+			continue
+		}
+		if gr, ok := any(got).([]any); ok {
+			vr := any(v).([]any)
+			for i := range vr {
+				if reflect.TypeOf(gr[i]) != reflect.TypeOf(vr[i]) || !tuple.Equal(gr[i], vr[i]) {
+					t.Fatalf("%T: element %d %#v came back as %#v", s, i, vr[i], gr[i])
+				}
 			}
 			continue
 		}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -203,10 +204,20 @@ func init() {
 	// map-state key encodes equally every time; times keep nanoseconds.
 	eo := cbor.CoreDetEncOptions()
 	eo.Time = cbor.TimeRFC3339Nano
+	eo.TimeTag = cbor.EncTagRequired // a time in an `any` decodes as a time
 	if cborEnc, err = eo.EncMode(); err != nil {
 		panic(err)
 	}
-	if cborDec, err = (cbor.DecOptions{MaxArrayElements: math.MaxInt32, MaxMapPairs: math.MaxInt32}).DecMode(); err != nil {
+	// What a value typed `any` (a tuple's values) decodes as: the types
+	// of tuple values (int64, float64, string, []byte, bool, time.Time,
+	// []any, map[string]any).
+	do := cbor.DecOptions{
+		MaxArrayElements: math.MaxInt32,
+		MaxMapPairs:      math.MaxInt32,
+		IntDec:           cbor.IntDecConvertSignedOrBigInt,
+		DefaultMapType:   reflect.TypeFor[map[string]any](),
+	}
+	if cborDec, err = do.DecMode(); err != nil {
 		panic(err)
 	}
 }
@@ -218,6 +229,48 @@ type cborSer[T any] struct{}
 // every type but the built-in scalars. Structs are encoded by their
 // exported fields (a `cbor:"name"` or `json:"name"` tag renames one).
 func CBORSerializer[T any]() Serializer[T] { return cborSer[T]{} }
+
+// check refuses a type CBOR would encode as nothing: a struct without
+// exported fields, where gob would have refused it.
+func (cborSer[T]) check() error { return checkExported(reflect.TypeFor[T](), map[reflect.Type]bool{}) }
+
+func checkExported(t reflect.Type, seen map[reflect.Type]bool) error {
+	if seen[t] {
+		return nil
+	}
+	seen[t] = true
+	if t.Implements(reflect.TypeFor[cbor.Marshaler]()) || t.Implements(reflect.TypeFor[encoding.BinaryMarshaler]()) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return checkExported(t.Elem(), seen)
+	case reflect.Map:
+		if err := checkExported(t.Key(), seen); err != nil {
+			return err
+		}
+		return checkExported(t.Elem(), seen)
+	case reflect.Struct:
+		if t == reflect.TypeFor[time.Time]() {
+			return nil
+		}
+		n := 0
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() {
+				n++
+				if err := checkExported(f.Type, seen); err != nil {
+					return err
+				}
+			}
+		}
+		if n == 0 && t.NumField() > 0 {
+			return fmt.Errorf("type %s has no exported fields, so it would be saved as nothing: export its fields or give the state a serializer (WithSerializer)", t)
+		}
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return fmt.Errorf("a %s cannot be saved in state", t)
+	}
+	return nil
+}
 
 func (cborSer[T]) Append(dst []byte, v T) ([]byte, error) {
 	b, err := cborEnc.Marshal(v)

@@ -44,7 +44,13 @@ func startEOCount(t *testing.T, c *cluster, name string, n int64, flags ...strin
 		t.Fatalf("read the packing plan: %v", err)
 	}
 	w.plan = pp
-	return &eoRun{wordCount: w, state: state, expected: eocount.Expected(n)}
+	var keys int64
+	for i, f := range flags {
+		if f == "--keys" && i+1 < len(flags) {
+			keys, _ = strconv.ParseInt(flags[i+1], 10, 64)
+		}
+	}
+	return &eoRun{wordCount: w, state: state, expected: eocount.ExpectedOf(n, keys)}
 }
 
 // check reads the reports and fails the test at once when a count passed
@@ -178,6 +184,53 @@ func TestEffectivelyOnceFaults(t *testing.T) {
 			r.waitRestarted(container, old)
 			res := r.waitCounted("every word to be counted exactly after the fault", 1, allAckedTimeout)
 			t.Logf("exact %s after the kill: %s; restores %v", time.Since(killed).Round(time.Millisecond), res, r.checkpointMetric("checkpoint.restores"))
+			r.kill()
+		})
+	}
+}
+
+// TestEffectivelyOnceKeyedState: the count bolts keep a count per word in
+// keyed state (thousands of keys, the word current from the fields
+// grouping), on each state backend; a kill -9 of a count instance while
+// sentences flow rolls back to the last checkpoint, the restored task
+// reads its counts back from the restored backend, and the counts end
+// exact.
+func TestEffectivelyOnceKeyedState(t *testing.T) {
+	c := newCluster(t, "local")
+	const n, keys = 30000, 5000
+	for _, backend := range []string{"heap", "pebble"} {
+		t.Run(backend, func(t *testing.T) {
+			sc := *c
+			sc.t = t
+			r := startEOCount(t, &sc, "eo-keyed-"+backend, n, "--rate", "3000", "--interval", "500ms",
+				"--keys", strconv.Itoa(keys), "--set", topology.KeyStateBackend+"="+backend)
+			r.waitCounted("a fifth of the words to be counted", 0.2, time.Minute)
+			await(t, "a checkpoint to complete", recoverTimeout, func() (bool, string) {
+				v := r.checkpointMetric("checkpoint.completed")
+				return v >= 1, fmt.Sprintf("checkpoint.completed = %v", v)
+			})
+			task := r.tasksOf(1, eocount.Count)[0]
+			names := []string{fmt.Sprintf("instance-%s-%d", eocount.Count, task)}
+			old := r.killProcs(1, names)
+			killed := time.Now()
+			atKill := r.check()
+			t.Logf("kill -9 of %s at %s", names[0], atKill)
+			if atKill.Exact() {
+				t.Fatalf("every word was counted before the kill took effect: the fault came too late to test anything")
+			}
+			waitDead(t, "the killed instance to exit", old)
+			r.waitRestarted(1, old)
+			res := r.waitCounted("every word to be counted exactly after the fault", 1, allAckedTimeout)
+			if len(r.expected) != keys {
+				t.Fatalf("%d distinct words, want %d", len(r.expected), keys)
+			}
+			t.Logf("exact %s after the kill: %s; restores %v", time.Since(killed).Round(time.Millisecond), res, r.checkpointMetric("checkpoint.restores"))
+			if backend == "pebble" {
+				// The restarted task's backend lives in its instance's
+				// directory of the container.
+				dirs, _ := filepath.Glob(filepath.Join(sc.home, "*", "*", "*", "instances", "instance-"+eocount.Count+"-*", "state", "task-*"))
+				t.Logf("pebble state directories: %v", dirs)
+			}
 			r.kill()
 		})
 	}

@@ -113,14 +113,14 @@ type Q17 struct {
 	Min, Max, Sum int64
 }
 
-type channelDay struct{ channel, day string }
+type channelDay struct{ Channel, Day string }
 
 type auctionDay struct {
-	auction int64
-	day     string
+	Auction int64
+	Day     string
 }
 
-type bidderAuction struct{ bidder, auction int64 }
+type bidderAuction struct{ Bidder, Auction int64 }
 
 func init() {
 	register(&Query{Name: "q3", Title: "local item suggestion: sellers in OR, ID, CA of category-10 auctions", Stateful: true, build: func(p *Plan) {
@@ -181,7 +181,7 @@ func init() {
 			Value:     source.Bid,
 			Aggregate: statsAgg,
 			Output: func(k channelDay, s *Stats, emit func(api.Values)) {
-				emit(append(api.Values{k.channel, k.day, s.Minute}, s.Row()...))
+				emit(append(api.Values{k.Channel, k.Day, s.Minute}, s.Row()...))
 			},
 			OutputFields: []string{"channel", "day", "minute", "total_bids", "rank1_bids", "rank2_bids", "rank3_bids", "total_bidders", "rank1_bidders", "rank2_bidders", "rank3_bidders",
 				"total_auctions", "rank1_auctions", "rank2_auctions", "rank3_auctions"},
@@ -210,7 +210,7 @@ func init() {
 				ResultFn: func(s *Q17) *Q17 { return s },
 			},
 			Output: func(k auctionDay, s *Q17, emit func(api.Values)) {
-				emit(api.Values{k.auction, k.day, s.Bids[0], s.Bids[1], s.Bids[2], s.Bids[3], s.Min, s.Max, s.Sum / s.Bids[0], s.Sum})
+				emit(api.Values{k.Auction, k.Day, s.Bids[0], s.Bids[1], s.Bids[2], s.Bids[3], s.Min, s.Max, s.Sum / s.Bids[0], s.Sum})
 			},
 			OutputFields: []string{"auction", "day", "total_bids", "rank1_bids", "rank2_bids", "rank3_bids", "min_price", "max_price", "avg_price", "sum_price"},
 			End:          p.End(endRows),

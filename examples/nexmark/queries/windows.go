@@ -33,8 +33,8 @@ type Q5Count struct {
 // q8Side is what q8's window knows of one person id: the name, whether
 // the person was created and whether they opened an auction.
 type q8Side struct {
-	name             string
-	person, auctions bool
+	Name             string
+	Person, Auctions bool
 }
 
 func init() {
@@ -126,18 +126,18 @@ func init() {
 			},
 			Value: func(t api.Tuple) q8Side {
 				if t.SourceStream() == source.PersonStream {
-					return q8Side{name: t.String(pName), person: true}
+					return q8Side{Name: t.String(pName), Person: true}
 				}
-				return q8Side{auctions: true}
+				return q8Side{Auctions: true}
 			},
 			Timestamp: func(t api.Tuple) time.Time { return time.UnixMilli(source.TupleTime(t)) },
 			Aggregate: window.Funcs[q8Side, q8Side, q8Side]{
 				InitFn: func() q8Side { return q8Side{} },
 				AddFn: func(acc, v q8Side) q8Side {
-					if v.person {
-						acc.name, acc.person = v.name, true
+					if v.Person {
+						acc.Name, acc.Person = v.Name, true
 					}
-					acc.auctions = acc.auctions || v.auctions
+					acc.Auctions = acc.Auctions || v.Auctions
 					return acc
 				},
 				MergeFn:  func(a, b q8Side) q8Side { return a },
@@ -145,10 +145,10 @@ func init() {
 			},
 			Guarantee: window.AckOnAdd,
 			Output: func(r window.Result[int64, q8Side]) api.Values {
-				if !r.Value.person || !r.Value.auctions {
+				if !r.Value.Person || !r.Value.Auctions {
 					return nil
 				}
-				return api.Values{r.Key, r.Value.name, r.Window.Start}
+				return api.Values{r.Key, r.Value.Name, r.Window.Start}
 			},
 			OutputFields: []string{"id", "name", "starttime"},
 		})

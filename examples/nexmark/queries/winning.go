@@ -104,8 +104,8 @@ func (p *Plan) finalPrices(attr string, of func(a *generator.Auction) int64) str
 // q4Avg is the average of a category's final prices, each auction's
 // latest final price replacing its previous one (an upsert stream in).
 type q4Avg struct {
-	finals   map[int64]int64
-	sum, num int64
+	Finals   map[int64]int64
+	Sum, Num int64
 }
 
 func init() {
@@ -133,21 +133,21 @@ func init() {
 			Key:   func(t api.Tuple) int64 { return t.Int64(1) },
 			Value: func(t api.Tuple) [2]int64 { return [2]int64{t.Int64(0), t.Int64(2)} },
 			Aggregate: window.Funcs[[2]int64, *q4Avg, *q4Avg]{
-				InitFn: func() *q4Avg { return &q4Avg{finals: map[int64]int64{}} },
+				InitFn: func() *q4Avg { return &q4Avg{Finals: map[int64]int64{}} },
 				AddFn: func(acc *q4Avg, v [2]int64) *q4Avg {
-					if old, ok := acc.finals[v[0]]; ok {
-						acc.sum -= old // the upsert retracts the auction's previous final price
+					if old, ok := acc.Finals[v[0]]; ok {
+						acc.Sum -= old // the upsert retracts the auction's previous final price
 					} else {
-						acc.num++
+						acc.Num++
 					}
-					acc.finals[v[0]] = v[1]
-					acc.sum += v[1]
+					acc.Finals[v[0]] = v[1]
+					acc.Sum += v[1]
 					return acc
 				},
 				MergeFn:  func(a, _ *q4Avg) *q4Avg { return a },
 				ResultFn: func(acc *q4Avg) *q4Avg { return acc },
 			},
-			Output:       func(category int64, a *q4Avg, emit func(api.Values)) { emit(api.Values{category, a.sum / a.num}) },
+			Output:       func(category int64, a *q4Avg, emit func(api.Values)) { emit(api.Values{category, a.Sum / a.Num}) },
 			OutputFields: []string{"category", "avg_price"},
 		})
 	}})

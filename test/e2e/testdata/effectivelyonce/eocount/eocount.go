@@ -9,6 +9,12 @@
 // every word reach exactly what the N sentences hold, whatever process
 // dies meanwhile, and never pass it: a count above is a tuple applied
 // twice, one that stays below is a tuple lost.
+//
+// With Options.Keys the sentences draw their words from that many keys,
+// and the count bolt keeps each word's count in keyed state (a value
+// state of the word, current from the fields grouping) in the topology's
+// state backend (topology.state.backend), with the set of its words in
+// operator state so that a restored task reads every count back.
 package eocount
 
 import (
@@ -42,14 +48,18 @@ const (
 	KeySentences = "eocount.sentences"
 	KeyStateDir  = "eocount.state.dir"
 	KeyRate      = "eocount.rate"
+	KeyKeys      = "eocount.keys"
 )
 
 // Options describe the topology.
 type Options struct {
-	Name       string
-	Sentences  int64
-	StateDir   string
-	Rate       int // sentences per second over all spout tasks (0: unlimited)
+	Name      string
+	Sentences int64
+	StateDir  string
+	Rate      int // sentences per second over all spout tasks (0: unlimited)
+	// Keys, when > 0, is the number of distinct words (the sentences
+	// use SentenceOf(i, Keys)), and the counts are keyed state.
+	Keys       int64
 	Containers int
 	Spouts     int
 	Bolts      int
@@ -74,6 +84,7 @@ func ParseArgs(name string, args []string) (Options, []string, error) {
 	fs.Int64Var(&o.Sentences, "sentences", 20000, "sentences 0..N-1")
 	fs.StringVar(&o.StateDir, "state", "", "directory of the count bolts' reports (required)")
 	fs.IntVar(&o.Rate, "rate", 0, "sentences per second over all spout tasks (0: unlimited)")
+	fs.Int64Var(&o.Keys, "keys", 0, "distinct words, counted in keyed state (0: the fixed sentences, counted in operator state)")
 	fs.IntVar(&o.Containers, "containers", 2, "containers in a cluster")
 	fs.IntVar(&o.Spouts, "spouts", 2, "spout parallelism")
 	fs.IntVar(&o.Bolts, "bolts", 2, "parallelism of each bolt")
@@ -100,7 +111,7 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 	if o.Name == "" {
 		o.Name = "eocount"
 	}
-	if o.Sentences < 1 || o.Rate < 0 || o.Containers < 1 || o.Spouts < 1 || o.Bolts < 1 {
+	if o.Sentences < 1 || o.Rate < 0 || o.Keys < 0 || o.Containers < 1 || o.Spouts < 1 || o.Bolts < 1 {
 		return nil, fmt.Errorf("sentences (%d), containers (%d), spouts (%d) and bolts (%d) must be ≥ 1 and rate (%d) ≥ 0",
 			o.Sentences, o.Containers, o.Spouts, o.Bolts, o.Rate)
 	}
@@ -109,6 +120,7 @@ func Builder(o Options) (*api.TopologyBuilder, error) {
 	b.SetContainers(o.Containers)
 	b.SetConfig(KeySentences, strconv.FormatInt(o.Sentences, 10))
 	b.SetConfig(KeyRate, strconv.Itoa(o.Rate))
+	b.SetConfig(KeyKeys, strconv.FormatInt(o.Keys, 10))
 	if o.StateDir != "" {
 		abs, err := filepath.Abs(o.StateDir)
 		if err != nil {
@@ -149,11 +161,24 @@ func Sentence(i int64) string {
 	return fmt.Sprintf("w%d w%d w%d", i%101, (i*7)%53, (i*13)%29)
 }
 
+// SentenceOf is sentence i with words drawn from keys distinct ones
+// (Sentence when keys is 0).
+func SentenceOf(i, keys int64) string {
+	if keys <= 0 {
+		return Sentence(i)
+	}
+	return fmt.Sprintf("w%d w%d w%d", i%keys, (i*7+1)%keys, (i*13+2)%keys)
+}
+
 // Expected returns the word counts of sentences 0..n-1.
-func Expected(n int64) map[string]int64 {
+func Expected(n int64) map[string]int64 { return ExpectedOf(n, 0) }
+
+// ExpectedOf returns the word counts of sentences 0..n-1 of SentenceOf(i,
+// keys).
+func ExpectedOf(n, keys int64) map[string]int64 {
 	out := map[string]int64{}
 	for i := int64(0); i < n; i++ {
-		for _, w := range strings.Fields(Sentence(i)) {
+		for _, w := range strings.Fields(SentenceOf(i, keys)) {
 			out[w]++
 		}
 	}
@@ -165,7 +190,7 @@ type SentenceSpout struct {
 	api.BaseSpout
 	out        api.SpoutCollector
 	index, par int64
-	n          int64
+	n, keys    int64
 	pos        *api.State[string, int64]
 	next       int64 // next of this task's sentences (the k-th)
 	rate       float64
@@ -183,6 +208,7 @@ func (s *SentenceSpout) Open(ctx api.Context, out api.SpoutCollector) error {
 		return fmt.Errorf("%s: %q is not a number of sentences", KeySentences, ctx.Config(KeySentences))
 	}
 	s.n = n
+	s.keys, _ = strconv.ParseInt(ctx.Config(KeyKeys), 10, 64)
 	if r, _ := strconv.Atoi(ctx.Config(KeyRate)); r > 0 {
 		s.rate = float64(r) / float64(s.par)
 	}
@@ -221,7 +247,7 @@ func (s *SentenceSpout) NextTuple() {
 		if i >= s.n {
 			return
 		}
-		s.out.Emit(api.Values{Sentence(i)}, nil)
+		s.out.Emit(api.Values{SentenceOf(i, s.keys)}, nil)
 		s.next++
 		s.tokens--
 	}
@@ -249,18 +275,29 @@ func (b *SplitBolt) Execute(t api.Tuple) {
 // DeclareOutputFields implements api.Bolt.
 func (b *SplitBolt) DeclareOutputFields(d api.OutputDeclarer) { d.Declare("word") }
 
-// CountBolt counts words in checkpointed state and reports them at ticks.
+// CountBolt counts words in checkpointed state and reports them at ticks:
+// in an operator state (a map), or with eocount.keys in keyed state.
 type CountBolt struct {
 	api.BaseBolt
 	counts *api.State[string, int64]
 	task   int
 	report string
+	// Keyed counting: the count of the current word, the words of the
+	// task (operator state), and the counts last seen (the report).
+	keyed  bool
+	states *api.States
+	count  *api.ValueState[int64]
+	words  *api.State[string, bool]
+	seen   map[string]int64
+	err    error
 }
 
 // Report is what a count task writes.
 type Report struct {
 	Task   int              `json:"task"`
 	Counts map[string]int64 `json:"counts"`
+	// Error is what keyed state refused (the counts are not reported).
+	Error string `json:"error,omitempty"`
 }
 
 // Prepare implements api.Bolt.
@@ -271,13 +308,36 @@ func (b *CountBolt) Prepare(ctx api.Context, _ api.BoltCollector) error {
 	}
 	b.task = ctx.TaskID()
 	b.report = filepath.Join(dir, fmt.Sprintf("count-%d.json", b.task))
+	keys, _ := strconv.ParseInt(ctx.Config(KeyKeys), 10, 64)
+	b.keyed = keys > 0
 	return nil
 }
 
 // InitState implements api.Stateful.
-func (b *CountBolt) InitState(st *api.States) error {
-	c, err := api.NewState[string, int64](st, "counts")
-	b.counts = c
+func (b *CountBolt) InitState(st *api.States) (err error) {
+	if !b.keyed {
+		b.counts, err = api.NewState[string, int64](st, "counts")
+		return err
+	}
+	b.states = st
+	if b.count, err = api.NewValueState[int64](st, "count"); err != nil {
+		return err
+	}
+	if b.words, err = api.NewState[string, bool](st, "words"); err != nil {
+		return err
+	}
+	// Read every word's restored count back from the keyed state.
+	b.seen = map[string]int64{}
+	b.words.Range(func(w string, _ bool) bool {
+		if err = st.SetCurrentKey(w); err != nil {
+			return false
+		}
+		var n int64
+		n, _, err = b.count.Value()
+		b.seen[w] = n
+		return err == nil
+	})
+	st.ClearCurrentKey()
 	return err
 }
 
@@ -291,13 +351,34 @@ func (b *CountBolt) Execute(t api.Tuple) {
 		return
 	}
 	w := t.String(0)
-	n, _ := b.counts.Get(w)
-	b.counts.Put(w, n+1)
+	if !b.keyed {
+		n, _ := b.counts.Get(w)
+		b.counts.Put(w, n+1)
+		return
+	}
+	// The runtime made the word (the grouping field) the current key.
+	n, _, err := b.count.Value()
+	if err == nil {
+		err = b.count.Update(n + 1)
+	}
+	if err != nil {
+		b.err = err // reported instead of counts: the test fails
+		return
+	}
+	b.seen[w] = n + 1
+	b.words.Put(w, true)
 }
 
 func (b *CountBolt) write() {
 	r := Report{Task: b.task, Counts: map[string]int64{}}
-	b.counts.Range(func(k string, v int64) bool { r.Counts[k] = v; return true })
+	switch {
+	case b.err != nil:
+		r.Error = b.err.Error()
+	case b.keyed:
+		r.Counts = b.seen
+	default:
+		b.counts.Range(func(k string, v int64) bool { r.Counts[k] = v; return true })
+	}
 	data, _ := json.Marshal(r)
 	tmp := b.report + ".tmp"
 	if os.WriteFile(tmp, data, 0o644) == nil {
@@ -352,6 +433,9 @@ func Check(dir string, expected map[string]int64) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		r.Reports++
+		if rep.Error != "" {
+			return nil, fmt.Errorf("count task %d: %s", rep.Task, rep.Error)
+		}
 		for w, n := range rep.Counts {
 			got[w] += n
 		}
