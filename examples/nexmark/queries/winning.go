@@ -77,7 +77,7 @@ func Q9Row(a *generator.Auction, b *generator.Bid) []any {
 
 // q4Final is an auction's final price so far, with an attribute of the
 // auction (q4: its category, q6: its seller).
-type q4Final struct{ attr, price int64 }
+type q4Final struct{ Attr, Price int64 }
 
 // finalPrices adds the interval join of auctions and bids and the group
 // that keeps each auction's final (highest valid) price, emitted as
@@ -92,11 +92,11 @@ func (p *Plan) finalPrices(attr string, of func(a *generator.Auction) int64) str
 		Value: func(t api.Tuple) q4Final { return q4Final{t.Int64(1), t.Int64(2)} },
 		Aggregate: window.Funcs[q4Final, q4Final, q4Final]{
 			InitFn:   func() q4Final { return q4Final{} },
-			AddFn:    func(acc, v q4Final) q4Final { return q4Final{v.attr, max(acc.price, v.price)} },
+			AddFn:    func(acc, v q4Final) q4Final { return q4Final{v.Attr, max(acc.Price, v.Price)} },
 			MergeFn:  func(a, _ q4Final) q4Final { return a },
 			ResultFn: func(acc q4Final) q4Final { return acc },
 		},
-		Output:       func(id int64, f q4Final, emit func(api.Values)) { emit(api.Values{id, f.attr, f.price}) },
+		Output:       func(id int64, f q4Final, emit func(api.Values)) { emit(api.Values{id, f.Attr, f.Price}) },
 		OutputFields: []string{"id", attr, "final"},
 	})
 }
