@@ -1,18 +1,18 @@
 package instance
 
 import (
-	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/api"
-	"github.com/egret-stream/egret/core/statebackend"
+	"github.com/egret-stream/egret/core/keygroup"
+	"github.com/egret-stream/egret/daemons/ckptio"
 	"github.com/egret-stream/egret/daemons/wire"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
@@ -37,8 +37,10 @@ type checkpointing struct {
 	// downstream are the tasks of the bolts consuming this component:
 	// every one gets this task's barriers.
 	downstream []uint32
-	maxFrame   int
-	buf        []byte
+	// up writes the task's checkpoints to the container's checkpoint
+	// manager and reads them back (upload.go).
+	up  *uploads
+	buf []byte
 }
 
 func newCheckpointing(in *Instance) (*checkpointing, error) {
@@ -46,10 +48,14 @@ func newCheckpointing(in *Instance) (*checkpointing, error) {
 	if !ok {
 		return nil, errors.New("effectively-once needs the stream manager transport (the in-process runner does not checkpoint; run the topology with egret submit)")
 	}
-	c := &checkpointing{in: in, send: send, maxFrame: in.cfg.MaxFrame}
-	if c.maxFrame <= 0 {
-		c.maxFrame = wire.DefaultMaxFrame
+	if in.cfg.CkptMgrSocket == "" {
+		return nil, errors.New("effectively-once needs the checkpoint manager's socket (instance Config.CkptMgrSocket; the executor passes --ckptmgr-socket)")
 	}
+	up, err := newUploads(in)
+	if err != nil {
+		return nil, err
+	}
+	c := &checkpointing{in: in, send: send, up: up}
 	for _, comp := range in.cfg.Topology.Logical.Consumers(in.comp.Name) {
 		for _, t := range in.cfg.Layout.Tasks[comp] {
 			c.downstream = append(c.downstream, uint32(t))
@@ -125,10 +131,12 @@ func (c *checkpointing) restore(id, epoch int64, blob []byte) {
 
 // barrier saves the task's states as part of checkpoint b.Checkpoint and
 // forwards the barrier to every downstream task, after the data emitted
-// before it. Only the synchronous part of the save runs before the barrier
-// goes on: PreSave, the encoding of the operator states and the fork of
-// the keyed state's snapshot (constant time on every backend); the
-// snapshot is written afterwards.
+// before it. Only the synchronous part of the save runs on the task's
+// goroutine before the barrier goes on: PreSave, the encoding of the
+// operator states and the fork of the keyed state (a snapshot, or an
+// incremental checkpoint of the backend); the fork is then uploaded in the
+// background (upload.go), and StoreInstanceState, with the manifest of
+// what was uploaded, is sent when it is done.
 func (c *checkpointing) barrier(b wire.Barrier) {
 	if c.syncer != nil {
 		// A bolt that processes tuples outside Execute (a shell bolt's
@@ -138,7 +146,7 @@ func (c *checkpointing) barrier(b wire.Barrier) {
 		_ = c.in.call("Sync", func() error { c.syncer.Sync(); return nil })
 	}
 	msg := &egretpb.StoreInstanceState{CheckpointId: b.Checkpoint, Epoch: b.Epoch, TaskId: int32(c.in.cfg.TaskID)}
-	var snap *taskSnapshot
+	var snap ckptio.TaskSnapshot
 	if b.Flags&wire.BarrierAborted != 0 {
 		msg.Error = "barrier alignment timed out in the stream manager (topology.stateful.alignment.timeout)"
 	} else {
@@ -154,114 +162,75 @@ func (c *checkpointing) barrier(b wire.Barrier) {
 		c.buf = wire.AppendBarrier(c.buf[:0], wire.Barrier{Dest: d, Src: uint32(c.in.cfg.TaskID), Checkpoint: b.Checkpoint, Epoch: b.Epoch})
 		c.sendFrame(c.buf)
 	}
-	if snap != nil {
-		state, err := c.persist(snap)
-		if err != nil {
-			msg.Error = err.Error()
-		}
-		msg.State = state
+	if msg.Error != "" {
+		c.stored(msg, nil)
+		return
+	}
+	c.up.upload(snap, func(manifest []byte, err error) { c.stored(msg, err, manifest...) })
+}
+
+// stored reports the save of a checkpoint to the stream manager: its
+// manifest, or why it failed. It runs on the task's goroutine or on the
+// upload goroutine, so it encodes into a buffer of its own.
+func (c *checkpointing) stored(msg *egretpb.StoreInstanceState, err error, manifest ...byte) {
+	if err != nil {
+		msg.Error = err.Error()
 	}
 	if msg.Error != "" {
 		c.in.metrics.CheckpointFailures.Add(1)
-		c.in.log.Warn("checkpoint not saved", zap.Int64("checkpoint", b.Checkpoint), zap.String("reason", msg.Error))
+		c.in.log.Warn("checkpoint not saved", zap.Int64("checkpoint", msg.CheckpointId), zap.String("reason", msg.Error))
 	} else {
+		msg.State = manifest
 		c.in.metrics.Checkpoints.Add(1)
-		c.in.metrics.CheckpointBytes.Store(int64(len(msg.State)))
+		c.in.metrics.CheckpointBytes.Store(int64(len(manifest)))
 	}
-	c.sendMessage(msg)
+	frame, err := wire.AppendMessage(nil, msg)
+	if err != nil {
+		c.in.log.Error("encode checkpoint message", zap.Error(err))
+		return
+	}
+	c.sendFrame(frame)
 }
 
-// taskSnapshot is the synchronous part of a task's save: its operator
-// states encoded and a fork of its keyed state (nil for a task without
-// state).
-type taskSnapshot struct {
-	checkpoint int64
-	operator   []byte
-	keyed      statebackend.Snapshot
-}
-
-// fork runs PreSave and forks the task's states.
-func (c *checkpointing) fork(id int64) (*taskSnapshot, error) {
+// fork runs PreSave and forks the task's states: the synchronous part of
+// its save.
+func (c *checkpointing) fork(id int64) (ckptio.TaskSnapshot, error) {
 	ts := c.in.state
-	snap := &taskSnapshot{checkpoint: id}
 	if ts == nil {
-		return snap, nil
+		return c.up.fork(id, nil, nil, "", 0, keygroup.Range{})
 	}
 	if ts.stateful != nil {
 		if err := c.in.call("PreSave", func() error { return ts.stateful.PreSave(id) }); err != nil {
-			return nil, fmt.Errorf("PreSave(%d): %w", id, err)
+			return ckptio.TaskSnapshot{}, fmt.Errorf("PreSave(%d): %w", id, err)
 		}
 	}
-	var err error
-	if snap.operator, err = ts.states.MarshalBinary(); err != nil {
-		return nil, err
+	operator, err := ts.states.MarshalBinary()
+	if err != nil {
+		return ckptio.TaskSnapshot{}, err
 	}
-	if snap.keyed, err = ts.backend.Snapshot(); err != nil {
-		return nil, fmt.Errorf("fork the keyed state: %w", err)
+	snap, err := c.up.fork(id, operator, ts.backend, ts.name, ts.opts.MaxParallelism, ts.opts.Groups)
+	if err != nil {
+		return snap, fmt.Errorf("fork the keyed state: %w", err)
 	}
 	return snap, nil
 }
 
-// persist writes a forked snapshot where restore finds it again and
-// returns what the stream manager stores for the task. For now that is
-// the whole state, in one frame:
-//
-//	blob = "EGT1" len(operator):uvarint operator keyed-snapshot-stream
-//
-// (empty for a task without state).
-func (c *checkpointing) persist(snap *taskSnapshot) ([]byte, error) {
-	if snap.keyed == nil {
-		return nil, nil
-	}
-	defer snap.keyed.Release()
-	blob := append([]byte(nil), blobMagic...)
-	blob = binary.AppendUvarint(blob, uint64(len(snap.operator)))
-	blob = append(blob, snap.operator...)
-	w := bytes.NewBuffer(blob)
-	if _, err := snap.keyed.WriteTo(w); err != nil {
-		return nil, fmt.Errorf("write the keyed state: %w", err)
-	}
-	blob = w.Bytes()
-	// The state travels in one frame with a few bytes of envelope.
-	if limit := c.maxFrame - 64; len(blob) > limit {
-		return nil, fmt.Errorf("the task's state is %d bytes, more than one frame carries (%d; egret.wire.max.frame.bytes)", len(blob), limit)
-	}
-	return blob, nil
-}
-
-var blobMagic = []byte("EGT1")
-
-// restoreState replaces the task's state with the one persist saved in
-// blob (none when empty).
+// restoreState replaces the task's state with the checkpoint whose
+// manifest is blob (empty: no checkpoint, empty state).
 func (c *checkpointing) restoreState(blob []byte) error {
 	ts := c.in.state
-	var operator, keyed []byte
-	if len(blob) > 0 {
-		if !bytes.HasPrefix(blob, blobMagic) {
-			return errors.New("saved state: bad magic")
-		}
-		rest := blob[len(blobMagic):]
-		n, k := binary.Uvarint(rest)
-		if k <= 0 || n > uint64(len(rest)-k) {
-			return errors.New("saved state: truncated operator state")
-		}
-		operator, keyed = rest[k:k+int(n)], rest[k+int(n):]
-		if ts == nil {
-			return errors.New("saved state of a component that keeps none now (api.Stateful)")
-		}
-	}
 	if ts == nil {
-		return nil
+		_, err := c.up.restore(blob, nil, keygroup.Range{}, "")
+		return err
 	}
 	if err := ts.backend.Clear(); err != nil {
 		return fmt.Errorf("clear the keyed state: %w", err)
 	}
-	if len(keyed) > 0 {
-		if err := ts.backend.Restore(bytes.NewReader(keyed)); err != nil {
-			return fmt.Errorf("restore the keyed state: %w", err)
-		}
+	operator, err := c.up.restore(blob, ts.backend, ts.opts.Groups, filepath.Dir(ts.opts.Dir))
+	if err != nil {
+		return err
 	}
-	_, err := ts.open(operator)
+	_, err = ts.open(operator)
 	return err
 }
 

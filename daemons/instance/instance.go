@@ -60,8 +60,9 @@ type Config struct {
 	// ResourcesDir is what Context.ResourcesDir returns: the directory
 	// of the files shipped with the topology.
 	ResourcesDir string
-	// MaxFrame bounds the frames the transport carries (a task's saved
-	// state travels in one); wire.DefaultMaxFrame when 0.
+	// MaxFrame bounds the frames the transport and the checkpoint
+	// manager's socket carry (a task's state is streamed to the latter in
+	// chunks of at most one frame); wire.DefaultMaxFrame when 0.
 	MaxFrame int
 	// CkptMgrSocket is the container's checkpoint manager's Unix socket
 	// (effectively-once): the task streams its checkpoints' files there
