@@ -211,4 +211,3 @@ func (st *Storage) DeleteFile(ctx context.Context, topology, name string) error 
 	}
 	return nil
 }
-

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/egret-stream/egret/conf"
 	_ "github.com/egret-stream/egret/catalog" // every built-in backend's keys
+	"github.com/egret-stream/egret/conf"
 )
 
 func main() {

@@ -26,8 +26,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egret-stream/egret/daemons/instance/gateway"
 	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/daemons/instance/gateway"
 )
 
 func init() { packages["ackcheck"] = "./bench/topologies/ackcheck" }

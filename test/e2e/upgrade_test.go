@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/proto/egretpb"
-	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
 )
 
 // taggedAckcheck builds the ackcheck topology with ackcheck.Tag set to tag
