@@ -179,6 +179,9 @@ type Bolt[K comparable, IN, ACC, OUT any] struct {
 	c       counters
 	comp    string
 	sendWM  bool // a downstream component subscribes to the watermarks
+	// eo: the topology runs effectively-once (InitState restores,
+	// PreSave saves).
+	eo bool
 	// byKey: every data input is fields-grouped, so a key's state can be
 	// keyed state (each key reaches the task owning its key group).
 	byKey bool
@@ -206,6 +209,7 @@ func NewBolt[K comparable, IN, ACC, OUT any](spec Spec[K, IN, ACC, OUT]) (*Bolt[
 func (b *Bolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) error {
 	b.out = out
 	b.comp = ctx.ComponentName()
+	b.eo = effectivelyOnce(ctx)
 	s := &b.spec
 	cfg := engineConfig{
 		assigner:   s.Assigner,
@@ -214,7 +218,7 @@ func (b *Bolt[K, IN, ACC, OUT]) Prepare(ctx api.Context, out api.BoltCollector) 
 		earlyEvery: s.EarlyInterval.Milliseconds(),
 		// Under effectively-once nothing is acked: the checkpoint, not
 		// anchors, makes the results exact.
-		anchor:     s.Guarantee == AnchorResults && !effectivelyOnce(ctx),
+		anchor:     s.Guarantee == AnchorResults && !b.eo,
 		maxAnchors: s.MaxAnchors,
 	}
 	b.e = newEngine(cfg, s.Aggregate, b.emit, out.Ack)

@@ -297,15 +297,19 @@ func (c *keyedKeys[K, IN, ACC, OUT]) OnTimer(api.Timer) {
 	c.e.touch(r.Key)
 }
 
-// InitState implements api.Stateful: the task's open windows,
-// accumulators, watermarks and timers are those of the checkpoint (none
-// at the first start). The runtime calls it in effectively-once mode
-// only; after a rollback it replaces everything the task held. With
+// InitState implements api.Stateful: under effectively-once the task's
+// open windows, accumulators, watermarks and timers are those of the
+// checkpoint (none at the first start); after a rollback it replaces
+// everything the task held. In the other modes nothing is checkpointed
+// and the windows stay in the task's memory. With
 // keyed state (a state backend) and inputs grouped by fields, each key's
 // windows are keyed state and its timer a keyed event-time timer;
 // otherwise, and for global windows and EarlyInterval (which look at
 // every key at every tick), the keys are an operator state.
 func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
+	if !b.eo {
+		return nil // no checkpoints: the windows stay in memory
+	}
 	clock, err := api.NewState[string, clockRecord](states, ClockState)
 	if err != nil {
 		return fmt.Errorf("window bolt %s: %w", b.comp, err)

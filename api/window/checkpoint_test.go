@@ -471,6 +471,7 @@ func TestKeyedStateOnlyForKeyedInputs(t *testing.T) {
 			{Component: "src", Stream: "default", Grouping: grouping, Fields: []string{"key"}},
 			{Component: "src", Stream: WatermarkStream, Grouping: topology.All},
 		}, map[string][]int{"src": {1}})
+		ctx.topo.Config = map[string]string{topology.KeyDeliveryMode: string(topology.EffectivelyOnce)}
 		if err := b.Prepare(ctx, newFakeCollector()); err != nil {
 			t.Fatal(err)
 		}
