@@ -389,6 +389,7 @@ func (l *loader) roleEnv() (role, environ string) {
 		}
 	}
 	required := func(key string) bool {
+		spi.MarkRead(key)
 		b, _ := parseBool(strings.TrimSpace(l.values[key].value))
 		return b
 	}

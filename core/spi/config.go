@@ -120,6 +120,10 @@ func noteRead(key string) {
 	_ = f.Close()
 }
 
+// MarkRead records key as read by code that reads it without a Config
+// method (the config loader's own keys).
+func MarkRead(key string) { noteRead(key) }
+
 // KeysReadDirEnv names the directory noteRead appends to.
 const KeysReadDirEnv = "EGRET_KEYS_READ_DIR"
 
