@@ -37,6 +37,11 @@ var gauges = map[string]bool{
 	"gateway.in.queue.bytes":     true,
 	"gateway.out.queue.bytes":    true,
 	"instance.pending.roots":     true,
+	// The last checkpoint of a task (docs/checkpoints.md).
+	"instance.checkpoint.bytes":             true,
+	"instance.checkpoint.async.nanos":       true,
+	"instance.checkpoint.full.bytes":        true,
+	"instance.checkpoint.incremental.bytes": true,
 	"stmgr.ack.roots.pending":    true,
 	"stmgr.backpressure.active":  true,
 	"stmgr.instances.connected":  true,
