@@ -384,3 +384,60 @@ func TestIncremental(t *testing.T) {
 		}
 	}
 }
+
+// TestRescaleMerge: two pebble tasks of groups [0,8) and [8,16)
+// checkpoint incrementally; a task of [4,12) after a rescale restores from
+// both manifests and holds exactly the entries of its groups.
+func TestRescaleMerge(t *testing.T) {
+	const n = 20000
+	m := startManager(t, t.TempDir())
+	var manifests []*ckptio.Manifest
+	for task, g := range []keygroup.Range{{Start: 0, End: 8}, {Start: 8, End: 16}} {
+		b := openBackend(t, "pebble", g)
+		for i := range n {
+			if grp := i % 16; g.Contains(grp) {
+				if err := b.Put(key(grp, i), value(i, "v1"), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		snap := checkpointOf(t, b, 5, g)
+		snap.Task = int32(task)
+		man, _, err := ckptio.NewUploader(m.client(t), int32(task)).Upload(t.Context(), snap)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.store(t, man)
+		stored, err := m.client(t).Manifest(t.Context(), 5, int32(task))
+		if err != nil {
+			t.Fatal(err)
+		}
+		manifests = append(manifests, stored)
+	}
+	g := keygroup.Range{Start: 4, End: 12}
+	rb := openBackend(t, "pebble", g)
+	if _, err := ckptio.NewUploader(m.client(t), 9).Restore(t.Context(), manifests, ckptio.RestoreTarget{Backend: rb, Groups: g, Dir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	count := 0
+	for grp := range 16 {
+		err := rb.ScanGroup(grp, func(_ string, k, v []byte) bool {
+			count++
+			return true
+		})
+		if g.Contains(grp) != (err == nil) {
+			t.Fatalf("group %d: %v", grp, err)
+		}
+	}
+	if want := n / 2; count != want {
+		t.Fatalf("the rescaled task holds %d entries, want %d", count, want)
+	}
+	for i := range n {
+		if grp := i % 16; g.Contains(grp) {
+			v, ok, err := rb.Get(key(grp, i), nil)
+			if err != nil || !ok || string(v) != string(value(i, "v1")) {
+				t.Fatalf("key %d = %.12q, %v, %v", i, v, ok, err)
+			}
+		}
+	}
+}
