@@ -426,6 +426,14 @@ func (sc *Scheduler) Update(ctx context.Context, job spi.Job) error {
 	})
 }
 
+// ReplacedBy returns the containers of both plans whose resources differ:
+// Update deletes their pods, which the StatefulSet controller creates
+// again with the new resources, so every process in them restarts
+// (spi.Replacer).
+func (sc *Scheduler) ReplacedBy(current, next *plan.PackingPlan) []int {
+	return plan.Resized(current, next)
+}
+
 // AddContainers adds pods for containers, which must be the next ones
 // (a StatefulSet grows at the end).
 func (sc *Scheduler) AddContainers(ctx context.Context, topology string, containers []plan.Container) error {

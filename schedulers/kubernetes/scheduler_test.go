@@ -70,7 +70,7 @@ func noObjects(t *testing.T, f kubernetes.Interface, topology string) {
 }
 
 // TestUpdateRollsResized: an update scales at the end and replaces only
-// the pods of containers whose resources changed.
+// the pods of containers whose resources changed, which ReplacedBy names.
 func TestUpdateRollsResized(t *testing.T) {
 	f := kubetest.NewCluster(t, testNS)
 	sc := newTestScheduler(t, f.Clientset, testConfig())
@@ -89,6 +89,10 @@ func TestUpdateRollsResized(t *testing.T) {
 	}
 	if after[2] == before[2] {
 		t.Errorf("resized container 2 was not replaced: %v → %v", before, after)
+	}
+	var r spi.Replacer = sc
+	if got := r.ReplacedBy(testJob().Plan, job.Plan); len(got) != 1 || got[0] != 2 {
+		t.Errorf("ReplacedBy = %v, want [2], the container whose pod Update replaced", got)
 	}
 	sts, err := f.AppsV1().StatefulSets(testNS).Get(context.Background(), "wordcount", metav1.GetOptions{})
 	if err != nil {
