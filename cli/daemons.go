@@ -203,7 +203,7 @@ func ckptmgrCmd(g *globals) *cobra.Command {
 			if topology == "" || container < 1 || socket == "" {
 				return usagef("ckptmgr needs --topology, --container (1 or more) and --socket")
 			}
-			maxState, err := d.cfg.Size(ckptmgr.KeyMaxStateSize, ckptmgr.DefaultMaxStateSize, math.MaxInt32-1<<10)
+			maxFrame, err := d.cfg.Size(ckptmgr.KeyMaxFrame, ckptmgr.DefaultMaxFrame, math.MaxInt32-1<<10)
 			if err != nil {
 				return usageError{err}
 			}
@@ -231,7 +231,7 @@ func ckptmgrCmd(g *globals) *cobra.Command {
 			d.log.Info("checkpoint storage opened", zap.String("storage", name))
 			return ckptmgr.Run(ctx, ckptmgr.Config{
 				TopologyName: topology, Container: container, Socket: socket, Storage: st,
-				MaxStateSize: maxState, Timeout: timeout,
+				MaxFrame: maxFrame, Timeout: timeout,
 				MetricsSocket: metricsSocket, MetricsInterval: d.duration("egret.metrics.export.interval", 10*time.Second),
 			}, d.log)
 		})

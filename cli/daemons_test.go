@@ -124,7 +124,7 @@ func TestCkptMgrUsageErrors(t *testing.T) {
 		{[]string{"ckptmgr", "--container", "1", "--socket", sock, "--config", cfg(`{}`)}, "ckptmgr needs --topology, --container (1 or more) and --socket"},
 		{[]string{"ckptmgr", "--topology", "wc", "--socket", sock, "--config", cfg(`{}`)}, "ckptmgr needs --topology, --container (1 or more) and --socket"},
 		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock}, "ckptmgr needs --config"},
-		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.state.max.size": "lots"}`)}, "egret.checkpoint.state.max.size"},
+		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.wire.max.frame.bytes": "lots"}`)}, "egret.wire.max.frame.bytes"},
 		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.timeout": "soon"}`)}, "egret.checkpoint.timeout"},
 		{[]string{"ckptmgr", "--topology", "wc", "--container", "1", "--socket", sock, "--config", cfg(`{"egret.checkpoint.storage": "s3"}`)},
 			`config key egret.checkpoint.storage: checkpoint storage "s3" is not built in (built in: [hdfs localfs]) and no plugin directory is configured`},

@@ -149,8 +149,6 @@ var coreKeys = []fileKeys{
 	{"internals", []spi.Key{
 		{Name: "egret.checkpoint.storage", Type: spi.KeyString, Default: "localfs", Check: checkName,
 			Doc: "Checkpoint storage of effectively-once topologies, where each container's checkpoint manager keeps its tasks' state: a built-in name ({builtins}) or an external plugin egret-checkpointstorage-<name> in egret.plugin.directory (installed on every node that runs containers)."},
-		{Name: "egret.checkpoint.state.max.size", Type: spi.KeyBytes, Default: "64MiB", Check: spi.CheckPositive,
-			Doc: "Largest state of one task the checkpoint manager accepts; a larger save request closes the stream manager's connection."},
 		{Name: "egret.checkpoint.timeout", Type: spi.KeyDuration, Default: "2m", Check: spi.CheckPositive,
 			Doc: "Longest time one save, load or clean of the checkpoint manager may take in the storage; a slower one is answered with an error."},
 		{Name: "egret.stmgr.buffer.high.watermark.bytes", Type: spi.KeyBytes, Default: "1MiB", Check: spi.CheckPositive,

@@ -24,8 +24,9 @@ import (
 const (
 	// KeyStorage selects the checkpoint storage.
 	KeyStorage = "egret.checkpoint.storage"
-	// KeyMaxStateSize bounds the state of one task.
-	KeyMaxStateSize = "egret.checkpoint.state.max.size"
+	// KeyMaxFrame bounds a frame of the manager's connections, as of
+	// every connection of the data plane.
+	KeyMaxFrame = "egret.wire.max.frame.bytes"
 	// KeyTimeout bounds one storage call.
 	KeyTimeout = "egret.checkpoint.timeout"
 )
@@ -33,7 +34,7 @@ const (
 // Defaults of the config keys.
 const (
 	DefaultStorage      = "localfs"
-	DefaultMaxStateSize = 64 << 20
+	DefaultMaxFrame     = wire.DefaultMaxFrame
 	DefaultTimeout      = 2 * time.Minute
 )
 
@@ -46,9 +47,11 @@ type Config struct {
 	Socket string
 	// Storage holds the checkpoints (required). Run does not close it.
 	Storage spi.CheckpointStorage
-	// MaxStateSize bounds a task's state (default DefaultMaxStateSize): a
-	// larger request frame closes its connection.
-	MaxStateSize int
+	// MaxFrame bounds a request frame (default DefaultMaxFrame): a larger
+	// one closes its connection. A task's state is not bounded by it: its
+	// files arrive in chunks of a frame (daemons/ckptio), only its
+	// manifest in one frame.
+	MaxFrame int
 	// Timeout bounds each storage call (default DefaultTimeout); a call
 	// that takes longer is answered with an error.
 	Timeout time.Duration
@@ -120,8 +123,8 @@ func New(cfg Config, log *zap.Logger) (*Server, error) {
 	if cfg.TopologyName == "" {
 		return nil, errors.New("ckptmgr: a topology name is required")
 	}
-	if cfg.MaxStateSize <= 0 {
-		cfg.MaxStateSize = DefaultMaxStateSize
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = DefaultMaxFrame
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -228,7 +231,7 @@ func (s *Server) serve(ctx context.Context, conn net.Conn) {
 	fc := s.newFileConn(w)
 	defer fc.close()
 	for {
-		t, payload, nb, err := wire.ReadFrame(r, in, s.cfg.MaxStateSize+frameSlack)
+		t, payload, nb, err := wire.ReadFrame(r, in, s.cfg.MaxFrame+frameSlack)
 		in = nb
 		if err != nil {
 			if !isClosed(err) && ctx.Err() == nil {

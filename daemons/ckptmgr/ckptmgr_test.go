@@ -421,7 +421,7 @@ func TestRealPermissionDenied(t *testing.T) {
 // connection that sent it; other connections are served.
 func TestBadFrameClosesOnlyThatConnection(t *testing.T) {
 	st := newStorage(t)
-	s := start(t, ckptmgr.Config{Storage: st, MaxStateSize: 1 << 20})
+	s := start(t, ckptmgr.Config{Storage: st, MaxFrame: 1 << 20})
 	good := dial(t, sockets[s])
 	if r := good.save(1, 1, []byte("before")); r.GetError() != "" {
 		t.Fatal(r.GetError())
@@ -460,7 +460,7 @@ func TestBadFrameClosesOnlyThatConnection(t *testing.T) {
 // TestLargeState: states up to the limit pass (above wire's 16 MiB default
 // frame limit).
 func TestLargeState(t *testing.T) {
-	s := start(t, ckptmgr.Config{Storage: newStorage(t), MaxStateSize: 20 << 20})
+	s := start(t, ckptmgr.Config{Storage: newStorage(t), MaxFrame: 20 << 20})
 	c := dial(t, sockets[s])
 	big := bytes.Repeat([]byte("0123456789abcdef"), 18<<20/16)
 	if r := c.save(1, 1, big); r.GetError() != "" {

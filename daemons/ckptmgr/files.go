@@ -196,7 +196,7 @@ func (fc *fileConn) read(ctx context.Context, what string, open func() (spi.File
 	if fc.chnk == nil {
 		// Chunks stay within the frame limit, which the container's
 		// processes share (egret.wire.max.frame.bytes).
-		fc.chnk = make([]byte, min(ckptio.ChunkSize, fc.s.cfg.MaxStateSize-64))
+		fc.chnk = make([]byte, min(ckptio.ChunkSize, fc.s.cfg.MaxFrame-64))
 	}
 	var sent int64
 	for sent < size {

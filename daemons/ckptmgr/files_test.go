@@ -68,7 +68,7 @@ func TestFileFarAboveTheFrameLimit(t *testing.T) {
 	const size = 48 << 20
 	st := newStorage(t)
 	sock := socketPath(t, "ckptmgr.sock")
-	s := start(t, ckptmgr.Config{Storage: st, Socket: sock, MaxStateSize: frame})
+	s := start(t, ckptmgr.Config{Storage: st, Socket: sock, MaxFrame: frame})
 	c := newClient(t, sock, frame)
 	ctx := t.Context()
 	var before runtime.MemStats

@@ -48,7 +48,7 @@ func FuzzConnection(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	s := startLog(f, ckptmgr.Config{Storage: st, MaxStateSize: 1 << 16}, zap.NewNop())
+	s := startLog(f, ckptmgr.Config{Storage: st, MaxFrame: 1 << 16}, zap.NewNop())
 	sock := sockets[s]
 	f.Fuzz(func(t *testing.T, in []byte) {
 		conn, err := net.Dial("unix", sock)

@@ -107,7 +107,7 @@ func (c *ckptConn) mustCall(m proto.Message) proto.Message {
 
 // TestCkptMgrProcess runs `egret ckptmgr` as a real process with the
 // localfs storage: the state lands under egret.checkpoint.localfs.root in
-// the documented layout, a state above egret.checkpoint.state.max.size
+// the documented layout, a frame above egret.wire.max.frame.bytes
 // closes only its connection, the counters reach the metrics socket, and
 // SIGTERM ends it cleanly.
 func TestCkptMgrProcess(t *testing.T) {
@@ -126,7 +126,7 @@ func TestCkptMgrProcess(t *testing.T) {
 	p := startCkptMgr(t, dir, map[string]string{
 		"egret.checkpoint.storage":        "localfs",
 		"egret.checkpoint.localfs.root":   root,
-		"egret.checkpoint.state.max.size": "4KiB",
+		"egret.wire.max.frame.bytes":      "4KiB",
 		"egret.metrics.export.interval":   "100ms",
 	}, "--metrics-socket", msock)
 	c := p.dial()
@@ -156,7 +156,7 @@ func TestCkptMgrProcess(t *testing.T) {
 	// Above the size limit: that connection is closed, others are served.
 	big := p.dial()
 	if _, err := big.call(&egretpb.SaveStateRequest{CheckpointId: 4, TaskId: 1, State: make([]byte, 8<<10)}); err == nil {
-		t.Fatal("a state above egret.checkpoint.state.max.size was answered")
+		t.Fatal("a frame above egret.wire.max.frame.bytes was answered")
 	}
 	if r := c.mustCall(&egretpb.SaveStateRequest{CheckpointId: 4, TaskId: 1, State: make([]byte, 3<<10)}).(*egretpb.SaveStateResponse); r.GetError() != "" {
 		t.Fatalf("save below the limit after a connection was closed: %s", r.GetError())
