@@ -229,6 +229,21 @@ func (l *Launcher) removeCheckpoints(ctx context.Context, cfg spi.Config, store 
 			l.Log.Warn("could not remove a checkpoint of the killed topology", zap.String("topology", name), zap.Int64("checkpoint", id), zap.Error(err))
 		}
 	}
+	// The files the checkpoints consisted of (spi.CheckpointFiles).
+	files, ok := st.(spi.CheckpointFiles)
+	if !ok {
+		return
+	}
+	infos, err := files.ListFiles(ctx, name)
+	if err != nil {
+		l.Log.Warn("could not list the checkpoint files of the killed topology", zap.String("topology", name), zap.Error(err))
+		return
+	}
+	for _, f := range infos {
+		if err := files.DeleteFile(ctx, name, f.Name); err != nil {
+			l.Log.Warn("could not remove a checkpoint file of the killed topology", zap.String("topology", name), zap.String("file", f.Name), zap.Error(err))
+		}
+	}
 }
 
 func (l *Launcher) removePackage(ctx context.Context, cfg spi.Config, uri string) {

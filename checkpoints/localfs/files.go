@@ -48,10 +48,17 @@ func (s *Storage) CreateFile(ctx context.Context, topology, name string) (spi.Fi
 		return nil, s.fileErr("create", topology, name, err)
 	}
 	dir := filepath.Dir(dst)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, s.fileErr("create", topology, name, fmt.Errorf("create directory: %w", err))
+	var f *os.File
+	// DeleteFile removes the directory once it is empty: create it again
+	// if that happened between the two calls.
+	for try := 0; ; try++ {
+		if err = os.MkdirAll(dir, 0o755); err != nil {
+			return nil, s.fileErr("create", topology, name, fmt.Errorf("create directory: %w", err))
+		}
+		if f, err = os.CreateTemp(dir, blob.TempPrefix+name+"-*"); err == nil || !errors.Is(err, fs.ErrNotExist) || try == 2 {
+			break
+		}
 	}
-	f, err := os.CreateTemp(dir, blob.TempPrefix+name+"-*")
 	if err != nil {
 		return nil, s.fileErr("create", topology, name, fmt.Errorf("create temporary file: %w", err))
 	}
@@ -218,5 +225,9 @@ func (s *Storage) DeleteFile(ctx context.Context, topology, name string) error {
 	if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return s.fileErr("delete", topology, name, err)
 	}
+	// The last file gone, the directory goes too (it fails while any file,
+	// or a file being written, is there), so that a killed topology
+	// leaves nothing.
+	_ = os.Remove(filepath.Dir(p))
 	return nil
 }
