@@ -124,10 +124,10 @@ func TestCkptMgrProcess(t *testing.T) {
 	}
 	defer ln.Close()
 	p := startCkptMgr(t, dir, map[string]string{
-		"egret.checkpoint.storage":        "localfs",
-		"egret.checkpoint.localfs.root":   root,
-		"egret.wire.max.frame.bytes":      "4KiB",
-		"egret.metrics.export.interval":   "100ms",
+		"egret.checkpoint.storage":      "localfs",
+		"egret.checkpoint.localfs.root": root,
+		"egret.wire.max.frame.bytes":    "4KiB",
+		"egret.metrics.export.interval": "100ms",
 	}, "--metrics-socket", msock)
 	c := p.dial()
 	for task := int32(1); task <= 3; task++ {
