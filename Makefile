@@ -36,13 +36,18 @@ K8S_TESTS := ^(TestKwok|TestKubelet|TestRealCluster|TestRealPods|TestRealServerC
 K8S_PKGS := ./internal/k8stest ./schedulers/kubernetes ./test/e2e
 BACKEND_SUITE := ^TestBackends$$
 
-test: test-deps ## run every test (installs what the tests need when missing; the backend suite beside the others, the real-Kubernetes tests last)
-	@status=0; \
+# Every process the tests start records the config keys it reads here
+# (core/spi); scripts/keysread then fails on a documented key nothing read.
+KEYS_READ_DIR ?= $(CURDIR)/.keys-read
+
+test: test-deps ## run every test (installs what the tests need when missing; the backend suite beside the others, the real-Kubernetes tests last), then check that every documented config key was read (scripts/keysread)
+	@status=0; rm -rf $(KEYS_READ_DIR); mkdir -p $(KEYS_READ_DIR); export EGRET_KEYS_READ_DIR=$(KEYS_READ_DIR); \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' ./test/e2e & suite=$$!; \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)|$(BACKEND_SUITE)' ./... || status=1; \
 	wait $$suite || status=1; \
 	echo "the real-Kubernetes tests: waiting for scripts/k8s-deps.sh"; scripts/k8s-deps.sh || status=1; \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS) || status=1; \
+	$(GO) run ./scripts/keysread $(KEYS_READ_DIR) || status=1; \
 	exit $$status
 
 

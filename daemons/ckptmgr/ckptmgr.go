@@ -33,9 +33,9 @@ const (
 
 // Defaults of the config keys.
 const (
-	DefaultStorage      = "localfs"
-	DefaultMaxFrame     = wire.DefaultMaxFrame
-	DefaultTimeout      = 2 * time.Minute
+	DefaultStorage  = "localfs"
+	DefaultMaxFrame = wire.DefaultMaxFrame
+	DefaultTimeout  = 2 * time.Minute
 )
 
 // Config configures a checkpoint manager.

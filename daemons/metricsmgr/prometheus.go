@@ -34,26 +34,26 @@ const (
 // every other metric (user counters included) is a counter since the
 // process started, exported as <name>_total.
 var gauges = map[string]bool{
-	"gateway.in.queue.bytes":     true,
-	"gateway.out.queue.bytes":    true,
-	"instance.pending.roots":     true,
+	"gateway.in.queue.bytes":  true,
+	"gateway.out.queue.bytes": true,
+	"instance.pending.roots":  true,
 	// The last checkpoint of a task (docs/checkpoints.md).
 	"instance.checkpoint.bytes":             true,
 	"instance.checkpoint.async.nanos":       true,
 	"instance.checkpoint.full.bytes":        true,
 	"instance.checkpoint.incremental.bytes": true,
-	"stmgr.ack.roots.pending":    true,
-	"stmgr.backpressure.active":  true,
-	"stmgr.instances.connected":  true,
-	"stmgr.peers.connected":      true,
-	"stmgr.queue.bytes":          true,
-	"stmgr.instance.queue.bytes": true, // per destination task
-	"stmgr.peer.queue.bytes":     true, // per destination container
-	"process.rss.bytes":          true,
-	"process.open.fds":           true,
-	"process.goroutines":         true,
-	"process.pid":                true,
-	"process.start.unix":         true,
+	"stmgr.ack.roots.pending":               true,
+	"stmgr.backpressure.active":             true,
+	"stmgr.instances.connected":             true,
+	"stmgr.peers.connected":                 true,
+	"stmgr.queue.bytes":                     true,
+	"stmgr.instance.queue.bytes":            true, // per destination task
+	"stmgr.peer.queue.bytes":                true, // per destination container
+	"process.rss.bytes":                     true,
+	"process.open.fds":                      true,
+	"process.goroutines":                    true,
+	"process.pid":                           true,
+	"process.start.unix":                    true,
 	// The executor's view of each instance's resources (docs/isolation.md).
 	"executor.cgroups":            true,
 	"executor.cgroup.version":     true,
