@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/egret-stream/egret/bench/harness"
-	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
+	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 )
 
 // Effectively-once recovery (issue 22): the eocount topology (a stateful

@@ -68,9 +68,6 @@ var allowed = []allowance{
 	{"plugins/verify", "uploaders/uploadertest", "egret plugin verify runs the conformance suites"},
 	{"plugins/verify", "checkpoints/checkpointtest", "egret plugin verify runs the conformance suites"},
 	{"plugins/verify", "daemons/metricsmgr/metricssinktest", "egret plugin verify runs the conformance suites"},
-
-	// Known violations that issue 35 fixes next (each goes when fixed).
-	{"bench/recovery", "test/e2e/testdata/effectivelyonce/eocount", "issue 35: bench gets its own topologies"},
 }
 
 // classify tells the area of the package at path p (relative to the

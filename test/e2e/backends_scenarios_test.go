@@ -20,10 +20,10 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck"
+	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/daemons/stmgr"
-	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
 // The rows of the matrix, in its order.

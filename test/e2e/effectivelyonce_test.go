@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 	"github.com/egret-stream/egret/core/topology"
-	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
 func init() { packages["effectivelyonce"] = "./test/e2e/testdata/effectivelyonce" }

@@ -22,8 +22,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 	"github.com/egret-stream/egret/internal/kafkatest"
-	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
 func init() { packages["kafkawordcount"] = "./examples/kafkawordcount" }

@@ -19,9 +19,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 	"github.com/egret-stream/egret/internal/k8stest"
 	"github.com/egret-stream/egret/internal/zktest"
-	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
 )
 
 // These tests run topologies in real pods: internal/k8stest's real node

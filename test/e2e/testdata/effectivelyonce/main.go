@@ -9,7 +9,7 @@ import (
 	"os"
 
 	"github.com/egret-stream/egret/api/runner"
-	"github.com/egret-stream/egret/test/e2e/testdata/effectivelyonce/eocount"
+	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 )
 
 func main() {
