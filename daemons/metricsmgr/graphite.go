@@ -2,8 +2,10 @@ package metricsmgr
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -35,6 +37,17 @@ type graphiteSink struct {
 	dialTimeout, writeTimeout time.Duration
 	// sent counts lines written, for tests and the log.
 	sent atomic.Int64
+}
+
+// graphiteSinkFrom is the graphite sink of cfg.
+func graphiteSinkFrom(cfg Config, log *zap.Logger) (sink, error) {
+	if cfg.GraphiteAddr == "" {
+		return nil, fmt.Errorf("the graphite sink needs the address of a line receiver (%s)", KeyGraphiteAddress)
+	}
+	if _, _, err := net.SplitHostPort(cfg.GraphiteAddr); err != nil {
+		return nil, fmt.Errorf("%s: %q is not host:port", KeyGraphiteAddress, cfg.GraphiteAddr)
+	}
+	return newGraphiteSink(cfg.TopologyName, cfg.GraphiteAddr, cmp.Or(cfg.GraphitePrefix, "egret"), log.Named("graphite")), nil
 }
 
 func newGraphiteSink(topology, addr, prefix string, log *zap.Logger) *graphiteSink {

@@ -300,7 +300,7 @@ func TestSinksFromConfig(t *testing.T) {
 		{cfg: spi.Config{KeySinks: ""}, want: nil},
 		{cfg: spi.Config{KeySinks: "file,prometheus,graphite"}, want: []string{"file", "prometheus", "graphite"}},
 		{cfg: spi.Config{KeySinks: "file,statsd"}, want: []string{"file", "statsd"}}, // a plugin
-		{cfg: spi.Config{KeySinks: "file,../statsd"}, err: `config key egret.metrics.sinks: metrics sink name "../statsd" is invalid: use a built-in sink (file, tmanager, prometheus, graphite) or the name of a plugin (letters, digits, '.', '_', '-')`},
+		{cfg: spi.Config{KeySinks: "file,../statsd"}, err: `config key egret.metrics.sinks: metrics sink name "../statsd" is invalid: use a built-in sink (file, graphite, prometheus, tmanager) or the name of a plugin (letters, digits, '.', '_', '-')`},
 	} {
 		got, err := SinksFromConfig(tc.cfg)
 		if tc.err != "" {
@@ -332,7 +332,7 @@ func TestOnlySelectedSinksRun(t *testing.T) {
 		{sinks: []string{SinkFile}, want: []string{"file"}},
 		{sinks: nil, want: nil},
 		{sinks: []string{SinkPrometheus, SinkGraphite}, want: []string{"prometheus", "graphite"}},
-		{sinks: []string{"statsd"}, err: `metrics sink "statsd" is not built in (file, tmanager, prometheus, graphite) and no plugin loader is configured`},
+		{sinks: []string{"statsd"}, err: `metrics sink "statsd" is not built in (file, graphite, prometheus, tmanager) and no plugin loader is configured`},
 	} {
 		cfg := all
 		cfg.Sinks = tc.sinks

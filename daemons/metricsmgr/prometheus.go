@@ -3,6 +3,7 @@ package metricsmgr
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -109,6 +110,18 @@ type promSink struct {
 	mu      sync.Mutex
 	reports map[promSource]promReport
 	dropped float64 // reports of sources beyond promMaxSources
+}
+
+// promSinkFrom is the prometheus sink of cfg, its endpoint bound.
+func promSinkFrom(cfg Config, log *zap.Logger) (sink, error) {
+	if cfg.PrometheusAddr == "" {
+		return nil, errors.New("the prometheus sink needs an address to listen on (--prometheus-addr)")
+	}
+	p := newPromSink(cfg.TopologyName, cfg.Container, cfg.PrometheusAddr, cfg.PrometheusTargetsFile, log.Named("prometheus"))
+	if err := p.listen(); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 func newPromSink(topology string, container int, addr, targetsFile string, log *zap.Logger) *promSink {

@@ -1,25 +1,15 @@
 package metricsmgr
 
 import (
-	"bufio"
-	"cmp"
-	"context"
-	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
-	"time"
 
 	"go.uber.org/zap"
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/egret-stream/egret/core/spi"
-	"github.com/egret-stream/egret/core/state"
-	"github.com/egret-stream/egret/daemons/wire"
-	"github.com/egret-stream/egret/internal/logfile"
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
@@ -48,8 +38,8 @@ const (
 	SinkGraphite   = "graphite"
 )
 
-// Sinks are every sink's name.
-var Sinks = []string{SinkFile, SinkTManager, SinkPrometheus, SinkGraphite}
+// Sinks are the built-in sinks' names, sorted.
+var Sinks = slices.Sorted(maps.Keys(builtins))
 
 // KeySinks is the cluster config key listing the enabled sinks.
 const KeySinks = "egret.metrics.sinks"
@@ -84,6 +74,23 @@ func SinksFromConfig(cfg spi.Config) ([]string, error) {
 // pluginName is the syntax of an external sink's name.
 var pluginName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// builtinSink builds a built-in sink from the metrics manager's config.
+type builtinSink func(cfg Config, log *zap.Logger) (sink, error)
+
+// builtins are the sinks compiled into the metrics manager, by their name
+// in KeySinks; every other name is a plugin (SinkLoader). Each is defined
+// beside its sink.
+var builtins = map[string]builtinSink{
+	SinkFile:       fileSinkFrom,
+	SinkTManager:   tmanagerSinkFrom,
+	SinkPrometheus: promSinkFrom,
+	SinkGraphite:   graphiteSinkFrom,
+}
+
+// closer is a sink holding something before it runs (the prometheus
+// sink's listener), released when a later sink fails to build.
+type closer interface{ close() }
+
 // newSinks creates the sinks cfg.Sinks names; the prometheus sink binds its
 // endpoint here, so that a port that cannot be had fails the start.
 func newSinks(cfg Config, log *zap.Logger) (sinks []sink, err error) {
@@ -93,50 +100,27 @@ func newSinks(cfg Config, log *zap.Logger) (sinks []sink, err error) {
 		}
 	}()
 	for _, name := range cfg.Sinks {
-		switch name {
-		case SinkFile:
-			if cfg.FilePath == "" {
-				return nil, errors.New("metricsmgr: the file sink needs a file path (--metrics-file)")
+		if build, ok := builtins[name]; ok {
+			s, err := build(cfg, log)
+			if err != nil {
+				return sinks, fmt.Errorf("metricsmgr: %w", err)
 			}
-			sinks = append(sinks, newFileSink(cfg.FilePath, cfg.FileMaxBytes, cfg.FileMaxFiles, log))
-		case SinkTManager:
-			if cfg.StateManager == nil {
-				return nil, errors.New("metricsmgr: the tmanager sink needs a state manager to find the topology manager")
-			}
-			sinks = append(sinks, newTManagerSink(cfg.TopologyName, cfg.StateManager, log))
-		case SinkPrometheus:
-			if cfg.PrometheusAddr == "" {
-				return sinks, errors.New("metricsmgr: the prometheus sink needs an address to listen on (--prometheus-addr)")
-			}
-			p := newPromSink(cfg.TopologyName, cfg.Container, cfg.PrometheusAddr, cfg.PrometheusTargetsFile, log.Named("prometheus"))
-			if err := p.listen(); err != nil {
-				return sinks, err
-			}
-			sinks = append(sinks, p)
-		case SinkGraphite:
-			if cfg.GraphiteAddr == "" {
-				return sinks, fmt.Errorf("metricsmgr: the graphite sink needs the address of a line receiver (%s)", KeyGraphiteAddress)
-			}
-			if _, _, err := net.SplitHostPort(cfg.GraphiteAddr); err != nil {
-				return sinks, fmt.Errorf("metricsmgr: %s: %q is not host:port", KeyGraphiteAddress, cfg.GraphiteAddr)
-			}
-			sinks = append(sinks, newGraphiteSink(cfg.TopologyName, cfg.GraphiteAddr, cmp.Or(cfg.GraphitePrefix, "egret"), log.Named("graphite")))
-		default:
-			if cfg.SinkLoader == nil {
-				return sinks, fmt.Errorf("metricsmgr: metrics sink %q is not built in (%s) and no plugin loader is configured", name, strings.Join(Sinks, ", "))
-			}
-			sinks = append(sinks, newPluginSink(name, cfg.SinkLoader, cfg.SinkConfig, log.Named("plugin").With(zap.String("sink", name))))
+			sinks = append(sinks, s)
+			continue
 		}
+		if cfg.SinkLoader == nil {
+			return sinks, fmt.Errorf("metricsmgr: metrics sink %q is not built in (%s) and no plugin loader is configured", name, strings.Join(Sinks, ", "))
+		}
+		sinks = append(sinks, newPluginSink(name, cfg.SinkLoader, cfg.SinkConfig, log.Named("plugin").With(zap.String("sink", name))))
 	}
 	return sinks, nil
 }
 
-// closeSinks releases what sinks hold before they run (the prometheus
-// sink's listener).
+// closeSinks releases what sinks hold before they run.
 func closeSinks(sinks []sink) {
 	for _, s := range sinks {
-		if p, ok := s.(*promSink); ok {
-			p.close()
+		if c, ok := s.(closer); ok {
+			c.close()
 		}
 	}
 }
@@ -149,151 +133,3 @@ const (
 	KeyGraphiteAddress = "egret.metrics.graphite.address"
 	KeyGraphitePrefix  = "egret.metrics.graphite.prefix"
 )
-
-// fileSink appends reports as JSON lines to a file rotated at its size
-// cap, keeping files rotated copies.
-type fileSink struct {
-	path  string
-	max   int64
-	files int
-	log   *zap.Logger
-	ch    reportQueue
-}
-
-func newFileSink(path string, max int64, files int, log *zap.Logger) *fileSink {
-	if max <= 0 {
-		max = 64 << 20
-	}
-	if files <= 0 {
-		files = 1
-	}
-	return &fileSink{path: path, max: max, files: files, log: log, ch: newReportQueue()}
-}
-
-func (s *fileSink) offer(m *egretpb.MetricsPublish) bool { return s.ch.offer(m) }
-
-func (s *fileSink) name() string { return SinkFile }
-
-func (s *fileSink) run(ctx context.Context) {
-	var f *logfile.File
-	defer func() {
-		if f != nil {
-			_ = f.Close()
-		}
-	}()
-	// Lines are written in batches of whole lines, at most one file's
-	// worth, so rotation never splits a line.
-	maxBatch := int(min(s.max, 64<<10))
-	var batch []byte
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case m := <-s.ch:
-			if f == nil {
-				var err error
-				if f, err = logfile.Open(s.path, logfile.Limits{MaxSize: s.max, MaxFiles: s.files}, s.log); err != nil {
-					s.log.Error("file sink cannot open its file; dropping reports", zap.String("path", s.path), zap.Error(err))
-					continue
-				}
-			}
-			line, err := protojson.Marshal(m)
-			if err != nil {
-				continue
-			}
-			if len(batch) > 0 && len(batch)+len(line)+1 > maxBatch {
-				s.write(f, batch)
-				batch = batch[:0]
-			}
-			batch = append(append(batch, line...), '\n')
-			if len(s.ch) == 0 {
-				s.write(f, batch)
-				batch = batch[:0]
-			}
-		}
-	}
-}
-
-func (s *fileSink) write(f *logfile.File, b []byte) {
-	if _, err := f.Write(b); err != nil {
-		s.log.Error("file sink cannot write its file", zap.String("path", s.path), zap.Error(err))
-	}
-}
-
-// tmanagerSink forwards reports to the topology manager's server port.
-type tmanagerSink struct {
-	topology string
-	store    *state.Store
-	log      *zap.Logger
-	ch       reportQueue
-}
-
-func newTManagerSink(topology string, sm spi.StateManager, log *zap.Logger) *tmanagerSink {
-	return &tmanagerSink{topology: topology, store: state.New(sm), log: log, ch: newReportQueue()}
-}
-
-func (s *tmanagerSink) offer(m *egretpb.MetricsPublish) bool { return s.ch.offer(m) }
-
-func (s *tmanagerSink) name() string { return SinkTManager }
-
-func (s *tmanagerSink) run(ctx context.Context) {
-	for attempt := 0; ctx.Err() == nil; attempt++ {
-		err := s.forward(ctx)
-		if ctx.Err() != nil {
-			return
-		}
-		s.log.Debug("tmanager sink disconnected; retrying", zap.Error(err))
-		select {
-		case <-time.After(backoff(attempt)):
-		case <-ctx.Done():
-			return
-		}
-	}
-}
-
-// forward connects to the current topology manager and sends reports until
-// the connection fails.
-func (s *tmanagerSink) forward(ctx context.Context) error {
-	loc, err := s.store.TManagerLocation(ctx, s.topology)
-	if err != nil {
-		return err
-	}
-	addr := net.JoinHostPort(loc.GetHost(), strconv.Itoa(int(loc.GetServerPort())))
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return fmt.Errorf("dial topology manager at %s: %w", addr, err)
-	}
-	defer conn.Close()
-	// The topology manager never writes to a metrics connection; a read
-	// returning means it closed.
-	closed := make(chan struct{})
-	go func() {
-		var b [1]byte
-		_, _ = conn.Read(b[:])
-		close(closed)
-	}()
-	w := bufio.NewWriter(conn)
-	var buf []byte
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-closed:
-			return errors.New("topology manager closed the connection")
-		case m := <-s.ch:
-			buf, err = wire.AppendMessage(buf[:0], m)
-			if err != nil {
-				continue
-			}
-			if _, err := w.Write(buf); err != nil {
-				return err
-			}
-			if len(s.ch) == 0 {
-				if err := w.Flush(); err != nil {
-					return err
-				}
-			}
-		}
-	}
-}
