@@ -39,15 +39,19 @@ BACKEND_SUITE := ^TestBackends$$
 # Every process the tests start records the config keys it reads here
 # (core/spi); scripts/keysread then fails on a documented key nothing read.
 KEYS_READ_DIR ?= $(CURDIR)/.keys-read
+# make test keeps the output of its go test runs here (its last lines list what failed).
+TEST_LOGS ?= $(CURDIR)/.test-logs
 
-test: test-deps ## run every test (installs what the tests need when missing; the backend suite beside the others, the real-Kubernetes tests last), then check that every documented config key was read (scripts/keysread)
-	@status=0; rm -rf $(KEYS_READ_DIR); mkdir -p $(KEYS_READ_DIR); export EGRET_KEYS_READ_DIR=$(KEYS_READ_DIR); \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' ./test/e2e & suite=$$!; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)|$(BACKEND_SUITE)' ./... || status=1; \
-	wait $$suite || status=1; \
+test: test-deps ## run every test (installs what the tests need when missing; the backend suite beside the others, the real-Kubernetes tests last), then check that every documented config key was read (scripts/keysread); ends with the list of what failed
+	@status=0; rm -rf $(KEYS_READ_DIR) $(TEST_LOGS); mkdir -p $(KEYS_READ_DIR) $(TEST_LOGS); export EGRET_KEYS_READ_DIR=$(KEYS_READ_DIR); \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' ./test/e2e >$(TEST_LOGS)/suite.log 2>&1 & suite=$$!; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)|$(BACKEND_SUITE)' ./... 2>&1 | tee $(TEST_LOGS)/all.log; [ $${PIPESTATUS[0]} = 0 ] || status=1; \
+	wait $$suite || status=1; echo "the backend suite:"; cat $(TEST_LOGS)/suite.log; \
 	echo "the real-Kubernetes tests: waiting for scripts/k8s-deps.sh"; scripts/k8s-deps.sh || status=1; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS) || status=1; \
+	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS) 2>&1 | tee $(TEST_LOGS)/k8s.log; [ $${PIPESTATUS[0]} = 0 ] || status=1; \
 	$(GO) run ./scripts/keysread $(KEYS_READ_DIR) || status=1; \
+	if [ $$status != 0 ]; then echo "make test failed; what failed (logs in $(TEST_LOGS)):"; \
+		grep -h -E -e '--- FAIL|^FAIL|^panic:|timed out after' $(TEST_LOGS)/*.log; fi; \
 	exit $$status
 
 

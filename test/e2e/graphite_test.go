@@ -62,6 +62,7 @@ CACHE_QUERY_PORT = %[4]d
 CARBON_METRIC_INTERVAL = 0
 WHISPER_AUTOFLUSH = True
 LOG_LISTENER_CONNECTIONS = False
+ENABLE_TAGS = False
 `, dir, line, freePort(t), freePort(t))
 	schemas := "[default]\npattern = .*\nretentions = 1s:1h\n"
 	if err := os.WriteFile(filepath.Join(dir, "conf", "carbon.conf"), []byte(conf), 0o644); err != nil {
