@@ -97,8 +97,15 @@ thrift: ## regenerate the Go code of the Aurora API subset (needs the thrift $(T
 	thrift --gen go:package_prefix=github.com/egret-stream/egret/schedulers/aurora/,skip_remote -out $$tmp schedulers/aurora/auroraapi/aurora.thrift && \
 	cp $$tmp/auroraapi/*.go schedulers/aurora/auroraapi/ && gofmt -w schedulers/aurora/auroraapi/
 
-bench: ## run the benchmark suite (calibration, T1-T3 on local clusters 3 runs each, T4 10 min, T5, micro-benchmarks; 40-55 min on this 2-core machine) and rewrite docs/benchmarks.md
+bench: ## run the benchmark suite (calibration, T1-T3 on local clusters 3 runs each, T4 10 min, T5, micro-benchmarks; 40-55 min on this 2-core machine; then the scale harness at N = 10, 100, 300, 3-4 min) and rewrite docs/benchmarks.md
 	$(GO) run ./bench/cmd/egret-bench -report docs/benchmarks.md -profile 10
+	$(GO) run ./bench/scale/cmd/egret-scale -n 10,100,300 -merge -report docs/benchmarks.md
+
+bench-scale: ## the scale harness (bench/scale: one real topology manager, N stand-in stream managers) at N = 10, 100, 300 (3-4 min); rewrites docs/benchmarks.md §Scale, keeping the N = 1000 row
+	$(GO) run ./bench/scale/cmd/egret-scale -n 10,100,300 -merge -report docs/benchmarks.md
+
+bench-scale-large: ## the scale harness at N = 1000 (2-4 min); rewrites docs/benchmarks.md §Scale, keeping the other rows
+	$(GO) run ./bench/scale/cmd/egret-scale -n 1000 -merge -report docs/benchmarks.md
 
 bench-quick: ## a one-minute subset of make bench, one run each (results in bench/results/*-quick.json; docs untouched)
 	$(GO) run ./bench/cmd/egret-bench -quick
@@ -116,4 +123,4 @@ demo: ## run word count on a local 2-container cluster for 15 s, print live coun
 demo-local: ## run word count in this one process for 15 s and print the top words and throughput
 	$(GO) run ./examples/wordcount --local --duration 15s
 
-.PHONY: help build test backends-matrix test-deps k8s-deps image lint proto thrift bench bench-quick nexmark nexmark-quick demo demo-local
+.PHONY: help build test backends-matrix test-deps k8s-deps image lint proto thrift bench bench-scale bench-scale-large bench-quick nexmark nexmark-quick demo demo-local

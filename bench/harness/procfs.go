@@ -199,3 +199,6 @@ func ProcStart(pid int) (uint64, bool) {
 	start, err := strconv.ParseUint(f[19], 10, 64)
 	return start, err == nil
 }
+
+// ReadProc reads the CPU time and memory of one process from /proc.
+func ReadProc(pid int) (ProcStat, error) { return readProc("/proc", pid) }
