@@ -54,3 +54,34 @@ func stat(pid int) (start, state string, ok bool) {
 	}
 	return f[19], f[0], true
 }
+
+// WithFlag returns the processes whose command line holds the argument
+// flag followed by value ("--work-dir", "/x"), with their start times; an
+// empty list where /proc is not available.
+func WithFlag(flag, value string) map[int]string {
+	out := map[int]string{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return out
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == flag && args[i+1] == value {
+				if st, ok := Start(pid); ok && Alive(pid, st) {
+					out[pid] = st
+				}
+				break
+			}
+		}
+	}
+	return out
+}

@@ -36,3 +36,20 @@ func TestAlive(t *testing.T) {
 		t.Error("a dead or invalid pid counts as alive")
 	}
 }
+
+func TestWithFlag(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command("sh", "-c", "sleep 600", "sh", "--work-dir", dir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	got := WithFlag("--work-dir", dir)
+	st, _ := Start(cmd.Process.Pid)
+	if len(got) != 1 || got[cmd.Process.Pid] != st {
+		t.Fatalf("WithFlag(--work-dir, %s) = %v, want {%d: %s}", dir, got, cmd.Process.Pid, st)
+	}
+	if got := WithFlag("--work-dir", dir+"x"); len(got) != 0 {
+		t.Fatalf("WithFlag of another directory = %v, want none", got)
+	}
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/internal/procinfo"
+	"github.com/egret-stream/egret/schedulers/internal/executorcmd"
 )
 
 // Scheduler is the CLI side of the local scheduler: Launch starts the
@@ -177,25 +178,33 @@ func (s *Scheduler) waitGone(ctx context.Context, pid int, start string) {
 	}
 }
 
-// killOrphans stops the executors recorded in the container directories
-// that still run without a service: SIGTERM, then SIGKILL of the process
-// group when they do not stop in time.
+// killOrphans stops the executors of the container directories that
+// still run without a service: SIGTERM, then SIGKILL of the process group
+// when they do not stop in time. An executor is found by its record, and
+// by its command line (--work-dir) when a service died before recording
+// the executor it had just started.
 func (s *Scheduler) killOrphans(ctx context.Context, dir string) error {
 	dirs, err := filepath.Glob(filepath.Join(dir, "container-*"))
 	if err != nil {
 		return err
 	}
-	var live []executorRecord
+	live := map[int]string{}
 	for _, d := range dirs {
+		found := procinfo.WithFlag(executorcmd.WorkDirFlag, d)
 		var rec executorRecord
 		if readJSON(filepath.Join(d, executorFile), &rec) == nil && procinfo.Alive(rec.PID, rec.Start) {
-			s.log.Info("stopping an executor without a scheduler service", zap.String("container", filepath.Base(d)), zap.Int("pid", rec.PID))
-			_ = syscall.Kill(rec.PID, syscall.SIGTERM)
-			live = append(live, rec)
+			found[rec.PID] = rec.Start
+		}
+		for pid, start := range found {
+			s.log.Info("stopping an executor without a scheduler service", zap.String("container", filepath.Base(d)), zap.Int("pid", pid))
+			live[pid] = start
 		}
 	}
-	for _, rec := range live {
-		s.waitGone(ctx, rec.PID, rec.Start)
+	for pid := range live {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	for pid, start := range live {
+		s.waitGone(ctx, pid, start)
 	}
 	return ctx.Err()
 }

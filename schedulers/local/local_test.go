@@ -595,6 +595,11 @@ func TestKillWithoutService(t *testing.T) {
 	e := newEnv(t)
 	e.launch(t, "orphan", 2)
 	e.killService(t, "orphan")
+	// A service killed between starting an executor and recording it: Kill
+	// finds that executor by its command line.
+	if err := os.Remove(filepath.Join(e.workDir("orphan"), "container-1", "executor.json")); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := e.scheduler(t, "orphan").Kill(ctx, "orphan"); err != nil {

@@ -6,6 +6,10 @@ import (
 	"github.com/egret-stream/egret/core/spi"
 )
 
+// WorkDirFlag is the executor's flag naming its container's working
+// directory; a scheduler finds an executor it lost track of by it.
+const WorkDirFlag = "--work-dir"
+
 // Args returns the arguments (after the egret binary) of the executor of
 // container in job: it works in workDir and reads the cluster config from
 // configFile. Every scheduler starts executors with it, and the flags are
@@ -16,7 +20,7 @@ func Args(job spi.Job, container int, workDir, configFile string) []string {
 		"--topology", job.Topology,
 		"--topology-id", job.TopologyID,
 		"--container", strconv.Itoa(container),
-		"--work-dir", workDir,
+		WorkDirFlag, workDir,
 		"--package-uri", job.PackageURI,
 		"--package-sha256", job.PackageSHA256,
 		"--config-file", configFile,
