@@ -10,16 +10,25 @@ import (
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
-// Metric names per report: a stream manager's and an instance's reports
-// carry about as many values as the real ones.
+// The reports a container's metrics manager forwards every interval, and
+// about as many values as the real ones carry: the executor's container
+// report and one per instance process, the stream manager's, the metrics
+// manager's and the shell's process reports, and one per instance.
 const (
-	stmgrMetrics    = 24
-	instanceMetrics = 16
+	executorMetrics     = 12
+	executorTaskMetrics = 12
+	processMetrics      = 10
+	stmgrMetrics        = 24
+	instanceMetrics     = 16
 )
 
+// reportsPerContainer is how many sources a container with tasks tasks
+// publishes (see publishMetrics).
+func reportsPerContainer(tasks int) int { return 4 + 2*tasks }
+
 // publishMetrics is one container's metrics manager toward the topology
-// manager: every interval, one MetricsPublish for the stream manager and
-// one per task, on a connection of its own, until ctx ends.
+// manager: every interval, the container's reports (reportsPerContainer)
+// on a connection of its own, until ctx ends.
 func publishMetrics(ctx context.Context, addr string, container int32, tasks []int32, components []string, every time.Duration) error {
 	conn, err := net.DialTimeout("tcp", addr, 30*time.Second)
 	if err != nil {
@@ -30,10 +39,16 @@ func publishMetrics(ctx context.Context, addr string, container int32, tasks []i
 		<-ctx.Done()
 		_ = conn.Close()
 	}()
-	reports := []*egretpb.MetricsPublish{{Source: "stmgr", Container: container, Metrics: metricList("stmgr", stmgrMetrics)}}
+	reports := []*egretpb.MetricsPublish{
+		{Source: "executor", Container: container, Metrics: metricList("executor", executorMetrics)},
+		{Source: "stmgr", Container: container, Metrics: metricList("stmgr", stmgrMetrics)},
+		{Source: "metricsmgr", Container: container, Metrics: metricList("process", processMetrics)},
+		{Source: "shell", Container: container, Metrics: metricList("process", processMetrics)},
+	}
 	for i, task := range tasks {
-		reports = append(reports, &egretpb.MetricsPublish{Source: "instance", Container: container, Component: components[i], TaskId: task,
-			Metrics: metricList("instance", instanceMetrics)})
+		reports = append(reports,
+			&egretpb.MetricsPublish{Source: "executor", Container: container, Component: components[i], TaskId: task, Metrics: metricList("executor.task", executorTaskMetrics)},
+			&egretpb.MetricsPublish{Source: "instance", Container: container, Component: components[i], TaskId: task, Metrics: metricList("instance", instanceMetrics)})
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()

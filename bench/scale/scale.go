@@ -89,6 +89,14 @@ type Result struct {
 	// container holds a plan with it.
 	Detect time.Duration `json:"detect"`
 	Replan time.Duration `json:"replan"`
+	// MetricSources is how many sources the containers publish;
+	// DroppedSources how many the topology manager's metrics store evicted
+	// by the end of the steady window (its bound), SourcesShown how many
+	// containers and tasks GET /stats showed then.
+	MetricSources  int   `json:"metric_sources"`
+	DroppedSources int64 `json:"dropped_sources"`
+	SourcesShown   int   `json:"containers_in_stats"`
+	TasksShown     int   `json:"tasks_in_stats"`
 	// Reconnects counts stand-ins the topology manager dropped that were
 	// not frozen (a heartbeat late under load, a full queue): 0 expected.
 	Reconnects int64 `json:"reconnects"`
@@ -154,6 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Containers: cfg.Containers, Tasks: cfg.Containers * cfg.TasksPerContainer,
+		MetricSources: cfg.Containers * reportsPerContainer(cfg.TasksPerContainer),
 		EffectivelyOnce: cfg.EffectivelyOnce, LoadAvg: harness.DescribeMachine().LoadAvg}
 	root := filepath.Join(cfg.Dir, "state")
 	if err := submit(ctx, root, cfg); err != nil {
@@ -382,8 +391,35 @@ func (r *run) steady(ctx context.Context) error {
 	r.res.TMCores = (after.CPUSeconds - before.CPUSeconds) / el.Seconds()
 	r.res.TMRSS, r.res.TMPeakRSS = after.RSSBytes, after.PeakRSSBytes
 	r.res.TMSockets = countSockets(r.ch.pid())
+	if err := r.statsSeen(ctx); err != nil {
+		return err
+	}
 	r.logf("topology manager: %.3f cores, RSS %d MiB (peak %d MiB), %d sockets", r.res.TMCores, r.res.TMRSS>>20, r.res.TMPeakRSS>>20, r.res.TMSockets)
 	return r.check()
+}
+
+// statsSeen reads what GET /stats shows of the containers' metrics.
+func (r *run) statsSeen(ctx context.Context) error {
+	body, _, err := r.get(ctx, "/stats")
+	if err != nil {
+		return err
+	}
+	var st struct {
+		Components map[string]struct {
+			Tasks map[string]json.RawMessage `json:"tasks"`
+		} `json:"components"`
+		Containers map[string]json.RawMessage `json:"containers"`
+		Dropped    map[string]int64           `json:"dropped"`
+	}
+	if err := json.Unmarshal(body, &st); err != nil {
+		return fmt.Errorf("GET /stats: %w", err)
+	}
+	r.res.DroppedSources, r.res.SourcesShown = st.Dropped["sources"], len(st.Containers)
+	for _, c := range st.Components {
+		r.res.TasksShown += len(c.Tasks)
+	}
+	r.logf("GET /stats: %d containers and %d tasks shown, %d metric sources evicted (of %d published)", r.res.SourcesShown, r.res.TasksShown, r.res.DroppedSources, r.res.MetricSources)
+	return nil
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

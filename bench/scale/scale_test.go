@@ -6,6 +6,11 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/egret-stream/egret/daemons/wire"
+	"github.com/egret-stream/egret/proto/egretpb"
 )
 
 func TestMain(m *testing.M) {
@@ -38,7 +43,8 @@ func TestFiftyContainers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Detect < 3*time.Second {
+	// Its last heartbeat went out at most one interval before it froze.
+	if res.Detect < 3*time.Second-500*time.Millisecond {
 		t.Errorf("the frozen container was dropped %s after it went silent, before the heartbeat timeout (3s)", res.Detect)
 	}
 	if res.PlanBytes == 0 || res.HTTPBytes["/stats"] == 0 {
@@ -62,5 +68,31 @@ func TestFiftyContainersCheckpoint(t *testing.T) {
 	}
 	if len(res.Checkpoints) != 2 {
 		t.Fatalf("measured %d checkpoints, want 2", len(res.Checkpoints))
+	}
+}
+
+// TestScanPlan: the stand-ins' partial decoding reads what a full decode
+// of the same frames reads.
+func TestScanPlan(t *testing.T) {
+	pp := &egretpb.PhysicalPlan{Version: 7, Topology: &egretpb.Topology{Name: "x", Id: "x-1"},
+		Stmgrs: []*egretpb.StMgrLocation{{Container: 1, Host: "h", DataPort: 4001, MetricsPort: 9}, {Container: 2, Host: "h", DataPort: 4002}}}
+	for _, m := range []proto.Message{&egretpb.NewPhysicalPlan{Pplan: pp}, &egretpb.StMgrRegisterResponse{Pplan: pp}} {
+		b, err := wire.AppendMessage(nil, m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := newStandin("x-1", 1, 4001, nil, time.Second)
+		s.watch.Store(&watchSpec{container: 2, port: 4002})
+		if err := s.handle(wire.FrameType(b[4]), b[wire.HeaderSize:], 42); err != nil {
+			t.Fatal(err)
+		}
+		if s.version.Load() != 7 || s.firstPlanAt.Load() != 42 || s.watch.Load().at.Load() != 42 {
+			t.Errorf("%T: version %d, first plan at %d, watch at %d; want 7, 42, 42", m, s.version.Load(), s.firstPlanAt.Load(), s.watch.Load().at.Load())
+		}
+	}
+	b, _ := wire.AppendMessage(nil, &egretpb.StMgrRegisterResponse{Error: "no such container"})
+	s := newStandin("x-1", 1, 4001, nil, time.Second)
+	if err := s.handle(wire.FrameType(b[4]), b[wire.HeaderSize:], 1); err == nil || s.err.Load() == nil {
+		t.Errorf("a refused registration was not reported: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egret-stream/egret/daemons/wire"
@@ -149,7 +150,7 @@ func (s *standin) read(conn net.Conn) error {
 	r := bufio.NewReaderSize(conn, 64<<10)
 	var buf []byte
 	for {
-		t, m, nb, err := wire.ReadMessage(r, buf, wire.DefaultMaxFrame)
+		t, payload, nb, err := wire.ReadFrame(r, buf, wire.DefaultMaxFrame)
 		buf = nb
 		if err != nil {
 			return fmt.Errorf("container %d: connection to the topology manager: %w", s.container, err)
@@ -157,61 +158,80 @@ func (s *standin) read(conn net.Conn) error {
 		if s.isFrozen() {
 			continue // frozen: acts on nothing, answers nothing
 		}
-		now := time.Now().UnixNano()
-		switch m := m.(type) {
-		case *egretpb.StMgrRegisterResponse:
-			if m.GetError() != "" {
-				s.fail(fmt.Errorf("container %d: registration refused: %s", s.container, m.GetError()))
-				s.close()
-				return errFrozen
-			}
-			if m.GetPplan() != nil {
-				s.plan(m.GetPplan(), now)
-			}
-		case *egretpb.NewPhysicalPlan:
-			s.plan(m.GetPplan(), now)
-		case *egretpb.StMgrHeartbeatResponse:
-			if m.GetError() != "" {
-				return fmt.Errorf("container %d: heartbeat refused: %s", s.container, m.GetError())
-			}
-		case *egretpb.RestoreTopologyState:
-			err = s.send(&egretpb.RestoreTopologyStateResponse{Container: s.container, CheckpointId: m.GetCheckpointId(), Epoch: m.GetEpoch()})
-		case *egretpb.StartProcessing:
-			s.processing.Store(m.GetEpoch())
-		case *egretpb.StartCheckpoint:
-			s.startedAt.LoadOrStore(m.GetCheckpointId(), now)
-			// What this container's instances report once their state
-			// (empty here) is stored.
-			for _, task := range s.tasks {
-				if err = s.send(&egretpb.InstanceStateStored{CheckpointId: m.GetCheckpointId(), Epoch: m.GetEpoch(), TaskId: task}); err != nil {
-					break
-				}
-			}
-		case *egretpb.CheckpointComplete:
-			s.completedAt.LoadOrStore(m.GetCheckpointId(), now)
-		default:
-			s.fail(fmt.Errorf("container %d: unexpected %s from the topology manager", s.container, t))
-			s.close()
-			return errFrozen
-		}
-		if err != nil {
-			return fmt.Errorf("container %d: reply to the topology manager: %w", s.container, err)
+		if err := s.handle(t, payload, time.Now().UnixNano()); err != nil {
+			return err
 		}
 	}
 }
 
-func (s *standin) plan(pp *egretpb.PhysicalPlan, now int64) {
-	if pp.GetVersion() <= s.version.Load() {
-		return
-	}
-	if w := s.watch.Load(); w != nil && w.at.Load() == 0 {
-		for _, l := range pp.GetStmgrs() {
-			if l.GetContainer() == w.container && l.GetDataPort() == w.port {
-				w.at.Store(now)
+// handle acts on one frame from the topology manager.
+func (s *standin) handle(t wire.FrameType, payload []byte, now int64) error {
+	switch t {
+	case wire.FrameNewPhysicalPlan, wire.FrameStMgrRegisterResponse:
+		field := protowire.Number(fieldNewPlanPplan)
+		if t == wire.FrameStMgrRegisterResponse {
+			field = fieldRegisterResponse
+			if msg, err := embedded(payload, fieldRegisterError); err != nil || len(msg) > 0 {
+				s.fail(fmt.Errorf("container %d: registration refused: %q (%v)", s.container, msg, err))
+				s.close()
+				return errFrozen
 			}
 		}
+		pp, err := embedded(payload, field)
+		if err == nil && pp != nil {
+			var h planHeader
+			if h, err = scanPlan(pp); err == nil {
+				s.plan(h, now)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("container %d: %s: %w", s.container, t, err)
+		}
+		return nil
 	}
-	s.version.Store(pp.GetVersion())
+	m, err := wire.DecodeMessage(t, payload)
+	if err != nil {
+		return fmt.Errorf("container %d: %w", s.container, err)
+	}
+	switch m := m.(type) {
+	case *egretpb.StMgrHeartbeatResponse:
+		if m.GetError() != "" {
+			return fmt.Errorf("container %d: heartbeat refused: %s", s.container, m.GetError())
+		}
+	case *egretpb.RestoreTopologyState:
+		err = s.send(&egretpb.RestoreTopologyStateResponse{Container: s.container, CheckpointId: m.GetCheckpointId(), Epoch: m.GetEpoch()})
+	case *egretpb.StartProcessing:
+		s.processing.Store(m.GetEpoch())
+	case *egretpb.StartCheckpoint:
+		s.startedAt.LoadOrStore(m.GetCheckpointId(), now)
+		// What this container's instances report once their state
+		// (empty here) is stored.
+		for _, task := range s.tasks {
+			if err = s.send(&egretpb.InstanceStateStored{CheckpointId: m.GetCheckpointId(), Epoch: m.GetEpoch(), TaskId: task}); err != nil {
+				break
+			}
+		}
+	case *egretpb.CheckpointComplete:
+		s.completedAt.LoadOrStore(m.GetCheckpointId(), now)
+	default:
+		s.fail(fmt.Errorf("container %d: unexpected %s from the topology manager", s.container, t))
+		s.close()
+		return errFrozen
+	}
+	if err != nil {
+		return fmt.Errorf("container %d: reply to the topology manager: %w", s.container, err)
+	}
+	return nil
+}
+
+func (s *standin) plan(h planHeader, now int64) {
+	if h.version <= s.version.Load() {
+		return
+	}
+	if w := s.watch.Load(); w != nil && w.at.Load() == 0 && h.ports[w.container] == w.port {
+		w.at.Store(now)
+	}
+	s.version.Store(h.version)
 	s.firstPlanAt.CompareAndSwap(0, now)
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/egret-stream/egret/core/names"
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/wire"
@@ -78,13 +79,17 @@ type Limits struct {
 	// also wakes the retry at once).
 	EstablishRetryInterval time.Duration
 	// MaxMetricSources bounds the metric sources kept (one per publishing
-	// process); the least recently updated one is forgotten first.
+	// process); the least recently updated one is forgotten first. Zero
+	// sizes it to the packing plan (sourcesFor), and again at every
+	// packing plan change, never below DefaultMaxMetricSources.
 	MaxMetricSources int
 	// MaxMetricNames bounds the metric names kept per source.
 	MaxMetricNames int
 	// MaxExceptions bounds the distinct exceptions kept per component.
 	MaxExceptions int
 	// MaxConnections bounds simultaneous connections on the server port.
+	// Zero sizes it to the packing plan the topology manager starts with
+	// (connectionsFor), never below DefaultMaxConnections.
 	MaxConnections int
 	// ConnQueue bounds the frames queued toward one connection; a peer that
 	// lets it fill is disconnected (it re-registers and gets the plan).
@@ -108,6 +113,8 @@ type settings struct {
 	heartbeatInterval time.Duration
 	establishTimeout  time.Duration
 	maxFrame          int
+	// autoSources and autoConns: the bounds follow the packing plan.
+	autoSources, autoConns bool
 }
 
 func (c Config) resolve() (*settings, error) {
@@ -163,6 +170,7 @@ func (c Config) resolve() (*settings, error) {
 		s.Clock = SystemClock()
 	}
 	l := &s.Limits
+	s.autoSources, s.autoConns = l.MaxMetricSources <= 0, l.MaxConnections <= 0
 	setDuration(&l.EstablishRetryInterval, DefaultEstablishRetryInterval)
 	setDuration(&l.WriteTimeout, DefaultWriteTimeout)
 	setInt(&l.MaxMetricSources, DefaultMaxMetricSources)
@@ -171,6 +179,48 @@ func (c Config) resolve() (*settings, error) {
 	setInt(&l.MaxConnections, DefaultMaxConnections)
 	setInt(&l.ConnQueue, DefaultConnQueue)
 	return s, nil
+}
+
+// Metric sources and server connections per container and per task that
+// the automatic bounds allow. A container publishes about 5 + 2×tasks
+// sources (its executor, stream manager, metrics manager, shell and
+// checkpoint manager; each instance and the executor's report of it) and
+// holds 2 connections (stream manager, metrics manager); the bounds leave
+// room for about twice that, so a scale-up is covered until the next
+// packing plan resizes them.
+const (
+	sourcesPerContainer = 10
+	sourcesPerTask      = 4
+	connsPerContainer   = 4
+)
+
+// sourcesFor is the automatic metric-source bound of a packing plan of
+// containers containers and tasks tasks.
+func sourcesFor(containers, tasks int) int {
+	return max(DefaultMaxMetricSources, sourcesPerContainer*containers+sourcesPerTask*tasks)
+}
+
+// connectionsFor is the automatic connection bound.
+func connectionsFor(containers int) int {
+	return max(DefaultMaxConnections, connsPerContainer*containers)
+}
+
+func taskCount(p *plan.PackingPlan) int {
+	n := 0
+	for _, c := range p.Containers {
+		n += len(c.Instances)
+	}
+	return n
+}
+
+// sizeLimits sets the automatic bounds for a packing plan.
+func (s *settings) sizeLimits(containers, tasks int) {
+	if s.autoSources {
+		s.Limits.MaxMetricSources = sourcesFor(containers, tasks)
+	}
+	if s.autoConns {
+		s.Limits.MaxConnections = connectionsFor(containers)
+	}
 }
 
 // evictionCheckInterval is how often silent stream managers are looked

@@ -37,6 +37,8 @@ type manager struct {
 	timeout  time.Duration // heartbeat timeout
 	metrics  *metricsStore
 	ctx      context.Context // for state writes; ends with Run
+	// autoSources: the metrics store's bound follows the packing plan.
+	autoSources bool
 
 	mu             sync.Mutex
 	topo           *topology.Topology // parallelism synced with packing
@@ -74,7 +76,7 @@ type initial struct {
 func newManager(ctx context.Context, s *settings, store *state.Store, ms *metricsStore, in initial, log *zap.Logger) (*manager, error) {
 	m := &manager{
 		name: s.TopologyName, id: s.TopologyID, store: store, clock: s.Clock, log: log,
-		timeout: s.heartbeatTimeout, metrics: ms, ctx: ctx,
+		timeout: s.heartbeatTimeout, metrics: ms, ctx: ctx, autoSources: s.autoSources,
 		stmgrs: map[int]*stmgrEntry{}, runtimeConfig: map[string]string{},
 		state: egretpb.TopologyState_TOPOLOGY_STATE_RUNNING,
 	}
@@ -173,6 +175,9 @@ func (m *manager) applyPacking(t *topology.Topology, p *plan.PackingPlan, versio
 	}
 	m.complete = false
 	m.metrics.retainTasks(p.Layout().ComponentOf)
+	if m.autoSources {
+		m.metrics.setMaxSources(sourcesFor(len(p.Containers), taskCount(p)))
+	}
 	m.log.Info("packing plan changed; waiting for the stream managers of the new plan",
 		zap.Int64("packing_version", version), zap.Ints("containers", sortedKeys(m.expected)),
 		zap.Ints("missing", m.missingLocked()))

@@ -1,7 +1,10 @@
 package tmanager
 
 import (
+	"cmp"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -104,6 +107,23 @@ func (s *metricsStore) add(m *egretpb.MetricsPublish, now time.Time) {
 	}
 	for _, e := range m.GetExceptions() {
 		s.addExceptionLocked(k, e, ts)
+	}
+}
+
+// setMaxSources changes the source bound, evicting the least recently
+// updated sources beyond it.
+func (s *metricsStore) setMaxSources(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxSources = n
+	if len(s.sources) <= n {
+		return
+	}
+	keys := slices.Collect(maps.Keys(s.sources))
+	slices.SortFunc(keys, func(a, b sourceKey) int { return cmp.Compare(s.sources[a].seq, s.sources[b].seq) })
+	for _, k := range keys[:len(keys)-n] {
+		delete(s.sources, k)
+		s.droppedSources++
 	}
 }
 

@@ -111,6 +111,7 @@ func Run(ctx context.Context, cfg Config, log *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	s.sizeLimits(len(in.packing.Containers), taskCount(in.packing))
 	ms := newMetricsStore(s.Limits)
 	mgr, err := newManager(ctx, s, store, ms, in, log)
 	if err != nil {

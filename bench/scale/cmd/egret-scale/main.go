@@ -32,6 +32,7 @@ func main() {
 		out    = flag.String("json", "bench/results/scale.json", "results file (with -merge, earlier results of other N are kept)")
 		merge  = flag.Bool("merge", false, "keep the results of other N from -json in the report")
 		noEO   = flag.Bool("no-eo", false, "skip the effectively-once runs")
+		keep   = flag.Bool("keep", false, "keep each run's directory (state manager, tmanager.log)")
 	)
 	flag.Parse()
 	var counts []int
@@ -45,13 +46,13 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, counts, *steady, *report, *out, *merge, !*noEO); err != nil {
+	if err := run(ctx, counts, *steady, *report, *out, *merge, !*noEO, *keep); err != nil {
 		fmt.Fprintln(os.Stderr, "egret-scale:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, counts []int, steady time.Duration, report, out string, merge, eo bool) error {
+func run(ctx context.Context, counts []int, steady time.Duration, report, out string, merge, eo, keep bool) error {
 	var results []*scale.Result
 	if merge {
 		if b, err := os.ReadFile(out); err == nil {
@@ -89,7 +90,11 @@ func run(ctx context.Context, counts []int, steady time.Duration, report, out st
 			if err != nil {
 				return fmt.Errorf("N=%d (effectively-once %v): %w (logs kept in %s)", n, effOnce, err, dir)
 			}
-			_ = os.RemoveAll(dir)
+			if keep {
+				fmt.Fprintf(os.Stderr, "N=%d: logs in %s\n", n, dir)
+			} else {
+				_ = os.RemoveAll(dir)
+			}
 			results = append(results, res)
 		}
 	}
