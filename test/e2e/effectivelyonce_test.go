@@ -112,8 +112,10 @@ func TestEffectivelyOnceNoFault(t *testing.T) {
 		v := r.checkpointMetric("checkpoint.completed")
 		return v >= 2, fmt.Sprintf("checkpoint.completed = %v", v)
 	})
-	_, stderr, code := c.egret("update", c.name, r.name, "--component-parallelism", "count:3")
-	oneLineError(t, "rescaling an effectively-once topology", stderr, code, 2, "effectively-once", "parallelism")
+	// A rescale past the component's key groups is refused before
+	// anything stops (TestStatefulRescale rescales within them).
+	_, stderr, code := c.egret("update", c.name, r.name, "--component-parallelism", "count:129")
+	oneLineError(t, "rescaling past the max parallelism", stderr, code, 2, "max parallelism 128", "count")
 	out := c.mustEgret("metrics", c.name, r.name)
 	if !strings.Contains(out, "checkpoints: last complete ") || !strings.Contains(out, " completed, ") {
 		t.Errorf("egret metrics does not show the checkpoints:\n%s", out)
