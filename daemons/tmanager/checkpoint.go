@@ -73,6 +73,8 @@ type coordinator struct {
 	lastStart time.Time
 	nextID    int64
 	cur       *inflight
+	sp        *spRequest          // a savepoint asked for (savepoint.go)
+	pins      map[int64]time.Time // checkpoints kept for savepoints, until then
 
 	started, completed, aborted, failed, restores, restoreFailures int64
 	metricsAt                                                      time.Time
@@ -254,7 +256,11 @@ func (m *manager) completeLocked(cur *inflight) {
 		return
 	}
 	ck.completed++
-	keepFrom := max(cur.id-int64(ck.keep)+1, 1)
+	if ck.sp != nil && ck.sp.id == cur.id {
+		m.pinSavepointLocked(cur.id, now)
+		m.endSavepointLocked(nil, cur.size)
+	}
+	keepFrom := m.keepFromLocked(max(cur.id-int64(ck.keep)+1, 1), now)
 	m.log.Debug("checkpoint complete", zap.Int64("checkpoint", cur.id), zap.Duration("duration", ck.lastDuration), zap.Int64("bytes", cur.size))
 	m.broadcastLocked(&egretpb.CheckpointComplete{CheckpointId: cur.id, Epoch: ck.epoch, KeepFrom: keepFrom})
 	m.publishCheckpointMetricsLocked()
@@ -281,21 +287,29 @@ func (m *manager) checkpointTick(now time.Time) {
 			ck.cur = nil
 			m.publishCheckpointMetricsLocked()
 		}
+		m.savepointTickLocked(now)
 		if ck.cur == nil && now.Sub(ck.lastStart) >= ck.interval && m.state == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
-			layout := m.packing.Layout()
-			cur := &inflight{id: ck.nextID, started: now, pending: map[int32]bool{}, tasks: tasksOf(layout)}
-			for task := range layout.ComponentOf {
-				cur.pending[int32(task)] = true
-			}
-			ck.nextID++
-			ck.cur, ck.lastStart = cur, now
-			ck.started++
-			m.broadcastLocked(&egretpb.StartCheckpoint{CheckpointId: cur.id, Epoch: ck.epoch})
+			m.startCheckpointLocked(now)
 		}
 	}
 	if now.Sub(ck.metricsAt) >= time.Second {
 		m.publishCheckpointMetricsLocked() // the age moves on
 	}
+}
+
+// startCheckpointLocked starts the next checkpoint and returns its id.
+func (m *manager) startCheckpointLocked(now time.Time) int64 {
+	ck := &m.ckpt
+	layout := m.packing.Layout()
+	cur := &inflight{id: ck.nextID, started: now, pending: map[int32]bool{}, tasks: tasksOf(layout)}
+	for task := range layout.ComponentOf {
+		cur.pending[int32(task)] = true
+	}
+	ck.nextID++
+	ck.cur, ck.lastStart = cur, now
+	ck.started++
+	m.broadcastLocked(&egretpb.StartCheckpoint{CheckpointId: cur.id, Epoch: ck.epoch})
+	return cur.id
 }
 
 // publishCheckpointMetricsLocked puts the checkpoint figures in the
