@@ -116,4 +116,3 @@ func containsStr(v any, sub string) bool {
 	s, ok := v.(string)
 	return ok && strings.Contains(s, sub)
 }
-
