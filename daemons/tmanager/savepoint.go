@@ -38,7 +38,7 @@ type spRequest struct {
 }
 
 // errNoCheckpoints refuses a savepoint of a topology without checkpoints.
-var errNoCheckpoints = errors.New("the topology is not effectively-once: it takes no checkpoints, so it has no state to save (topology.reliability.mode=EFFECTIVELY_ONCE)")
+var errNoCheckpoints = errors.New("the topology is not effectively-once: it takes no checkpoints, so it has no state to save (topology.delivery.mode=effectively-once)")
 
 // requestSavepoint asks for a checkpoint pinned for lease and returns the
 // request to wait on.

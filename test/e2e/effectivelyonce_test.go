@@ -34,9 +34,15 @@ type eoRun struct {
 
 func startEOCount(t *testing.T, c *cluster, name string, n int64, flags ...string) *eoRun {
 	t.Helper()
+	return startEOCountWith(t, c, name, n, nil, flags...)
+}
+
+// startEOCountWith is startEOCount with flags of egret submit.
+func startEOCountWith(t *testing.T, c *cluster, name string, n int64, submitFlags []string, flags ...string) *eoRun {
+	t.Helper()
 	state := filepath.Join(c.home, "state-"+name)
-	args := append([]string{"submit", c.name, binary(t, "effectivelyonce"), "--",
-		"--name", name, "--sentences", strconv.FormatInt(n, 10), "--state", state, "--containers", "2"}, flags...)
+	args := append(append(append([]string{"submit", c.name}, submitFlags...), binary(t, "effectivelyonce"), "--",
+		"--name", name, "--sentences", strconv.FormatInt(n, 10), "--state", state, "--containers", "2"), flags...)
 	c.mustEgret(args...)
 	w := &wordCount{t: t, c: c, name: name, containers: 2, store: c.store()}
 	pp, _, err := w.store.PackingPlan(context.Background(), name)
