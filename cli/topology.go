@@ -102,9 +102,16 @@ func killCmd(g *globals) *cobra.Command {
 	var drain time.Duration
 	var savepointTarget string
 	cmd := &cobra.Command{
-		Use:   "kill cluster[/role[/env]] <topology>",
+		Use:   "kill cluster[/role[/env]] <topology> [--savepoint [URI]]",
 		Short: "Drain a topology, stop it and remove its state (idempotent)",
-		Args:  exactArgs(2, "egret kill local wordcount"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			// kill local wc --savepoint URI: the flag takes an optional
+			// value, so its URI comes as a third argument.
+			if len(args) == 3 && cmd.Flags().Changed("savepoint") && savepointTarget == defaultSavepointTarget {
+				return nil
+			}
+			return exactArgs(2, "egret kill local wordcount [--savepoint [URI]]")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if now && cmd.Flags().Changed("drain-timeout") {
 				return usagef("--now and --drain-timeout exclude each other")
@@ -131,6 +138,9 @@ func killCmd(g *globals) *cobra.Command {
 				target := savepointTarget
 				if target == defaultSavepointTarget {
 					target = ""
+					if len(args) == 3 {
+						target = args[2]
+					}
 				}
 				loc, m, err := takeSavepoint(cmd.Context(), l, args[1], target, defaultLease)
 				if err != nil {

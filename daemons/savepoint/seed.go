@@ -53,13 +53,13 @@ func Check(m *Manifest, t *topology.Topology, p *plan.PackingPlan, allowUnrestor
 // written is removed; undo removes it after a success.
 func Seed(ctx context.Context, m *Manifest, src spi.CheckpointFiles, name string, dst Storage, t *topology.Topology, p *plan.PackingPlan) (undo func(), err error) {
 	w := &writer{ctx: ctx, dst: dst, name: t.Name}
-	undo = func() {
+	remove := func() {
 		w.undo()
 		_ = dst.Delete(context.WithoutCancel(ctx), t.Name, m.Checkpoint)
 	}
 	defer func() {
 		if err != nil {
-			undo()
+			remove()
 		}
 	}()
 	layout := p.Layout()
@@ -89,5 +89,5 @@ func Seed(ctx context.Context, m *Manifest, src spi.CheckpointFiles, name string
 			}
 		}
 	}
-	return undo, nil
+	return remove, nil
 }
