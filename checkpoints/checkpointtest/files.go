@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -194,7 +195,7 @@ func (s Suite) fileRoundTrip(t spitest.T) {
 // fileAtomic: nothing written shows before Commit; Abort and a writer
 // that is abandoned (the process crashed) leave the name as it was.
 func (s Suite) fileAtomic(t spitest.T) {
-	_, f := s.files(t)
+	st, f := s.files(t)
 	topo := topology(t, "atomic")
 	ctx, cancel := opCtx(t)
 	defer cancel()
@@ -243,6 +244,29 @@ func (s Suite) fileAtomic(t spitest.T) {
 	if err := w.Abort(); err != nil { // after a commit of another writer
 		t.Fatal(err)
 	}
+	// What the crashed writer left is removed by a storage that removes
+	// temporaries (spi.TempRemover), once old enough; a file being
+	// written is not, and commits.
+	tr, ok := st.(spi.TempRemover)
+	if !ok {
+		return
+	}
+	live := partial("live")
+	if n, err := tr.RemoveTemps(ctx, topo, time.Now().Add(-time.Hour)); err != nil || n != 0 {
+		t.Fatalf("RemoveTemps of what is older than an hour = %d, %v; want 0, nil", n, err)
+	}
+	if err := live.Commit(); err != nil {
+		t.Fatalf("Commit after RemoveTemps of older temporaries: %v", err)
+	}
+	n, err := tr.RemoveTemps(ctx, topo, time.Now().Add(time.Hour))
+	if err != nil || n < 1 {
+		t.Fatalf("RemoveTemps of everything = %d, %v; want the crashed writer's file removed", n, err)
+	}
+	if n, err := tr.RemoveTemps(ctx, topo, time.Now().Add(time.Hour)); err != nil || n != 0 {
+		t.Fatalf("RemoveTemps again = %d, %v; want 0, nil", n, err)
+	}
+	mustFile(t, f, topo, "replaced", 2, 70000)
+	mustFile(t, f, topo, "live", 99, 3<<20)
 }
 
 func (s Suite) fileDelete(t spitest.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 )
 
 // CheckpointFiles is the capability of a checkpoint storage to keep the
@@ -41,6 +42,21 @@ type CheckpointFiles interface {
 	OpenFile(ctx context.Context, topology, name string) (FileReader, error)
 	ListFiles(ctx context.Context, topology string) ([]FileInfo, error)
 	DeleteFile(ctx context.Context, topology, name string) error
+}
+
+// TempRemover is the capability of a checkpoint storage to remove what
+// writers that died left behind: temporary files (a file or a state being
+// written when its writer crashed, never committed) and checkpoints caught
+// while being deleted. No List, ListFiles or Load shows them; the
+// checkpoint manager's clean calls RemoveTemps.
+//
+// Contract (checkpoints/checkpointtest checks it): RemoveTemps removes the
+// temporary entries of topology last modified before olderThan and returns
+// how many it removed; one modified since (still being written) stays, and
+// its writer's Commit still works. An entry another container removed
+// meanwhile is not an error.
+type TempRemover interface {
+	RemoveTemps(ctx context.Context, topology string, olderThan time.Time) (int, error)
 }
 
 // FileWriter writes one checkpoint file. Write may be called many times;

@@ -16,10 +16,13 @@ package statebackend
 //   - RestoreCheckpoints replaces the backend's state with the entries of
 //     the task's key groups held by the checkpoint directories given
 //     (several when key groups moved between tasks); a damaged directory is
-//     an error. It starts a new incarnation.
+//     an error. It starts a new incarnation, and returns the stable files
+//     of dirs[0] that the new incarnation keeps as its own, under the same
+//     names and with the same bytes: its next checkpoint may list them, and
+//     an uploader reuses what it downloaded rather than uploading them again.
 type Incremental interface {
 	Checkpoint() (FileCheckpoint, error)
-	RestoreCheckpoints(dirs []string) error
+	RestoreCheckpoints(dirs []string) (kept []string, err error)
 	// Incarnation names the backend's current life: it changes when the
 	// backend is opened, cleared or restored.
 	Incarnation() string

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/egret-stream/egret/core/keygroup"
@@ -72,6 +73,81 @@ type Uploader struct {
 	mu          sync.Mutex
 	incarnation string
 	shared      map[string]File // part → stored file, of the last upload
+
+	// local, when set, keeps local copies (hard links) of the files of
+	// incremental checkpoints under their storage names; keep names those
+	// of the last upload and the last restore.
+	local string
+	keep  map[string]bool
+}
+
+// KeepLocalCopies makes the uploader keep, in dir (on the file system of
+// the backend's directory), hard links to the files of the incremental
+// checkpoints it uploads or downloads, under their storage names: a restore
+// takes a file from there when its size and XXH64 are the manifest's, so a
+// task restarted in the same container, or restored again, reads its state
+// from the local disk instead of the checkpoint storage (Flink's local
+// recovery). Only the files of the last upload and of the last restore are
+// kept.
+func (u *Uploader) KeepLocalCopies(dir string) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("ckptio: local copies: %w", err)
+	}
+	u.local = dir
+	return nil
+}
+
+// keepLocal links path into the local copies as name.
+func (u *Uploader) keepLocal(path, name string) {
+	if u.local == "" {
+		return
+	}
+	dst := filepath.Join(u.local, name)
+	if _, err := os.Stat(dst); err == nil {
+		return
+	}
+	_ = os.Link(path, dst)
+}
+
+// pruneLocal removes the local copies no longer named by the files of
+// the last upload or restore (files), keeping those of the previous one.
+func (u *Uploader) pruneLocal(files []File) {
+	if u.local == "" {
+		return
+	}
+	keep := make(map[string]bool, len(files))
+	for _, f := range files {
+		keep[f.Name] = true
+	}
+	entries, _ := os.ReadDir(u.local)
+	for _, e := range entries {
+		if !keep[e.Name()] && !u.keep[e.Name()] {
+			_ = os.Remove(filepath.Join(u.local, e.Name()))
+		}
+	}
+	u.keep = keep
+}
+
+// fromLocal links the local copy of f to path when it holds f's bytes.
+func (u *Uploader) fromLocal(f File, path string) bool {
+	if u.local == "" {
+		return false
+	}
+	src := filepath.Join(u.local, f.Name)
+	fh, err := os.Open(src)
+	if err != nil {
+		return false
+	}
+	d := xxhash.New()
+	n, err := io.Copy(d, fh)
+	fh.Close()
+	if err != nil || n != f.Size || d.Sum64() != f.Sum {
+		_ = os.Remove(src) // damaged: downloaded again
+		return false
+	}
+	return os.Link(src, path) == nil
 }
 
 // Parallel is how many files an uploader moves at once.
@@ -135,6 +211,7 @@ func (u *Uploader) Upload(ctx context.Context, snap TaskSnapshot) (*Manifest, St
 		return nil, st, fmt.Errorf("ckptio: manifest of checkpoint %d: %w", snap.Checkpoint, err)
 	}
 	u.incarnation, u.shared = snap.Incarnation, shared
+	u.pruneLocal(m.Files)
 	st.Full, st.Uploaded, st.Files, st.Duration = m.Size(), m.Uploaded(), len(m.Files), time.Since(start)
 	return m, st, nil
 }
@@ -174,6 +251,7 @@ func (u *Uploader) uploadFiles(ctx context.Context, snap TaskSnapshot) ([]File, 
 			if s.Size != f.Size {
 				return fmt.Errorf("ckptio: checkpoint %d: %s changed while it was uploaded (%d bytes, listed with %d)", snap.Checkpoint, f.Name, s.Size, f.Size)
 			}
+			u.keepLocal(fh.Name(), name)
 			out[i] = File{Name: name, Part: part, Size: s.Size, Sum: s.Sum, Groups: snap.Groups}
 			return nil
 		})
@@ -207,6 +285,7 @@ func (u *Uploader) Restore(ctx context.Context, manifests []*Manifest, t Restore
 	u.incarnation, u.shared = "", nil // the backend restored starts a new life
 	ops := make([][]byte, len(manifests))
 	var dirs []string
+	var first *Manifest // the manifest of dirs[0]
 	var streams []File
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(u.parallel)
@@ -236,8 +315,21 @@ func (u *Uploader) Restore(ctx context.Context, manifests []*Manifest, t Restore
 						return nil, fmt.Errorf("ckptio: restore: %w", err)
 					}
 					dirs = append(dirs, dir)
+					if first == nil {
+						first = m
+					}
 				}
-				g.Go(func() error { return u.download(gctx, f, filepath.Join(dir, f.Part[len(PartFilesPrefix):])) })
+				path := filepath.Join(dir, f.Part[len(PartFilesPrefix):])
+				g.Go(func() error {
+					if u.fromLocal(f, path) {
+						return nil
+					}
+					if err := u.download(gctx, f, path); err != nil {
+						return err
+					}
+					u.keepLocal(path, f.Name)
+					return nil
+				})
 			}
 		}
 	}
@@ -249,14 +341,21 @@ func (u *Uploader) Restore(ctx context.Context, manifests []*Manifest, t Restore
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	var restored []File
+	for _, m := range manifests {
+		restored = append(restored, m.Files...)
+	}
+	u.pruneLocal(restored)
 	if len(dirs) > 0 {
 		inc, ok := t.Backend.(statebackend.Incremental)
 		if !ok {
 			return nil, fmt.Errorf("ckptio: restore: the checkpoint holds the files of an incremental backend (%s); the task's backend %T cannot read them", manifests[0].Backend, t.Backend)
 		}
-		if err := inc.RestoreCheckpoints(dirs); err != nil {
+		kept, err := inc.RestoreCheckpoints(dirs)
+		if err != nil {
 			return nil, fmt.Errorf("ckptio: restore: %w", err)
 		}
+		u.adopt(first, kept, inc.Incarnation())
 	}
 	for _, f := range streams {
 		if err := u.restoreStream(ctx, f, t.Backend); err != nil {
@@ -264,6 +363,27 @@ func (u *Uploader) Restore(ctx context.Context, manifests []*Manifest, t Restore
 		}
 	}
 	return ops, nil
+}
+
+// adopt makes the files of m that the restored backend kept (the names of
+// kept in its checkpoint directory) the last upload's, of incarnation: the
+// first checkpoint after a restore uploads only the files that changed
+// since the checkpoint restored, not the whole state again.
+func (u *Uploader) adopt(m *Manifest, kept []string, incarnation string) {
+	if len(kept) == 0 {
+		return
+	}
+	byPart := make(map[string]File, len(m.Files))
+	for _, f := range m.Files {
+		byPart[f.Part] = f
+	}
+	shared := map[string]File{}
+	for _, name := range kept {
+		if f, ok := byPart[PartFilesPrefix+name]; ok {
+			shared[f.Part] = f
+		}
+	}
+	u.incarnation, u.shared = incarnation, shared
 }
 
 func overlap(a, b keygroup.Range) bool { return a.Start < b.End && b.Start < a.End }

@@ -417,33 +417,8 @@ func TestRescaleMerge(t *testing.T) {
 	}
 	g := keygroup.Range{Start: 4, End: 12}
 	rb := openBackend(t, "pebble", g)
-	target := ckptio.RestoreTarget{Backend: rb, Groups: g, Dir: t.TempDir()}
-	up := ckptio.NewUploader(m.client(t), 9)
-	// Refused before anything is read into the backend: an old task
-	// missing (its groups would be lost), another max parallelism, a
-	// manifest of another checkpoint.
-	for _, c := range []struct {
-		old     []int32
-		maxPar  int
-		problem string
-	}{
-		{[]int32{0}, 16, "hold 4 of the task's 8 key groups"},
-		{[]int32{0, 1}, 32, "max parallelism cannot change"},
-		{[]int32{0, 7}, 16, "old task 7"},
-	} {
-		if _, err := up.RestoreRescaled(t.Context(), 5, c.old, c.maxPar, target); err == nil || !strings.Contains(err.Error(), c.problem) {
-			t.Errorf("RestoreRescaled(%v, max %d) = %v, want an error with %q", c.old, c.maxPar, err, c.problem)
-		}
-	}
-	if err := ckptio.CheckRescale(manifests, 6, []int32{0, 1}, 16, target); err == nil {
-		t.Error("CheckRescale accepted the manifests of checkpoint 5 for checkpoint 6")
-	}
-	ops, err := up.RestoreRescaled(t.Context(), 5, []int32{0, 1}, 16, target)
-	if err != nil {
+	if _, err := ckptio.NewUploader(m.client(t), 9).Restore(t.Context(), manifests, ckptio.RestoreTarget{Backend: rb, Groups: g, Dir: t.TempDir()}); err != nil {
 		t.Fatal(err)
-	}
-	if len(ops) != 2 {
-		t.Fatalf("%d operator states, want one per old task", len(ops))
 	}
 	count := 0
 	for grp := range 16 {
@@ -465,5 +440,134 @@ func TestRescaleMerge(t *testing.T) {
 				t.Fatalf("key %d = %.12q, %v, %v", i, v, ok, err)
 			}
 		}
+	}
+}
+
+// TestIncrementalAfterRestore: the first checkpoint of a pebble task
+// restored from a checkpoint uploads only the tables that changed since
+// (it reuses the restored tables, which keep their names and bytes), and
+// it restores with every entry.
+func TestIncrementalAfterRestore(t *testing.T) {
+	const n = 50000
+	m := startManager(t, t.TempDir())
+	all := keygroup.Range{Start: 0, End: 16}
+	put := func(b statebackend.Backend, i int, version string) {
+		if err := b.Put(key(i%16, i), value(i, version), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := openBackend(t, "pebble", all)
+	for i := range n {
+		put(b, i, "v1")
+	}
+	if err := b.(interface{ Compact() error }).Compact(); err != nil {
+		t.Fatal(err)
+	}
+	m1, st1, err := ckptio.NewUploader(m.client(t), 1).Upload(t.Context(), checkpointOf(t, b, 1, all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.store(t, m1)
+	// A new process of the task restores checkpoint 1 (its restore
+	// directory on the backend's file system: the download becomes the
+	// database), changes 1% of the keys and checkpoints.
+	restore := func(up *ckptio.Uploader, id int64) statebackend.Backend {
+		stored, err := m.client(t).Manifest(t.Context(), id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nb := openBackend(t, "pebble", all)
+		if _, err := up.Restore(t.Context(), []*ckptio.Manifest{stored}, ckptio.RestoreTarget{Backend: nb, Groups: all, Dir: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+		return nb
+	}
+	up := ckptio.NewUploader(m.client(t), 1)
+	nb := restore(up, 1)
+	changed := func(i int) bool { return i%100 == 3 }
+	for i := range n {
+		if changed(i) {
+			put(nb, i, "v2")
+		}
+	}
+	m2, st2, err := up.Upload(t.Context(), checkpointOf(t, nb, 2, all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("checkpoint restored: %d bytes; the next one after changing 1%% of the keys: %d of %d bytes uploaded (%.2f%%), %d of %d files reused",
+		st1.Full, st2.Uploaded, st2.Full, 100*float64(st2.Uploaded)/float64(st2.Full), st2.Reused, st2.Files)
+	if st2.Uploaded*10 > st2.Full || st2.Reused == 0 {
+		t.Fatalf("the first checkpoint after the restore uploaded %d of %d bytes (%d files reused)", st2.Uploaded, st2.Full, st2.Reused)
+	}
+	m.store(t, m2)
+	again := restore(ckptio.NewUploader(m.client(t), 1), 2)
+	for i := range n {
+		want := value(i, map[bool]string{false: "v1", true: "v2"}[changed(i)])
+		v, ok, err := again.Get(key(i%16, i), nil)
+		if err != nil || !ok || string(v) != string(want) {
+			t.Fatalf("restored key %d = %.12q, %v, %v", i, v, ok, err)
+		}
+	}
+}
+
+// TestLocalCopies: a task restarted in its container (a new uploader over
+// the same local directory) restores the files of an incremental
+// checkpoint from its local copies, reading none from the storage; a
+// damaged local copy is downloaded again; the state restored is whole.
+func TestLocalCopies(t *testing.T) {
+	const n = 20000
+	m := startManager(t, t.TempDir())
+	all := keygroup.Range{Start: 0, End: 16}
+	local := filepath.Join(t.TempDir(), "task-1.local")
+	b := openBackend(t, "pebble", all)
+	for i := range n {
+		if err := b.Put(key(i%16, i), value(i, "v1"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.(interface{ Compact() error }).Compact(); err != nil {
+		t.Fatal(err)
+	}
+	up := ckptio.NewUploader(m.client(t), 1)
+	if err := up.KeepLocalCopies(local); err != nil {
+		t.Fatal(err)
+	}
+	m1, _, err := up.Upload(t.Context(), checkpointOf(t, b, 1, all))
+	if err != nil {
+		t.Fatal(err)
+	}
+	restore := func() (downloaded int64) {
+		t.Helper()
+		before := m.srv.Stats().FilesRead.Load()
+		nb := openBackend(t, "pebble", all)
+		again := ckptio.NewUploader(m.client(t), 1)
+		if err := again.KeepLocalCopies(local); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := again.Restore(t.Context(), []*ckptio.Manifest{m1}, ckptio.RestoreTarget{Backend: nb, Groups: all, Dir: t.TempDir()}); err != nil {
+			t.Fatal(err)
+		}
+		for i := range n {
+			v, ok, err := nb.Get(key(i%16, i), nil)
+			if err != nil || !ok || string(v) != string(value(i, "v1")) {
+				t.Fatalf("restored key %d = %.12q, %v, %v", i, v, ok, err)
+			}
+		}
+		return m.srv.Stats().FilesRead.Load() - before
+	}
+	if got := restore(); got != 0 {
+		t.Fatalf("a restore with every file copied locally read %d files from the storage", got)
+	}
+	var victim string
+	for _, f := range m1.Files {
+		if strings.HasSuffix(f.Name, ".sst") {
+			victim = filepath.Join(local, f.Name)
+		}
+	}
+	if err := os.WriteFile(victim, []byte("damaged"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := restore(); got != 1 {
+		t.Fatalf("a restore with one damaged local copy read %d files from the storage, want 1", got)
 	}
 }

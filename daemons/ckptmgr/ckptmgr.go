@@ -71,7 +71,7 @@ type Stats struct {
 	BadConns                                  atomic.Int64
 	FilesWritten, FileBytesWritten            atomic.Int64
 	FilesRead, FileBytesRead, FileErrors      atomic.Int64
-	FilesDeleted                              atomic.Int64
+	FilesDeleted, TempsRemoved                atomic.Int64
 }
 
 // Metrics returns the counters as metrics.
@@ -88,6 +88,7 @@ func (s *Stats) Metrics() []*egretpb.Metric {
 		m("ckptmgr.files.written", &s.FilesWritten), m("ckptmgr.file.bytes.written", &s.FileBytesWritten),
 		m("ckptmgr.files.read", &s.FilesRead), m("ckptmgr.file.bytes.read", &s.FileBytesRead),
 		m("ckptmgr.file.errors", &s.FileErrors), m("ckptmgr.files.deleted", &s.FilesDeleted),
+		m("ckptmgr.temps.removed", &s.TempsRemoved),
 	}
 }
 
@@ -405,6 +406,9 @@ func (s *Server) clean(ctx context.Context, req *egretpb.CleanCheckpointsRequest
 	if _, err := s.cleanFiles(ctx, keepFrom, after, retained); err != nil {
 		errs = append(errs, err)
 	}
+	if err := s.removeTemps(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	resp := &egretpb.CleanCheckpointsResponse{}
 	if err := errors.Join(errs...); err != nil {
 		s.stats.CleanErrors.Add(1)
@@ -413,6 +417,32 @@ func (s *Server) clean(ctx context.Context, req *egretpb.CleanCheckpointsRequest
 	}
 	s.log.Debug("cleaned checkpoints", zap.Int64("keep_from", keepFrom), zap.Int64("delete_after", after), zap.Int("deleted", deleted))
 	return resp
+}
+
+// TempAge is how long a temporary entry of the checkpoint storage stays
+// untouched before a clean removes it as a crashed writer's: a live writer
+// writes every chunk of a file as it arrives, and a state is stored within
+// egret.checkpoint.timeout.
+const TempAge = 15 * time.Minute
+
+// removeTemps removes the temporary entries crashed writers left in the
+// storage (spi.TempRemover; a storage without the capability keeps them).
+func (s *Server) removeTemps(ctx context.Context) error {
+	tr, ok := s.cfg.Storage.(spi.TempRemover)
+	if !ok {
+		return nil
+	}
+	var n int
+	err := call(func() (err error) {
+		n, err = tr.RemoveTemps(ctx, s.cfg.TopologyName, time.Now().Add(-TempAge))
+		return err
+	})
+	s.stats.TempsRemoved.Add(int64(n))
+	if err != nil {
+		s.storageLost(err)
+		return fmt.Errorf("remove the temporary files crashed writers left: %w", err)
+	}
+	return nil
 }
 
 func isClosed(err error) bool {

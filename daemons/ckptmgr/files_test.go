@@ -2,9 +2,11 @@ package ckptmgr_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	mrand "math/rand/v2"
 	"net"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cespare/xxhash/v2"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/egret-stream/egret/checkpoints/localfs"
 	"github.com/egret-stream/egret/core/spi"
@@ -281,5 +284,55 @@ func waitFor(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached in 30s")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestCleanRemovesStaleTemps: a clean removes the temporary files crashed
+// writers left (a file upload, a state store), once older than TempAge,
+// and leaves a temporary file still being written.
+func TestCleanRemovesStaleTemps(t *testing.T) {
+	root := t.TempDir()
+	st, err := localfs.New(spi.Config{localfs.KeyRoot: root}, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := start(t, ckptmgr.Config{Storage: st, Container: 1})
+	c := dial(t, sockets[s])
+	if r := c.save(1, 1, stateOf(1, 1)); r.GetError() != "" {
+		t.Fatal(r.GetError())
+	}
+	old := time.Now().Add(-ckptmgr.TempAge - time.Minute)
+	temp := func(dir, name string, mtime time.Time) string {
+		p := filepath.Join(root, topo, dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("left by a crashed writer"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	stale := []string{temp("files", ".tmp-1-1-operator-123", old), temp("1", ".tmp-2.state-456", old)}
+	fresh := temp("files", ".tmp-1-1-keyed-789", time.Now())
+	if r := c.clean(1, 0); r.GetError() != "" {
+		t.Fatalf("clean: %s", r.GetError())
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s older than %s not removed by a clean: %v", p, ckptmgr.TempAge, err)
+		}
+	}
+	if _, err := os.Stat(fresh); err != nil {
+		t.Errorf("a temporary file being written was removed: %v", err)
+	}
+	if got := s.Stats().TempsRemoved.Load(); got != 2 {
+		t.Errorf("ckptmgr.temps.removed = %d, want 2", got)
+	}
+	if r := c.load(1, 1); r.GetError() != "" || !bytes.Equal(r.GetState(), stateOf(1, 1)) {
+		t.Errorf("the stored state after the clean: %v", r)
 	}
 }

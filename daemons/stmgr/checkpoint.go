@@ -65,8 +65,6 @@ type aligner struct {
 	heldSize int
 	// restored is the epoch whose restore the task acknowledged.
 	restored int64
-	// component is the task's component in the current plan.
-	component string
 }
 
 // eoState is the stream manager's effectively-once state.
@@ -132,7 +130,7 @@ func (s *StMgr) applyCheckpointPlan(logical *topology.Topology, rt *routes, pp *
 			}
 		}
 		td.al.mu.Lock()
-		td.al.upstream, td.al.component = up, layout.ComponentOf[task]
+		td.al.upstream = up
 		td.al.mu.Unlock()
 	}
 }
@@ -344,11 +342,7 @@ func (s *StMgr) restore(m *egretpb.RestoreTopologyState) {
 	s.eo.restoreID, s.eo.responded = id, false
 	s.eo.mu.Unlock()
 	s.eo.restores.Add(1)
-	rescaled := map[string][]int32{}
-	for _, c := range m.GetRescaled() {
-		rescaled[c.GetComponent()] = c.GetTaskIds()
-	}
-	s.log.Info("restoring", zap.Int64("checkpoint", id), zap.Int64("epoch", e), zap.Int("rescaled_components", len(rescaled)))
+	s.log.Info("restoring", zap.Int64("checkpoint", id), zap.Int64("epoch", e))
 	s.mu.Lock()
 	peers := make([]*peer, 0, len(s.peers))
 	for _, p := range s.peers {
@@ -372,18 +366,15 @@ func (s *StMgr) restore(m *egretpb.RestoreTopologyState) {
 		}
 		td.al.held, td.al.heldSize = td.al.held[:0], 0
 		td.q.Discard(s.dropFrame(&td.dest))
-		old := rescaled[td.al.component]
 		td.al.mu.Unlock()
-		s.restoreTask(td, id, e, old)
+		s.restoreTask(td, id, e)
 	}
 	s.checkRestored()
 }
 
 // restoreTask loads the task's state of checkpoint id and queues the
-// restore for its instance. A task of a component rescaled since the
-// checkpoint gets the component's tasks then (old) instead: it reads
-// their checkpoints itself and keeps its share.
-func (s *StMgr) restoreTask(td *taskDest, id, epoch int64, old []int32) {
+// restore for its instance.
+func (s *StMgr) restoreTask(td *taskDest, id, epoch int64) {
 	send := func(state []byte, errText string) {
 		if errText != "" {
 			s.log.Error("cannot restore a task", zap.Int32("task", td.task), zap.Int64("checkpoint", id), zap.String("error", errText))
@@ -396,11 +387,11 @@ func (s *StMgr) restoreTask(td *taskDest, id, epoch int64, old []int32) {
 		if td.al.epoch != epoch {
 			return
 		}
-		if f := s.controlFrame(&egretpb.RestoreInstanceState{CheckpointId: id, Epoch: epoch, State: state, OldTasks: old}, epoch); f != nil {
+		if f := s.controlFrame(&egretpb.RestoreInstanceState{CheckpointId: id, Epoch: epoch, State: state}, epoch); f != nil {
 			s.pushControl(&td.dest, f)
 		}
 	}
-	if id == 0 || len(old) > 0 {
+	if id == 0 {
 		send(nil, "")
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/egret-stream/egret/core/statebackend"
 )
@@ -28,20 +29,20 @@ func newIncarnation() string {
 	return hex.EncodeToString(r[:])
 }
 
-// Checkpoint flushes the memory table (the backend keeps no write-ahead
-// log) and makes a pebble checkpoint next to the database: hard links to
-// its tables, a copy of its table list and options. Tables (.sst) and blob
-// files are immutable: they are the stable files.
+// Checkpoint makes a pebble checkpoint next to the database: hard links
+// to its tables, a copy of its table list, options and write-ahead log.
+// The memtable is not flushed: its entries are in the log (written, never
+// synced), so the copy of the log, at most a memtable's bytes, replaces a
+// flush, whose time (sorting, compressing and writing a table) grew with
+// the memtable. Tables (.sst) and blob files are immutable: they are the
+// stable files; the log is uploaded with every checkpoint.
 func (b *Backend) Checkpoint() (statebackend.FileCheckpoint, error) {
-	if err := b.db.Flush(); err != nil {
-		return nil, fmt.Errorf("pebble state backend: flush before a checkpoint: %w", err)
-	}
 	b.ckpts++
 	dir := fmt.Sprintf("%s.ckpt-%s-%d", b.dir, b.incarnation, b.ckpts)
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, fmt.Errorf("pebble state backend: checkpoint: %w", err)
 	}
-	if err := b.db.Checkpoint(dir); err != nil {
+	if err := b.db.Checkpoint(dir, pebble.WithFlushedWAL()); err != nil {
 		return nil, fmt.Errorf("pebble state backend: checkpoint into %s: %w", dir, err)
 	}
 	entries, err := os.ReadDir(dir)
@@ -56,8 +57,7 @@ func (b *Backend) Checkpoint() (statebackend.FileCheckpoint, error) {
 			_ = os.RemoveAll(dir)
 			return nil, fmt.Errorf("pebble state backend: checkpoint: unexpected entry %s in %s (%v)", e.Name(), dir, err)
 		}
-		c.files = append(c.files, statebackend.CheckpointFile{Name: e.Name(), Size: fi.Size(),
-			Stable: strings.HasSuffix(e.Name(), ".sst") || strings.HasSuffix(e.Name(), ".blob")})
+		c.files = append(c.files, statebackend.CheckpointFile{Name: e.Name(), Size: fi.Size(), Stable: stable(e.Name())})
 	}
 	return c, nil
 }
@@ -74,46 +74,62 @@ func (c *fileCheckpoint) Release()                             { c.once.Do(func(
 
 // RestoreCheckpoints replaces the state with the task's key groups of the
 // checkpoint directories: the first becomes the database (its entries of
-// other groups are deleted by two range deletions), the entries of the
-// task's groups in the others are copied in (all are copied when the first
-// is on another file system and cannot be moved into place).
-func (b *Backend) RestoreCheckpoints(dirs []string) error {
+// other groups are deleted by two range deletions) and its tables stay the
+// database's, unchanged, so they are returned as kept; the entries of the
+// task's groups in the others are copied in (all are copied, and nothing is
+// kept, when the first is on another file system and cannot be moved into
+// place).
+func (b *Backend) RestoreCheckpoints(dirs []string) ([]string, error) {
 	if len(dirs) == 0 {
-		return errors.New("pebble state backend: restore from no checkpoint")
+		return nil, errors.New("pebble state backend: restore from no checkpoint")
 	}
 	if err := b.Close(); err != nil {
-		return err
+		return nil, err
+	}
+	var kept []string
+	if entries, err := os.ReadDir(dirs[0]); err == nil {
+		for _, e := range entries {
+			if stable(e.Name()) {
+				kept = append(kept, e.Name())
+			}
+		}
 	}
 	lo, hi := statebackend.AppendGroupPrefix(nil, b.groups.Start), statebackend.AppendGroupPrefix(nil, b.groups.End)
 	copyFrom := dirs[1:]
 	if err := os.Rename(dirs[0], b.dir); err != nil {
 		// Another file system: every checkpoint is copied in.
-		copyFrom = dirs
+		copyFrom, kept = dirs, nil
 		if err := b.open(); err != nil {
-			return fmt.Errorf("pebble state backend: restore: %w", err)
+			return nil, fmt.Errorf("pebble state backend: restore: %w", err)
 		}
 	} else {
 		if err := b.open(); err != nil {
-			return fmt.Errorf("pebble state backend: restore: %w", err)
+			return nil, fmt.Errorf("pebble state backend: restore: %w", err)
 		}
 		if err := b.db.DeleteRange([]byte{}, lo, pebble.NoSync); err != nil {
-			return fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
+			return nil, fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
 		}
 		if err := b.db.DeleteRange(hi, []byte{0xff, 0xff, 0xff}, pebble.NoSync); err != nil {
-			return fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
+			return nil, fmt.Errorf("pebble state backend: restore: drop other key groups: %w", err)
 		}
 	}
 	for _, dir := range copyFrom {
 		if err := b.copyGroups(dir, lo, hi); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return kept, nil
+}
+
+// stable reports whether a file of a pebble checkpoint is immutable: its
+// tables (.sst) and blob files.
+func stable(name string) bool {
+	return strings.HasSuffix(name, ".sst") || strings.HasSuffix(name, ".blob")
 }
 
 // copyGroups copies the entries in [lo, hi) of the checkpoint in dir.
 func (b *Backend) copyGroups(dir string, lo, hi []byte) error {
-	src, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, DisableWAL: true, Logger: quiet{pebble.DefaultLogger}})
+	src, err := pebble.Open(dir, &pebble.Options{ReadOnly: true, FS: scratchFS{vfs.Default}, Logger: quiet{pebble.DefaultLogger}})
 	if err != nil {
 		return fmt.Errorf("pebble state backend: restore: open %s: %w", filepath.Base(dir), err)
 	}

@@ -4,10 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"runtime/debug"
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/egret-stream/egret/core/keygroup"
 	"github.com/egret-stream/egret/core/statebackend"
@@ -18,11 +21,44 @@ const Name = "pebble"
 
 func init() { statebackend.Register(Name, Open) }
 
-// Memory the backend keeps per task: the block cache and the memtable.
+// Memory the backend keeps per task, outside the Go heap: the block cache
+// and the memtable (two while one is flushed), at most these sizes, and
+// each at most an eighth of the task's Go memory limit (GOMEMLIMIT, which
+// the executor derives from the instance's ram): a task with a small limit
+// keeps a small cache, so its state may outgrow its memory many times.
+// The memtable is pebble's default size: a checkpoint copies the
+// write-ahead log of the memtables not flushed yet, so its synchronous part
+// grows with them.
 const (
-	cacheBytes    = 32 << 20
-	memTableBytes = 16 << 20
+	cacheBytes       = 32 << 20
+	MemTableBytes    = 4 << 20
+	minCacheBytes    = 1 << 20
+	minMemTableBytes = 1 << 20
+	limitShare       = 8
 )
+
+// memory returns the block cache and memtable sizes for a task whose Go
+// memory limit is limit (math.MaxInt64: none).
+func memory(limit int64) (cache, memTable int64) {
+	if limit == math.MaxInt64 {
+		return cacheBytes, MemTableBytes
+	}
+	return min(max(limit/limitShare, minCacheBytes), cacheBytes), min(max(limit/limitShare, minMemTableBytes), MemTableBytes)
+}
+
+// offHeap returns what a backend with these sizes holds outside the Go
+// heap at most: its cache and two memtables (one being flushed).
+func offHeap(cache, memTable int64) int64 { return cache + 2*memTable }
+
+// reserve lowers the process's Go memory limit, when one is set, by n
+// bytes (raises it by -n): the memory limit the executor sets
+// (GOMEMLIMIT) is the instance's, and the backend's cache and memtables,
+// allocated outside the Go heap, are part of it.
+func reserve(n int64) {
+	if limit := debug.SetMemoryLimit(-1); limit != math.MaxInt64 {
+		debug.SetMemoryLimit(max(limit-n, 1))
+	}
+}
 
 // Backend is a pebble backend.
 type Backend struct {
@@ -37,6 +73,9 @@ type Backend struct {
 	// checkpoints (their directories' names).
 	incarnation string
 	ckpts       int
+	// reserved is what the open database took out of the Go memory
+	// limit (reserve).
+	reserved int64
 }
 
 var _ statebackend.Backend = (*Backend)(nil)
@@ -65,11 +104,13 @@ func Open(o statebackend.Options) (statebackend.Backend, error) {
 }
 
 func (b *Backend) open() error {
-	cache := pebble.NewCache(cacheBytes)
+	limit := debug.SetMemoryLimit(-1) // the database is closed: nothing reserved
+	cacheSize, memTableSize := memory(limit)
+	cache := pebble.NewCache(cacheSize)
 	db, err := pebble.Open(b.dir, &pebble.Options{
 		Cache:        cache,
-		MemTableSize: memTableBytes,
-		DisableWAL:   true,
+		MemTableSize: uint64(memTableSize),
+		FS:           scratchFS{vfs.Default},
 		Logger:       quiet{pebble.DefaultLogger},
 	})
 	if err != nil {
@@ -78,6 +119,10 @@ func (b *Backend) open() error {
 	}
 	b.db, b.cache = db, cache
 	b.incarnation = newIncarnation()
+	if limit != math.MaxInt64 {
+		b.reserved = offHeap(cacheSize, memTableSize)
+		reserve(b.reserved)
+	}
 	return nil
 }
 
@@ -271,6 +316,8 @@ func (b *Backend) Close() error {
 	err := b.db.Close()
 	b.cache.Unref()
 	b.db = nil
+	reserve(-b.reserved)
+	b.reserved = 0
 	if rmErr := os.RemoveAll(b.dir); err == nil && rmErr != nil {
 		err = rmErr
 	}

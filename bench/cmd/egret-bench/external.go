@@ -14,16 +14,65 @@ import (
 	"github.com/egret-stream/egret/bench/backpressure"
 	"github.com/egret-stream/egret/bench/harness"
 	"github.com/egret-stream/egret/bench/recovery"
+	"github.com/egret-stream/egret/bench/state"
 )
 
-// externals are T4 (bench/backpressure) and T5 (bench/recovery), run by
-// the suite after its own benchmarks.
+// externals are T4 (bench/backpressure), T5 (bench/recovery) and S
+// (bench/state), run by the suite after its own benchmarks.
 func externals() []harness.External {
 	return []harness.External{
 		{Group: "T4", Title: "back pressure: a slow bolt, memory over time", Run: runT4},
 		{Group: "T5", Title: "recovery: kill each process kind at 50% load", Run: runT5},
 		{Group: "T5-EO", Title: "recovery under effectively-once: kill each process kind at 50% load", Run: runT5EO},
+		{Group: "S", Title: "keyed state: counts, checkpoints and restores on the heap and pebble backends (issue 36 S1–S3)", Run: runS},
 	}
+}
+
+// runS measures keyed state (bench/state) and checks issue 36's targets.
+func runS(ctx context.Context, env harness.ExternalEnv) (*harness.ExternalResult, error) {
+	name := "s-state"
+	cases := []state.Case{{Backend: "heap", Bytes: 128 << 20, ValueBytes: 1024}, {Backend: "pebble", Bytes: 128 << 20, ValueBytes: 1024},
+		{Backend: "pebble", Bytes: 1 << 30, ValueBytes: 1024}}
+	if env.Quick {
+		name += "-quick"
+		cases = []state.Case{{Backend: "heap", Bytes: 32 << 20, ValueBytes: 1024}, {Backend: "pebble", Bytes: 64 << 20, ValueBytes: 1024}}
+	}
+	dir, err := os.MkdirTemp("", "egret-bench-state")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	rs, err := state.Run(ctx, state.Options{Dir: dir, Cases: cases, Out: env.Out})
+	if err != nil {
+		return nil, err
+	}
+	res := &state.Results{Results: rs}
+	md, err := save(env, name, res)
+	if err != nil {
+		return nil, err
+	}
+	var targets []harness.Target
+	heapRate := 0.0
+	for _, r := range rs {
+		if r.Backend == "heap" {
+			heapRate = max(heapRate, r.UpdatesPerCPUSecond)
+		}
+	}
+	for _, r := range rs {
+		what := fmt.Sprintf("%s %d MiB", r.Backend, r.Bytes>>20)
+		targets = append(targets,
+			harness.Target{Name: "S2 synchronous part of a checkpoint, " + what, Bench: name, Figure: "ms", Want: 50, Got: r.MaxSyncMs(), Measured: true, Met: r.MaxSyncMs() < 50},
+			harness.Target{Name: "S2 p99 update during an upload ÷ between uploads, " + what, Bench: name, Figure: "×", Want: 2,
+				Got: r.P99DuringUs / max(r.P99BetweenUs, 1e-9), Measured: r.P99BetweenUs > 0, Met: r.P99DuringUs <= 2*r.P99BetweenUs})
+		if r.Backend == "pebble" {
+			targets = append(targets,
+				harness.Target{Name: "S2 incremental checkpoint after 1% of the keys changed ÷ full, " + what, Bench: name, Figure: "%", Want: 10,
+					Got: 100 * r.IncrementalFraction(), Measured: true, Met: r.IncrementalFraction() < 0.1},
+				harness.Target{Name: "S1 pebble keyed counts ÷ heap's, " + what, Bench: name, Figure: "%", AtLeast: true, Want: 40,
+					Got: 100 * r.UpdatesPerCPUSecond / max(heapRate, 1e-9), Measured: heapRate > 0, Met: r.UpdatesPerCPUSecond >= 0.4*heapRate})
+		}
+	}
+	return &harness.ExternalResult{Markdown: md, Targets: targets}, nil
 }
 
 // flatSlope is the largest RSS slope after warm-up (MiB per minute) that

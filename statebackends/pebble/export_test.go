@@ -1,0 +1,4 @@
+package pebble
+
+// Memory exports memory to the tests.
+var Memory = memory
