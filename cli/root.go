@@ -150,7 +150,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		submitCmd(g), killCmd(g), activateCmd(g, true), activateCmd(g, false), restartCmd(g),
-		updateCmd(g), upgradeCmd(g), applyCmd(g), listCmd(g), metricsCmd(g), logsCmd(g), loglevelCmd(g), trackerCmd(g), configCmd(g), servePackagesCmd(g), pluginCmd(g),
+		updateCmd(g), upgradeCmd(g), savepointCmd(g), savepointsCmd(g), applyCmd(g), listCmd(g), metricsCmd(g), logsCmd(g), loglevelCmd(g), trackerCmd(g), configCmd(g), servePackagesCmd(g), pluginCmd(g),
 		imageCmd(), kubernetesCmd(),
 	)
 	addDaemonCmds(root, g)

@@ -30,6 +30,8 @@ func exactArgs(n int, usage string) cobra.PositionalArgs {
 func submitCmd(g *globals) *cobra.Command {
 	var o launcher.SubmitOptions
 	var wait time.Duration
+	var fromSavepoint string
+	var allowUnrestored bool
 	cmd := &cobra.Command{
 		Use:   "submit [flags] cluster[/role[/env]] <topology-binary-or-package> [-- args]",
 		Short: "Submit a topology to a cluster",
@@ -59,6 +61,16 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 			if o.DryRun {
 				l.Progress = cmd.ErrOrStderr()
 			}
+			if allowUnrestored && fromSavepoint == "" {
+				return usagef("--allow-unrestored-state needs --from-savepoint")
+			}
+			if fromSavepoint != "" {
+				r, err := openRestorer(cmd.Context(), l, fromSavepoint, allowUnrestored)
+				if err != nil {
+					return err
+				}
+				o.FromSavepoint = r
+			}
 			res, err := l.Submit(cmd.Context(), o)
 			if err != nil {
 				return err
@@ -80,16 +92,26 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 	f.DurationVar(&o.DefineTimeout, "define-timeout", launcher.DefaultDefineTimeout, "stop the topology binary when it has not defined its topology after this long")
 	f.DurationVar(&wait, "wait", 60*time.Second, "wait this long for the topology to run (0: return after launch)")
 	f.StringVar(&o.Resources, "resources", "", "ship this directory in the package as resources/, where shell (multilang) components run (docs/multilang.md)")
+	f.StringVar(&fromSavepoint, "from-savepoint", "", "start the (effectively-once) topology with the state of this savepoint: its URI, or its name in egret.savepoint.directory (docs/savepoints.md)")
+	f.BoolVar(&allowUnrestored, "allow-unrestored-state", false, "with --from-savepoint: drop the saved state of components the topology no longer has, instead of refusing")
 	return cmd
 }
 
 func killCmd(g *globals) *cobra.Command {
 	var now, ignoreNotFound bool
 	var drain time.Duration
+	var savepointTarget string
 	cmd := &cobra.Command{
-		Use:   "kill cluster[/role[/env]] <topology>",
+		Use:   "kill cluster[/role[/env]] <topology> [--savepoint [URI]]",
 		Short: "Drain a topology, stop it and remove its state (idempotent)",
-		Args:  exactArgs(2, "egret kill local wordcount"),
+		Args: func(cmd *cobra.Command, args []string) error {
+			// kill local wc --savepoint URI: the flag takes an optional
+			// value, so its URI comes as a third argument.
+			if len(args) == 3 && cmd.Flags().Changed("savepoint") && savepointTarget == defaultSavepointTarget {
+				return nil
+			}
+			return exactArgs(2, "egret kill local wordcount [--savepoint [URI]]")(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if now && cmd.Flags().Changed("drain-timeout") {
 				return usagef("--now and --drain-timeout exclude each other")
@@ -111,6 +133,21 @@ func killCmd(g *globals) *cobra.Command {
 					return usageError{err}
 				}
 			}
+			if cmd.Flags().Changed("savepoint") {
+				// The savepoint first: when it fails, nothing is killed.
+				target := savepointTarget
+				if target == defaultSavepointTarget {
+					target = ""
+					if len(args) == 3 {
+						target = args[2]
+					}
+				}
+				loc, m, err := takeSavepoint(cmd.Context(), l, args[1], target, defaultLease)
+				if err != nil {
+					return fmt.Errorf("%w (nothing was killed)", err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "savepoint %s of topology %q: checkpoint %d, %d tasks, %s\n", loc.URI(), args[1], m.Checkpoint, taskCount(m), byteSize(float64(m.Size())))
+			}
 			err = l.Kill(cmd.Context(), args[1], o)
 			if ignoreNotFound && errors.Is(err, launcher.ErrNothingToKill) {
 				fmt.Fprintln(cmd.OutOrStdout(), err.Error())
@@ -127,6 +164,8 @@ func killCmd(g *globals) *cobra.Command {
 	f.BoolVar(&now, "now", false, "stop at once, without draining")
 	f.BoolVar(&ignoreNotFound, "ignore-not-found", false, "exit 0 when there is no such topology (nothing to stop)")
 	f.DurationVar(&drain, "drain-timeout", 0, "how long to drain before stopping (default egret.kill.drain.timeout, 30s; 0: no drain)")
+	f.StringVar(&savepointTarget, "savepoint", "", "take a savepoint first, at this URI (--savepoint alone: a new name in egret.savepoint.directory); when it fails nothing is killed")
+	f.Lookup("savepoint").NoOptDefVal = defaultSavepointTarget
 	return cmd
 }
 

@@ -95,6 +95,8 @@ var coreKeys = []fileKeys{
 			Doc: "How long egret update (and apply) drains a running topology it rescales, between the deactivation of its spouts and the restart of its instances (with --restart: before each container restarts), as egret kill does (egret.kill.drain.timeout). 0s: no drain."},
 		{Name: "egret.upgrade.drain.timeout", Type: spi.KeyDuration, Default: "30s",
 			Doc: "How long egret upgrade (and its rollback) drains a running topology before each container restarts, between the deactivation of its spouts and the restart, as egret kill does (egret.kill.drain.timeout); the spouts are activated again once the container is healthy. 0s: no drain, the containers restart while tuples flow."},
+		{Name: "egret.savepoint.directory", Type: spi.KeyString, Default: "${EGRET_HOME}/savepoints/${CLUSTER}",
+			Doc: "Directory of savepoints: where egret savepoint and egret kill --savepoint write when no URI is given, and where egret savepoints finds a savepoint given by name; a path or file:///path (localfs) or hdfs://namenode:port/path (docs/savepoints.md)."},
 		{Name: "egret.plugin.directory", Type: spi.KeyString, Default: "${EGRET_HOME}/plugins",
 			Doc: "Directory searched for external plugin binaries (egret-scheduler-<name>, ...)."},
 		{Name: "egret.package.goos", Type: spi.KeyString, Default: "", Check: checkGOOS,

@@ -539,6 +539,8 @@ type rescaling struct {
 	drain           time.Duration
 	physicalVersion uint64
 	undo            []undoStep
+	// rescaled are the components whose parallelism changes.
+	rescaled []string
 }
 
 type undoStep struct {
@@ -600,12 +602,13 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 		if err := keygroup.Check(n, r.t.MaxParallelism(comp)); err != nil {
 			return nil, badInput(fmt.Errorf("component %q: %w", comp, err))
 		}
-		if n != c.Parallelism && r.t.DeliveryMode() == topology.EffectivelyOnce {
-			// Checkpointed state belongs to task ids: a new task set would
-			// split keyed state the old tasks hold.
-			return nil, badInput(fmt.Errorf("component %q: the parallelism of an effectively-once topology cannot change (its checkpointed state belongs to the current tasks); move it to other containers with --container-number, or kill and resubmit it", comp))
+		if n != c.Parallelism {
+			r.rescaled = append(r.rescaled, comp)
 		}
 		c.Parallelism = n
+	}
+	if err := l.checkStatefulRescale(ctx, r); err != nil {
+		return nil, err
 	}
 	packer, err := l.Backends.Packing(ctx, cfg)
 	if err != nil {
@@ -646,6 +649,41 @@ func (l *Launcher) planRescale(ctx context.Context, cfg spi.Config, store *state
 	r.pause = r.wasRunning && (r.t.DeliveryMode() == topology.EffectivelyOnce || stopsInstances(r.current, r.next) || len(r.replaced) > 0 ||
 		r.t.ContainerMode() == topology.ProcessPerContainer && addsToContainers(r.current, r.next))
 	return r, nil
+}
+
+// checkStatefulRescale checks, before anything changes, that the state of
+// the components whose parallelism changes can follow them, and says what
+// happens to it. Effectively-once: the instances restart and roll back to
+// the last complete checkpoint, whose tasks the topology manager recorded
+// (egretpb.CheckpointState.tasks); every task of a rescaled component
+// restores its key groups (keyed state and timers) from the old tasks that
+// held them, and its share of their operator state by each state's
+// restore mode; the spouts replay what followed the checkpoint. A
+// checkpoint state that does not record its tasks is refused. Other
+// delivery modes checkpoint nothing: keyed state lives only in the tasks'
+// memory and does not follow the key groups that move.
+func (l *Launcher) checkStatefulRescale(ctx context.Context, r *rescaling) error {
+	if len(r.rescaled) == 0 {
+		return nil
+	}
+	if r.t.DeliveryMode() != topology.EffectivelyOnce {
+		l.progress("%q is %s: no state is checkpointed, so the in-memory state of %s does not follow the key groups that move (a task keeps what it holds, new tasks start empty); stateful rescaling needs %s",
+			r.name, r.t.DeliveryMode(), strings.Join(r.rescaled, ", "), topology.EffectivelyOnce)
+		return nil
+	}
+	st, err := r.store.CheckpointState(ctx, r.name)
+	switch {
+	case errors.Is(err, spi.ErrNotFound):
+		l.progress("%q has no complete checkpoint yet: its rescaled tasks start with empty state and the spouts start over", r.name)
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the checkpoint state of %q: %w", r.name, err)
+	case st.GetLastCompleteId() > 0 && len(st.GetTasks()) == 0:
+		return fmt.Errorf("the last complete checkpoint of %q (%d) does not record its tasks (its topology manager predates stateful rescaling), so its state cannot be redistributed; restart the topology manager (egret restart CLUSTER %s 0) and retry once a checkpoint completed",
+			r.name, st.GetLastCompleteId(), r.name)
+	}
+	l.progress("%s: every task of the new plan restores its key groups and operator state from checkpoint %d", strings.Join(r.rescaled, ", "), st.GetLastCompleteId())
+	return nil
 }
 
 // stopsInstances reports whether going from current to next stops or

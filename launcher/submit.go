@@ -110,6 +110,11 @@ type SubmitOptions struct {
 	// Resources is a directory shipped in the package as resources/, the
 	// working directory of shell components (optional).
 	Resources string
+	// FromSavepoint, when set, starts the topology from a savepoint: it
+	// is checked against the topology before anything is written, then
+	// copied into the cluster's checkpoint storage and recorded as the
+	// topology's last complete checkpoint with its state.
+	FromSavepoint SavepointRestorer
 }
 
 // SubmitResult describes a submitted topology.
@@ -175,6 +180,9 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	}
 	pp.TopologyID = t.ID
 	if err := pp.Validate(t); err != nil {
+		return nil, err
+	}
+	if err := checkFromSavepoint(o, t, pp); err != nil {
 		return nil, err
 	}
 	res := &SubmitResult{Topology: t.Name, TopologyID: t.ID, Plan: pp}
@@ -260,7 +268,19 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	if _, err := rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("generate the topology secret: %w", err)
 	}
-	if err := store.Submit(ctx, state.Submission{Topology: t, Plan: pp, ExecutionState: es, Secret: secret}); err != nil {
+	sub := state.Submission{Topology: t, Plan: pp, ExecutionState: es, Secret: secret}
+	if o.FromSavepoint != nil {
+		l.progress("copying the savepoint into the checkpoint storage (%s)", cfg.String("egret.checkpoint.storage", "localfs"))
+		id, undo, err := o.FromSavepoint.Seed(ctx, cfg, t, pp)
+		if err != nil {
+			undoUpload()
+			return nil, fmt.Errorf("start %q from the savepoint: %w", t.Name, err)
+		}
+		sub.Checkpoint = &egretpb.CheckpointState{TopologyName: t.Name, TopologyId: t.ID, LastCompleteId: id}
+		prev := undoUpload
+		undoUpload = func() { undo(); prev() }
+	}
+	if err := store.Submit(ctx, sub); err != nil {
 		// Create-if-absent is the last word should the lock have been
 		// lost (an expired session): the package may be the winner's.
 		if other, oerr := store.ExecutionState(context.WithoutCancel(ctx), t.Name); oerr != nil || other.GetPackageUri() != uri {

@@ -59,6 +59,10 @@ type Submission struct {
 	ExecutionState *egretpb.ExecutionState
 	// Secret, when set, is written to /secrets/<name> with the rest.
 	Secret []byte
+	// Checkpoint, when set, is written to /checkpoints/<name> with the
+	// rest: the topology starts from that complete checkpoint (a
+	// savepoint copied into its checkpoint storage).
+	Checkpoint *egretpb.CheckpointState
 }
 
 // Submit writes the topology, its packing plan and its execution state in
@@ -89,6 +93,13 @@ func (s *Store) Submit(ctx context.Context, sub Submission) error {
 			return err
 		}
 		ops = append(ops, spi.Op{Kind: spi.OpCreate, Path: Path(SecretsDir, name), Data: sb})
+	}
+	if sub.Checkpoint != nil {
+		cb, err := marshal(sub.Checkpoint)
+		if err != nil {
+			return err
+		}
+		ops = append(ops, spi.Op{Kind: spi.OpCreate, Path: Path(CheckpointsDir, name), Data: cb})
 	}
 	err = s.sm.Multi(ctx, ops...)
 	if errors.Is(err, spi.ErrExists) {

@@ -417,8 +417,33 @@ func TestRescaleMerge(t *testing.T) {
 	}
 	g := keygroup.Range{Start: 4, End: 12}
 	rb := openBackend(t, "pebble", g)
-	if _, err := ckptio.NewUploader(m.client(t), 9).Restore(t.Context(), manifests, ckptio.RestoreTarget{Backend: rb, Groups: g, Dir: t.TempDir()}); err != nil {
+	target := ckptio.RestoreTarget{Backend: rb, Groups: g, Dir: t.TempDir()}
+	up := ckptio.NewUploader(m.client(t), 9)
+	// Refused before anything is read into the backend: an old task
+	// missing (its groups would be lost), another max parallelism, a
+	// manifest of another checkpoint.
+	for _, c := range []struct {
+		old     []int32
+		maxPar  int
+		problem string
+	}{
+		{[]int32{0}, 16, "hold 4 of the task's 8 key groups"},
+		{[]int32{0, 1}, 32, "max parallelism cannot change"},
+		{[]int32{0, 7}, 16, "old task 7"},
+	} {
+		if _, err := up.RestoreRescaled(t.Context(), 5, c.old, c.maxPar, target); err == nil || !strings.Contains(err.Error(), c.problem) {
+			t.Errorf("RestoreRescaled(%v, max %d) = %v, want an error with %q", c.old, c.maxPar, err, c.problem)
+		}
+	}
+	if err := ckptio.CheckRescale(manifests, 6, []int32{0, 1}, 16, target); err == nil {
+		t.Error("CheckRescale accepted the manifests of checkpoint 5 for checkpoint 6")
+	}
+	ops, err := up.RestoreRescaled(t.Context(), 5, []int32{0, 1}, 16, target)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(ops) != 2 {
+		t.Fatalf("%d operator states, want one per old task", len(ops))
 	}
 	count := 0
 	for grp := range 16 {

@@ -173,7 +173,7 @@ func (m *Manager) Step(ctx context.Context) error {
 		return nil // not in the definition any more (only bolts of it are culprits)
 	}
 	info := ComponentInfo{Parallelism: c.Parallelism, Max: min(t.HealthMgrMaxParallelism(comp), t.MaxParallelism(comp)), Factor: t.HealthMgrScaleFactor(comp)}
-	d := m.pol.decide(now, comp, lasted, info, t.DeliveryMode() == topology.EffectivelyOnce)
+	d := m.pol.decide(now, comp, lasted, info)
 	m.episodeNs.Store(0)
 	if d.Action == ActionScaleUp {
 		m.log.Info("scaling up", zap.String("component", comp), zap.Int("from", d.Old), zap.Int("to", d.New), zap.String("reason", d.Reason))

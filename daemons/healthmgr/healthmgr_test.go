@@ -258,21 +258,15 @@ func TestBoundByKeyGroups(t *testing.T) {
 	}
 }
 
-// TestEffectivelyOnceRefused: an effectively-once topology is never
-// rescaled; the health manager records that it would have.
-func TestEffectivelyOnceRefused(t *testing.T) {
+// TestEffectivelyOnceScales: an effectively-once (stateful) topology is
+// scaled up like any other (its tasks restore their key groups from the
+// last checkpoint: launcher.Update).
+func TestEffectivelyOnceScales(t *testing.T) {
 	f := newFakeTopo(t, map[string]string{topology.KeyDeliveryMode: string(topology.EffectivelyOnce)})
 	m := f.manager()
 	f.run(m, 7, 5*time.Second, true)
-	if len(f.asked) != 0 {
-		t.Fatalf("asked to scale an effectively-once topology: %v", f.asked)
-	}
-	hd, err := f.store.HealthDecisions(context.Background(), topoName)
-	if err != nil || len(hd.GetDecisions()) != 1 {
-		t.Fatalf("decisions %v, %v", hd, err)
-	}
-	if d := hd.GetDecisions()[0]; d.GetAction() != ActionRefused || !strings.Contains(d.GetReason(), "effectively-once") {
-		t.Errorf("decision %v", d)
+	if got, want := f.decisions(), []string{"slow scale-up 1→2"}; strings.Join(got, ",") != strings.Join(want, ",") || f.slowParallelism != 2 {
+		t.Fatalf("decisions %v (parallelism %d), want %v", got, f.slowParallelism, want)
 	}
 }
 

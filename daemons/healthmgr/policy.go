@@ -10,7 +10,6 @@ import (
 const (
 	ActionScaleUp = "scale-up"
 	ActionAtBound = "at-bound"
-	ActionRefused = "refused"
 	ActionFailed  = "failed"
 )
 
@@ -81,18 +80,16 @@ func (p *policy) observe(now time.Time, o Observation) (component string, lasted
 }
 
 // decide makes the decision for component, whose episode lasted that
-// long, and starts the cool-down: the episode starts over. eo reports an
-// effectively-once topology, whose parallelism cannot change.
-func (p *policy) decide(now time.Time, component string, lasted time.Duration, c ComponentInfo, eo bool) Decision {
+// long, and starts the cool-down: the episode starts over. A stateful
+// component scales like any other: under effectively-once its tasks
+// restore their key groups from the last checkpoint (launcher.Update).
+func (p *policy) decide(now time.Time, component string, lasted time.Duration, c ComponentInfo) Decision {
 	d := Decision{At: now, Component: component, BackPressure: lasted, Old: c.Parallelism, New: c.Parallelism}
 	cause := fmt.Sprintf("%s caused back pressure for %s (threshold %s)", component, lasted.Round(time.Second), p.set.Threshold)
 	if p.detail != "" {
 		cause += ": " + p.detail
 	}
 	switch {
-	case eo:
-		d.Action = ActionRefused
-		d.Reason = cause + "; would scale it up, but the parallelism of an effectively-once topology cannot change"
 	case c.Parallelism >= c.Max:
 		d.Action = ActionAtBound
 		d.Reason = fmt.Sprintf("%s; it already has %d tasks, its bound (topology.healthmgr.max.parallelism %d)", cause, c.Parallelism, c.Max)

@@ -74,7 +74,7 @@ func (c *checkpointing) bind(component any) {
 func (c *checkpointing) handle(m Msg) bool {
 	switch m.Kind {
 	case MsgRestore:
-		c.restore(m.Checkpoint, m.Epoch, m.State)
+		c.restore(m.Checkpoint, m.Epoch, m.State, m.OldTasks)
 	case MsgStartProcessing:
 		if m.Epoch == c.epoch {
 			c.processing = true
@@ -96,13 +96,19 @@ func (c *checkpointing) handle(m Msg) bool {
 }
 
 // restore replaces the task's states with those of checkpoint id (empty
-// for 0) and enters epoch, paused until StartProcessing.
-func (c *checkpointing) restore(id, epoch int64, blob []byte) {
+// for 0) and enters epoch, paused until StartProcessing. blob is the
+// task's manifest; old, when set, the tasks of its component at the
+// checkpoint, which was taken with another parallelism.
+func (c *checkpointing) restore(id, epoch int64, blob []byte, old []int32) {
 	c.in.em.flushAll() // what it emitted before belongs to the old epoch
 	c.processing = false
 	c.epoch = epoch
 	err := func() error {
-		if err := c.restoreState(blob); err != nil {
+		restore := func() error { return c.restoreState(blob) }
+		if len(old) > 0 {
+			restore = func() error { return c.restoreRescaled(id, old) }
+		}
+		if err := restore(); err != nil {
 			return fmt.Errorf("checkpoint %d: %w", id, err)
 		}
 		if ts := c.in.state; ts != nil {
@@ -119,7 +125,7 @@ func (c *checkpointing) restore(id, epoch int64, blob []byte) {
 		c.in.log.Error("restore failed", zap.Int64("checkpoint", id), zap.Int64("epoch", epoch), zap.Error(err))
 	} else {
 		c.in.metrics.Restores.Add(1)
-		c.in.log.Info("state restored", zap.Int64("checkpoint", id), zap.Int64("epoch", epoch), zap.Int("bytes", len(blob)))
+		c.in.log.Info("state restored", zap.Int64("checkpoint", id), zap.Int64("epoch", epoch), zap.Int("bytes", len(blob)), zap.Int32s("old_tasks", old))
 	}
 	c.sendMessage(resp)
 	if err == nil && id > 0 && c.listener != nil {
@@ -237,6 +243,41 @@ func (c *checkpointing) restoreState(blob []byte) error {
 	operator, err := c.up.restore(blob, ts.backend, ts.opts.Groups, filepath.Dir(ts.opts.Dir))
 	if err != nil {
 		return err
+	}
+	_, err = ts.open(operator)
+	return err
+}
+
+// restoreRescaled replaces the task's state with its share of checkpoint
+// id, taken when its component had the tasks old: the keyed state (and
+// timers) of its key groups, read from every old task that held one, and
+// its part of the old tasks' operator states by each state's restore mode
+// (api.RedistributeStates).
+func (c *checkpointing) restoreRescaled(id int64, old []int32) error {
+	ts := c.in.state
+	if ts == nil {
+		return nil // a stateless task: its old tasks' checkpoints hold nothing
+	}
+	tasks := c.in.cfg.Layout.Tasks[c.in.comp.Name]
+	index := c.in.cfg.Layout.IndexOf[c.in.cfg.TaskID]
+	if err := ts.backend.Clear(); err != nil {
+		return fmt.Errorf("clear the keyed state: %w", err)
+	}
+	ops, err := c.up.restoreRescaled(id, old, ts.backend, ts.opts.MaxParallelism, ts.opts.Groups, filepath.Dir(ts.opts.Dir))
+	if err != nil {
+		return err
+	}
+	var olds [][]byte
+	for _, op := range ops {
+		if op != nil {
+			olds = append(olds, op)
+		}
+	}
+	var operator []byte
+	if len(olds) > 0 {
+		if operator, err = api.RedistributeStates(olds, index, len(tasks)); err != nil {
+			return fmt.Errorf("redistribute the operator states of tasks %v over %d tasks: %w", old, len(tasks), err)
+		}
 	}
 	_, err = ts.open(operator)
 	return err

@@ -28,7 +28,7 @@ const (
 	MsgLayout
 	// Effectively-once: MsgBarrier (Barrier) makes the task save its
 	// states and forward the barrier; MsgRestore (Checkpoint, Epoch,
-	// State) replaces them; MsgStartProcessing (Epoch) ends the pause
+	// State or OldTasks) replaces them; MsgStartProcessing (Epoch) ends the pause
 	// after a restore; MsgCheckpointComplete (Checkpoint, Epoch) tells a
 	// CheckpointListener.
 	MsgBarrier
@@ -64,6 +64,11 @@ type Msg struct {
 	Checkpoint int64
 	Epoch      int64
 	State      []byte
+	// OldTasks, in a MsgRestore, are the tasks of the instance's
+	// component at Checkpoint when it was rescaled since (index order):
+	// the instance restores its share of their checkpoints (State is then
+	// empty).
+	OldTasks []int32
 	// Handled, when set, is called once the instance has acted on the
 	// message (for a deactivation: after flushing what the spout emitted).
 	Handled func()

@@ -145,6 +145,22 @@ func (u *uploads) restore(blob []byte, b statebackend.Backend, groups keygroup.R
 	return ops[0], nil
 }
 
+// restoreRescaled reads the share of the task (its key groups) of
+// checkpoint id, taken when its component had the tasks old, into b (when
+// not nil), and returns the old tasks' operator states (nil for none).
+func (u *uploads) restoreRescaled(id int64, old []int32, b statebackend.Backend, maxParallelism int, groups keygroup.Range, scratch string) ([][]byte, error) {
+	ctx, cancel := context.WithTimeout(u.in.ctx, restoreTimeout)
+	defer cancel()
+	start := time.Now()
+	ops, err := u.up.RestoreRescaled(ctx, id, old, maxParallelism, ckptio.RestoreTarget{Backend: b, Groups: groups, Dir: scratch})
+	if err != nil {
+		return nil, err
+	}
+	u.in.log.Info("rescaled checkpoint downloaded", zap.Int64("checkpoint", id), zap.Int32s("old_tasks", old), zap.Stringer("groups", groups),
+		zap.Duration("took", time.Since(start)))
+	return ops, nil
+}
+
 // restoreTimeout bounds the download of a task's checkpoint.
 const restoreTimeout = 30 * time.Minute
 

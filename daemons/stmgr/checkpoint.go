@@ -65,6 +65,8 @@ type aligner struct {
 	heldSize int
 	// restored is the epoch whose restore the task acknowledged.
 	restored int64
+	// component is the task's component in the current plan.
+	component string
 }
 
 // eoState is the stream manager's effectively-once state.
@@ -130,7 +132,7 @@ func (s *StMgr) applyCheckpointPlan(logical *topology.Topology, rt *routes, pp *
 			}
 		}
 		td.al.mu.Lock()
-		td.al.upstream = up
+		td.al.upstream, td.al.component = up, layout.ComponentOf[task]
 		td.al.mu.Unlock()
 	}
 }
@@ -342,7 +344,11 @@ func (s *StMgr) restore(m *egretpb.RestoreTopologyState) {
 	s.eo.restoreID, s.eo.responded = id, false
 	s.eo.mu.Unlock()
 	s.eo.restores.Add(1)
-	s.log.Info("restoring", zap.Int64("checkpoint", id), zap.Int64("epoch", e))
+	rescaled := map[string][]int32{}
+	for _, c := range m.GetRescaled() {
+		rescaled[c.GetComponent()] = c.GetTaskIds()
+	}
+	s.log.Info("restoring", zap.Int64("checkpoint", id), zap.Int64("epoch", e), zap.Int("rescaled_components", len(rescaled)))
 	s.mu.Lock()
 	peers := make([]*peer, 0, len(s.peers))
 	for _, p := range s.peers {
@@ -366,15 +372,18 @@ func (s *StMgr) restore(m *egretpb.RestoreTopologyState) {
 		}
 		td.al.held, td.al.heldSize = td.al.held[:0], 0
 		td.q.Discard(s.dropFrame(&td.dest))
+		old := rescaled[td.al.component]
 		td.al.mu.Unlock()
-		s.restoreTask(td, id, e)
+		s.restoreTask(td, id, e, old)
 	}
 	s.checkRestored()
 }
 
 // restoreTask loads the task's state of checkpoint id and queues the
-// restore for its instance.
-func (s *StMgr) restoreTask(td *taskDest, id, epoch int64) {
+// restore for its instance. A task of a component rescaled since the
+// checkpoint gets the component's tasks then (old) instead: it reads
+// their checkpoints itself and keeps its share.
+func (s *StMgr) restoreTask(td *taskDest, id, epoch int64, old []int32) {
 	send := func(state []byte, errText string) {
 		if errText != "" {
 			s.log.Error("cannot restore a task", zap.Int32("task", td.task), zap.Int64("checkpoint", id), zap.String("error", errText))
@@ -387,11 +396,11 @@ func (s *StMgr) restoreTask(td *taskDest, id, epoch int64) {
 		if td.al.epoch != epoch {
 			return
 		}
-		if f := s.controlFrame(&egretpb.RestoreInstanceState{CheckpointId: id, Epoch: epoch, State: state}, epoch); f != nil {
+		if f := s.controlFrame(&egretpb.RestoreInstanceState{CheckpointId: id, Epoch: epoch, State: state, OldTasks: old}, epoch); f != nil {
 			s.pushControl(&td.dest, f)
 		}
 	}
-	if id == 0 {
+	if id == 0 || len(old) > 0 {
 		send(nil, "")
 		return
 	}

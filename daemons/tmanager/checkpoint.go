@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
@@ -44,6 +47,9 @@ type inflight struct {
 	started time.Time
 	pending map[int32]bool
 	size    int64
+	// tasks are the task ids of each component, in index order, of the
+	// plan the checkpoint was started in.
+	tasks map[string][]int32
 }
 
 // coordinator is the checkpoint state; guarded by manager.mu.
@@ -61,9 +67,14 @@ type coordinator struct {
 	lastAt       time.Time
 	lastSize     int64
 	lastDuration time.Duration
-	lastStart    time.Time
-	nextID       int64
-	cur          *inflight
+	// lastTasks are the tasks of each component at the last complete
+	// checkpoint (nil when unknown: a state of an older version).
+	lastTasks map[string][]int32
+	lastStart time.Time
+	nextID    int64
+	cur       *inflight
+	sp        *spRequest          // a savepoint asked for (savepoint.go)
+	pins      map[int64]time.Time // checkpoints kept for savepoints, until then
 
 	started, completed, aborted, failed, restores, restoreFailures int64
 	metricsAt                                                      time.Time
@@ -86,6 +97,7 @@ func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) err
 	case err == nil && st.GetTopologyId() == m.id:
 		c.lastComplete, c.epoch = st.GetLastCompleteId(), st.GetEpoch()
 		c.lastSize = st.GetLastCompleteSizeBytes()
+		c.lastTasks = tasksFromProto(st.GetTasks())
 		if ns := st.GetLastCompleteUnixNanos(); ns > 0 {
 			c.lastAt = time.Unix(0, ns)
 		}
@@ -104,7 +116,8 @@ func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) err
 // saveCheckpointStateLocked writes /checkpoints/<topology>.
 func (m *manager) saveCheckpointStateLocked() error {
 	c := &m.ckpt
-	st := &egretpb.CheckpointState{TopologyName: m.name, TopologyId: m.id, LastCompleteId: c.lastComplete, LastCompleteSizeBytes: c.lastSize, Epoch: c.epoch}
+	st := &egretpb.CheckpointState{TopologyName: m.name, TopologyId: m.id, LastCompleteId: c.lastComplete, LastCompleteSizeBytes: c.lastSize, Epoch: c.epoch,
+		Tasks: tasksToProto(c.lastTasks)}
 	if !c.lastAt.IsZero() {
 		st.LastCompleteUnixNanos = c.lastAt.UnixNano()
 	}
@@ -143,8 +156,13 @@ func (m *manager) beginRestoreLocked(reason string) {
 	if err := m.saveCheckpointStateLocked(); err != nil {
 		m.log.Error("cannot record the new epoch in the state manager", zap.Int64("epoch", c.epoch), zap.Error(err))
 	}
-	m.log.Warn("effectively-once: restoring the topology", zap.Int64("checkpoint", c.restoreID), zap.Int64("epoch", c.epoch), zap.String("reason", reason))
-	m.broadcastLocked(&egretpb.RestoreTopologyState{CheckpointId: c.restoreID, Epoch: c.epoch})
+	msg := &egretpb.RestoreTopologyState{CheckpointId: c.restoreID, Epoch: c.epoch}
+	if c.restoreID > 0 {
+		msg.Rescaled = tasksToProto(rescaled(c.lastTasks, tasksOf(m.packing.Layout())))
+	}
+	m.log.Warn("effectively-once: restoring the topology", zap.Int64("checkpoint", c.restoreID), zap.Int64("epoch", c.epoch), zap.String("reason", reason),
+		zap.Int("rescaled_components", len(msg.Rescaled)))
+	m.broadcastLocked(msg)
 	m.publishCheckpointMetricsLocked()
 }
 
@@ -229,16 +247,20 @@ func (m *manager) completeLocked(cur *inflight) {
 	ck.cur = nil
 	prev := *ck
 	now := m.clock.Now()
-	ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration = cur.id, now, cur.size, now.Sub(cur.started)
+	ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastTasks = cur.id, now, cur.size, now.Sub(cur.started), cur.tasks
 	if err := m.saveCheckpointStateLocked(); err != nil {
 		// Not durable: it is not complete.
-		ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration = prev.lastComplete, prev.lastAt, prev.lastSize, prev.lastDuration
+		ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastTasks = prev.lastComplete, prev.lastAt, prev.lastSize, prev.lastDuration, prev.lastTasks
 		ck.failed++
 		m.log.Error("effectively-once: cannot record a complete checkpoint; it does not count", zap.Int64("checkpoint", cur.id), zap.Error(err))
 		return
 	}
 	ck.completed++
-	keepFrom := max(cur.id-int64(ck.keep)+1, 1)
+	if ck.sp != nil && ck.sp.id == cur.id {
+		m.pinSavepointLocked(cur.id, now)
+		m.endSavepointLocked(nil, cur.size)
+	}
+	keepFrom := m.keepFromLocked(max(cur.id-int64(ck.keep)+1, 1), now)
 	m.log.Debug("checkpoint complete", zap.Int64("checkpoint", cur.id), zap.Duration("duration", ck.lastDuration), zap.Int64("bytes", cur.size))
 	m.broadcastLocked(&egretpb.CheckpointComplete{CheckpointId: cur.id, Epoch: ck.epoch, KeepFrom: keepFrom})
 	m.publishCheckpointMetricsLocked()
@@ -265,20 +287,29 @@ func (m *manager) checkpointTick(now time.Time) {
 			ck.cur = nil
 			m.publishCheckpointMetricsLocked()
 		}
+		m.savepointTickLocked(now)
 		if ck.cur == nil && now.Sub(ck.lastStart) >= ck.interval && m.state == egretpb.TopologyState_TOPOLOGY_STATE_RUNNING {
-			cur := &inflight{id: ck.nextID, started: now, pending: map[int32]bool{}}
-			for task := range m.packing.Layout().ComponentOf {
-				cur.pending[int32(task)] = true
-			}
-			ck.nextID++
-			ck.cur, ck.lastStart = cur, now
-			ck.started++
-			m.broadcastLocked(&egretpb.StartCheckpoint{CheckpointId: cur.id, Epoch: ck.epoch})
+			m.startCheckpointLocked(now)
 		}
 	}
 	if now.Sub(ck.metricsAt) >= time.Second {
 		m.publishCheckpointMetricsLocked() // the age moves on
 	}
+}
+
+// startCheckpointLocked starts the next checkpoint and returns its id.
+func (m *manager) startCheckpointLocked(now time.Time) int64 {
+	ck := &m.ckpt
+	layout := m.packing.Layout()
+	cur := &inflight{id: ck.nextID, started: now, pending: map[int32]bool{}, tasks: tasksOf(layout)}
+	for task := range layout.ComponentOf {
+		cur.pending[int32(task)] = true
+	}
+	ck.nextID++
+	ck.cur, ck.lastStart = cur, now
+	ck.started++
+	m.broadcastLocked(&egretpb.StartCheckpoint{CheckpointId: cur.id, Epoch: ck.epoch})
+	return cur.id
 }
 
 // publishCheckpointMetricsLocked puts the checkpoint figures in the
@@ -318,4 +349,50 @@ func (m *manager) checkpointMetricsLocked(now time.Time) *egretpb.MetricsPublish
 		mt("checkpoint.restore.failures", float64(ck.restoreFailures)),
 		mt("checkpoint.epoch", float64(ck.epoch)),
 	}}
+}
+
+// tasksOf returns the task ids of each component of l, in index order.
+func tasksOf(l *plan.Layout) map[string][]int32 {
+	out := make(map[string][]int32, len(l.Tasks))
+	for comp, ids := range l.Tasks {
+		tasks := make([]int32, len(ids))
+		for _, id := range ids {
+			tasks[l.IndexOf[id]] = int32(id)
+		}
+		out[comp] = tasks
+	}
+	return out
+}
+
+// rescaled returns the components whose tasks at a checkpoint (then)
+// differ from the current ones (now), with their tasks then. A component
+// absent from then (a state written before the tasks were recorded) is
+// not rescaled: its tasks read their own checkpoints.
+func rescaled(then, now map[string][]int32) map[string][]int32 {
+	out := map[string][]int32{}
+	for comp, tasks := range now {
+		if old, ok := then[comp]; ok && !slices.Equal(old, tasks) {
+			out[comp] = old
+		}
+	}
+	return out
+}
+
+func tasksToProto(m map[string][]int32) []*egretpb.ComponentTasks {
+	out := make([]*egretpb.ComponentTasks, 0, len(m))
+	for _, comp := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, &egretpb.ComponentTasks{Component: comp, TaskIds: m[comp]})
+	}
+	return out
+}
+
+func tasksFromProto(list []*egretpb.ComponentTasks) map[string][]int32 {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make(map[string][]int32, len(list))
+	for _, c := range list {
+		out[c.GetComponent()] = c.GetTaskIds()
+	}
+	return out
 }

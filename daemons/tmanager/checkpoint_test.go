@@ -2,11 +2,13 @@ package tmanager
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
 	"go.uber.org/zap"
 
+	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/state"
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/proto/egretpb"
@@ -43,5 +45,29 @@ func TestCheckpointStateRead(t *testing.T) {
 	_, err = newManager(t.Context(), s, e.st, newMetricsStore(s.Limits), in, zap.NewNop())
 	if err == nil || !strings.Contains(err.Error(), "corrupt") || !strings.Contains(err.Error(), state.CheckpointsDir) {
 		t.Fatalf("newManager over a corrupt checkpoint state: %v", err)
+	}
+}
+
+// TestRescaledComponents: the tasks of a checkpoint are recorded in index
+// order, survive the checkpoint state's encoding, and a restore names the
+// components whose tasks changed since, with their tasks then.
+func TestRescaledComponents(t *testing.T) {
+	p := &plan.PackingPlan{Containers: []plan.Container{
+		{ID: 1, Instances: []plan.Instance{{Component: "count", TaskID: 9, Index: 1}, {Component: "spout", TaskID: 1, Index: 0}}},
+		{ID: 2, Instances: []plan.Instance{{Component: "count", TaskID: 3, Index: 0}, {Component: "count", TaskID: 10, Index: 2}}},
+	}}
+	then := tasksOf(p.Layout())
+	if want := map[string][]int32{"count": {3, 9, 10}, "spout": {1}}; !reflect.DeepEqual(then, want) {
+		t.Fatalf("tasksOf = %v, want %v", then, want)
+	}
+	if got := tasksFromProto(tasksToProto(then)); !reflect.DeepEqual(got, then) {
+		t.Fatalf("round trip = %v, want %v", got, then)
+	}
+	now := map[string][]int32{"count": {3, 9}, "spout": {1}, "new": {11}}
+	if got, want := rescaled(then, now), map[string][]int32{"count": {3, 9, 10}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("rescaled = %v, want %v", got, want)
+	}
+	if got := rescaled(nil, now); len(got) != 0 {
+		t.Errorf("rescaled without recorded tasks = %v, want none (each task reads its own checkpoint)", got)
 	}
 }

@@ -34,6 +34,7 @@ const (
 // endpoints maps each path to its method (for 405 answers).
 var endpoints = map[string]string{
 	"/activate": "POST", "/deactivate": "POST", "/runtime-config": "POST",
+	"/savepoint": "POST", "/savepoint/release": "POST",
 	"/pplan": "GET", "/stats": "GET", "/exceptions": "GET", "/healthz": "GET",
 }
 
@@ -53,6 +54,8 @@ func (a *api) handler() http.Handler {
 		a.setState(w, r, egretpb.TopologyState_TOPOLOGY_STATE_PAUSED)
 	})
 	mux.HandleFunc("POST /runtime-config", a.runtimeConfig)
+	mux.HandleFunc("POST /savepoint", a.savepoint)
+	mux.HandleFunc("POST /savepoint/release", a.releaseSavepoint)
 	mux.HandleFunc("GET /pplan", a.pplan)
 	mux.HandleFunc("GET /stats", a.stats)
 	mux.HandleFunc("GET /exceptions", a.exceptions)
@@ -63,7 +66,7 @@ func (a *api) handler() http.Handler {
 			writeError(w, http.StatusMethodNotAllowed, fmt.Sprintf("%s takes %s, not %s", r.URL.Path, method, r.Method))
 			return
 		}
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the topology manager serves POST /activate, POST /deactivate, POST /runtime-config, GET /pplan, GET /stats, GET /exceptions, GET /healthz", r.URL.Path))
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no endpoint %s; the topology manager serves POST /activate, POST /deactivate, POST /runtime-config, POST /savepoint, POST /savepoint/release, GET /pplan, GET /stats, GET /exceptions, GET /healthz", r.URL.Path))
 	})
 	return mux
 }

@@ -444,6 +444,9 @@ func (m *manager) closeAll(reason string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.stopping = true
+	if m.ckpt.sp != nil {
+		m.endSavepointLocked(errors.New("the topology manager is stopping"), 0)
+	}
 	for _, e := range m.stmgrs {
 		e.conn.close(reason)
 	}

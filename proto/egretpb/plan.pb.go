@@ -1025,8 +1025,14 @@ type CheckpointState struct {
 	LastCompleteUnixNanos int64 `protobuf:"varint,3,opt,name=last_complete_unix_nanos,json=lastCompleteUnixNanos,proto3" json:"last_complete_unix_nanos,omitempty"`
 	LastCompleteSizeBytes int64 `protobuf:"varint,4,opt,name=last_complete_size_bytes,json=lastCompleteSizeBytes,proto3" json:"last_complete_size_bytes,omitempty"`
 	// epoch is raised by every rollback (restore).
-	Epoch         int64  `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	TopologyName  string `protobuf:"bytes,6,opt,name=topology_name,json=topologyName,proto3" json:"topology_name,omitempty"`
+	Epoch        int64  `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	TopologyName string `protobuf:"bytes,6,opt,name=topology_name,json=topologyName,proto3" json:"topology_name,omitempty"`
+	// tasks: the task ids of every component at the last complete
+	// checkpoint, in index order. A component whose tasks differ now was
+	// rescaled since: its tasks restore from these tasks' checkpoints (the
+	// key groups each now owns, operator state redistributed). Empty in a
+	// state written before it existed (restores then read each task's own).
+	Tasks         []*ComponentTasks `protobuf:"bytes,7,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1101,6 +1107,66 @@ func (x *CheckpointState) GetTopologyName() string {
 		return x.TopologyName
 	}
 	return ""
+}
+
+func (x *CheckpointState) GetTasks() []*ComponentTasks {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+// ComponentTasks are the task ids of a component, in index order.
+type ComponentTasks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Component     string                 `protobuf:"bytes,1,opt,name=component,proto3" json:"component,omitempty"`
+	TaskIds       []int32                `protobuf:"varint,2,rep,packed,name=task_ids,json=taskIds,proto3" json:"task_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ComponentTasks) Reset() {
+	*x = ComponentTasks{}
+	mi := &file_proto_egretpb_plan_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ComponentTasks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ComponentTasks) ProtoMessage() {}
+
+func (x *ComponentTasks) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_plan_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ComponentTasks.ProtoReflect.Descriptor instead.
+func (*ComponentTasks) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ComponentTasks) GetComponent() string {
+	if x != nil {
+		return x.Component
+	}
+	return ""
+}
+
+func (x *ComponentTasks) GetTaskIds() []int32 {
+	if x != nil {
+		return x.TaskIds
+	}
+	return nil
 }
 
 var File_proto_egretpb_plan_proto protoreflect.FileDescriptor
@@ -1196,7 +1262,7 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12#\n" +
 	"\rhttp_endpoint\x18\x02 \x01(\tR\fhttpEndpoint\x12\x1b\n" +
 	"\tjob_links\x18\x03 \x03(\tR\bjobLinks\x12\x10\n" +
-	"\x03pid\x18\x04 \x01(\x05R\x03pid\"\x89\x02\n" +
+	"\x03pid\x18\x04 \x01(\x05R\x03pid\"\xb9\x02\n" +
 	"\x0fCheckpointState\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12(\n" +
@@ -1204,7 +1270,11 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\x18last_complete_unix_nanos\x18\x03 \x01(\x03R\x15lastCompleteUnixNanos\x127\n" +
 	"\x18last_complete_size_bytes\x18\x04 \x01(\x03R\x15lastCompleteSizeBytes\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\x03R\x05epoch\x12#\n" +
-	"\rtopology_name\x18\x06 \x01(\tR\ftopologyName*f\n" +
+	"\rtopology_name\x18\x06 \x01(\tR\ftopologyName\x12.\n" +
+	"\x05tasks\x18\a \x03(\v2\x18.egret.v1.ComponentTasksR\x05tasks\"I\n" +
+	"\x0eComponentTasks\x12\x1c\n" +
+	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x19\n" +
+	"\btask_ids\x18\x02 \x03(\x05R\ataskIds*f\n" +
 	"\rTopologyState\x12\x1e\n" +
 	"\x1aTOPOLOGY_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16TOPOLOGY_STATE_RUNNING\x10\x01\x12\x19\n" +
@@ -1223,7 +1293,7 @@ func file_proto_egretpb_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_egretpb_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_proto_egretpb_plan_proto_goTypes = []any{
 	(TopologyState)(0),        // 0: egret.v1.TopologyState
 	(*Resources)(nil),         // 1: egret.v1.Resources
@@ -1239,29 +1309,31 @@ var file_proto_egretpb_plan_proto_goTypes = []any{
 	(*TopologySecret)(nil),    // 11: egret.v1.TopologySecret
 	(*SchedulerLocation)(nil), // 12: egret.v1.SchedulerLocation
 	(*CheckpointState)(nil),   // 13: egret.v1.CheckpointState
-	nil,                       // 14: egret.v1.PhysicalPlan.RuntimeConfigEntry
-	nil,                       // 15: egret.v1.ExecutionState.ContainerPackagesEntry
-	(*Topology)(nil),          // 16: egret.v1.Topology
+	(*ComponentTasks)(nil),    // 14: egret.v1.ComponentTasks
+	nil,                       // 15: egret.v1.PhysicalPlan.RuntimeConfigEntry
+	nil,                       // 16: egret.v1.ExecutionState.ContainerPackagesEntry
+	(*Topology)(nil),          // 17: egret.v1.Topology
 }
 var file_proto_egretpb_plan_proto_depIdxs = []int32{
 	1,  // 0: egret.v1.InstancePlan.resources:type_name -> egret.v1.Resources
 	2,  // 1: egret.v1.ContainerPlan.instances:type_name -> egret.v1.InstancePlan
 	1,  // 2: egret.v1.ContainerPlan.required:type_name -> egret.v1.Resources
 	3,  // 3: egret.v1.PackingPlan.containers:type_name -> egret.v1.ContainerPlan
-	16, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
+	17, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
 	4,  // 5: egret.v1.PhysicalPlan.packing:type_name -> egret.v1.PackingPlan
 	5,  // 6: egret.v1.PhysicalPlan.stmgrs:type_name -> egret.v1.StMgrLocation
 	0,  // 7: egret.v1.PhysicalPlan.state:type_name -> egret.v1.TopologyState
-	14, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
+	15, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
 	8,  // 9: egret.v1.ExecutionState.current_package:type_name -> egret.v1.PackageRef
-	15, // 10: egret.v1.ExecutionState.container_packages:type_name -> egret.v1.ExecutionState.ContainerPackagesEntry
+	16, // 10: egret.v1.ExecutionState.container_packages:type_name -> egret.v1.ExecutionState.ContainerPackagesEntry
 	8,  // 11: egret.v1.ExecutionState.previous_package:type_name -> egret.v1.PackageRef
-	8,  // 12: egret.v1.ExecutionState.ContainerPackagesEntry.value:type_name -> egret.v1.PackageRef
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	14, // 12: egret.v1.CheckpointState.tasks:type_name -> egret.v1.ComponentTasks
+	8,  // 13: egret.v1.ExecutionState.ContainerPackagesEntry.value:type_name -> egret.v1.PackageRef
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_proto_egretpb_plan_proto_init() }
@@ -1276,7 +1348,7 @@ func file_proto_egretpb_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_egretpb_plan_proto_rawDesc), len(file_proto_egretpb_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

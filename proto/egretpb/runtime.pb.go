@@ -1030,9 +1030,13 @@ func (x *CheckpointComplete) GetKeepFrom() int64 {
 // restores checkpoint_id (0: no checkpoint, empty states) and enters epoch;
 // spouts stay paused until StartProcessing.
 type RestoreTopologyState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch        int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// rescaled: the components whose tasks at checkpoint_id differ from the
+	// current plan's, with the task ids they had then (index order): each
+	// of their tasks restores from those tasks' checkpoints.
+	Rescaled      []*ComponentTasks `protobuf:"bytes,3,rep,name=rescaled,proto3" json:"rescaled,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1079,6 +1083,13 @@ func (x *RestoreTopologyState) GetEpoch() int64 {
 		return x.Epoch
 	}
 	return 0
+}
+
+func (x *RestoreTopologyState) GetRescaled() []*ComponentTasks {
+	if x != nil {
+		return x.Rescaled
+	}
+	return nil
 }
 
 // RestoreTopologyStateResponse: stream manager -> topology manager once
@@ -1153,10 +1164,16 @@ func (x *RestoreTopologyStateResponse) GetError() string {
 
 // RestoreInstanceState: stream manager -> instance.
 type RestoreInstanceState struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	State         []byte                 `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch        int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	// state: the task's own manifest of checkpoint_id (none when old_tasks
+	// is set or the checkpoint is 0).
+	State []byte `protobuf:"bytes,3,opt,name=state,proto3" json:"state,omitempty"`
+	// old_tasks: the task's component was rescaled since checkpoint_id; the
+	// instance reads the manifests of these tasks (its component's tasks at
+	// the checkpoint, index order) and keeps its share.
+	OldTasks      []int32 `protobuf:"varint,4,rep,packed,name=old_tasks,json=oldTasks,proto3" json:"old_tasks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1208,6 +1225,13 @@ func (x *RestoreInstanceState) GetEpoch() int64 {
 func (x *RestoreInstanceState) GetState() []byte {
 	if x != nil {
 		return x.State
+	}
+	return nil
+}
+
+func (x *RestoreInstanceState) GetOldTasks() []int32 {
+	if x != nil {
+		return x.OldTasks
 	}
 	return nil
 }
@@ -1799,19 +1823,21 @@ const file_proto_egretpb_runtime_proto_rawDesc = "" +
 	"\x12CheckpointComplete\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1b\n" +
-	"\tkeep_from\x18\x03 \x01(\x03R\bkeepFrom\"Q\n" +
+	"\tkeep_from\x18\x03 \x01(\x03R\bkeepFrom\"\x87\x01\n" +
 	"\x14RestoreTopologyState\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
-	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\"\x8d\x01\n" +
+	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x124\n" +
+	"\brescaled\x18\x03 \x03(\v2\x18.egret.v1.ComponentTasksR\brescaled\"\x8d\x01\n" +
 	"\x1cRestoreTopologyStateResponse\x12\x1c\n" +
 	"\tcontainer\x18\x01 \x01(\x05R\tcontainer\x12#\n" +
 	"\rcheckpoint_id\x18\x02 \x01(\x03R\fcheckpointId\x12\x14\n" +
 	"\x05epoch\x18\x03 \x01(\x03R\x05epoch\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"g\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\x84\x01\n" +
 	"\x14RestoreInstanceState\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
-	"\x05state\x18\x03 \x01(\fR\x05state\"c\n" +
+	"\x05state\x18\x03 \x01(\fR\x05state\x12\x1b\n" +
+	"\told_tasks\x18\x04 \x03(\x05R\boldTasks\"c\n" +
 	"\x1cRestoreInstanceStateResponse\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\x05R\x06taskId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x14\n" +
@@ -1888,6 +1914,7 @@ var file_proto_egretpb_runtime_proto_goTypes = []any{
 	(*CleanCheckpointsResponse)(nil),     // 27: egret.v1.CleanCheckpointsResponse
 	(*PhysicalPlan)(nil),                 // 28: egret.v1.PhysicalPlan
 	(*StMgrLocation)(nil),                // 29: egret.v1.StMgrLocation
+	(*ComponentTasks)(nil),               // 30: egret.v1.ComponentTasks
 }
 var file_proto_egretpb_runtime_proto_depIdxs = []int32{
 	28, // 0: egret.v1.RegisterInstanceResponse.pplan:type_name -> egret.v1.PhysicalPlan
@@ -1896,11 +1923,12 @@ var file_proto_egretpb_runtime_proto_depIdxs = []int32{
 	28, // 3: egret.v1.StMgrRegisterResponse.pplan:type_name -> egret.v1.PhysicalPlan
 	9,  // 4: egret.v1.MetricsPublish.metrics:type_name -> egret.v1.Metric
 	10, // 5: egret.v1.MetricsPublish.exceptions:type_name -> egret.v1.ExceptionReport
-	6,  // [6:6] is the sub-list for method output_type
-	6,  // [6:6] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	30, // 6: egret.v1.RestoreTopologyState.rescaled:type_name -> egret.v1.ComponentTasks
+	7,  // [7:7] is the sub-list for method output_type
+	7,  // [7:7] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_proto_egretpb_runtime_proto_init() }

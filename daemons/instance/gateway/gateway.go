@@ -861,7 +861,7 @@ func (g *gateway) deliverResults(s *session, stop <-chan struct{}, payload []byt
 func checkpointMsg(m proto.Message) (instance.Msg, bool) {
 	switch m := m.(type) {
 	case *egretpb.RestoreInstanceState:
-		return instance.Msg{Kind: instance.MsgRestore, Checkpoint: m.GetCheckpointId(), Epoch: m.GetEpoch(), State: m.GetState()}, true
+		return instance.Msg{Kind: instance.MsgRestore, Checkpoint: m.GetCheckpointId(), Epoch: m.GetEpoch(), State: m.GetState(), OldTasks: m.GetOldTasks()}, true
 	case *egretpb.StartProcessing:
 		return instance.Msg{Kind: instance.MsgStartProcessing, Epoch: m.GetEpoch()}, true
 	case *egretpb.CheckpointComplete:

@@ -1,0 +1,396 @@
+package savepoint_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cespare/xxhash/v2"
+
+	"github.com/egret-stream/egret/api"
+	"github.com/egret-stream/egret/checkpoints/localfs"
+	"github.com/egret-stream/egret/core/keygroup"
+	"github.com/egret-stream/egret/core/plan"
+	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/statebackend"
+	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/ckptio"
+	"github.com/egret-stream/egret/daemons/savepoint"
+	_ "github.com/egret-stream/egret/statebackends/heap"
+	_ "github.com/egret-stream/egret/statebackends/pebble"
+)
+
+const maxPar = 8
+
+func storage(t *testing.T, root string) savepoint.Storage {
+	t.Helper()
+	st, err := localfs.New(spi.Config{localfs.KeyRoot: root}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st.(savepoint.Storage)
+}
+
+func testTopology(name string, counts int) (*topology.Topology, *plan.PackingPlan) {
+	t := &topology.Topology{Name: name, ID: name + "-1", Config: map[string]string{topology.KeyMaxParallelism: "8"}, Components: []topology.Component{
+		{Name: "src", Kind: topology.Spout, Parallelism: 1},
+		{Name: "count", Kind: topology.Bolt, Parallelism: counts},
+	}}
+	c := plan.Container{ID: 1, Instances: []plan.Instance{{Component: "src", TaskID: 1, Index: 0}}}
+	for i := range counts {
+		c.Instances = append(c.Instances, plan.Instance{Component: "count", TaskID: 2 + i, Index: i})
+	}
+	return t, &plan.PackingPlan{TopologyID: t.ID, Containers: []plan.Container{c}}
+}
+
+// put commits a file of the checkpoint storage and returns its manifest
+// entry.
+func put(t *testing.T, st savepoint.Storage, topo, name, part string, b []byte, groups keygroup.Range) ckptio.File {
+	t.Helper()
+	w, err := st.CreateFile(context.Background(), topo, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	return ckptio.File{Name: name, Part: part, Size: int64(len(b)), Sum: xxhash.Sum64(b), Groups: groups}
+}
+
+func store(t *testing.T, st savepoint.Storage, topo string, m *ckptio.Manifest) {
+	t.Helper()
+	b, err := m.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Store(context.Background(), spi.CheckpointKey{Topology: topo, Checkpoint: m.Checkpoint, Task: m.Task}, b); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func key(g int, k string) statebackend.Key {
+	return statebackend.Key{Group: g, State: "counts", Key: []byte(k)}
+}
+
+// checkpoint writes checkpoint 5 of topology wc: the spout's operator
+// state, count task 2 on pebble (an incremental checkpoint: its files)
+// and count task 3 on heap (a keyed stream).
+func checkpoint(t *testing.T, st savepoint.Storage) {
+	t.Helper()
+	states := api.NewStates()
+	pos, err := api.NewState[int, int64](states, "positions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos.Put(0, 1234)
+	op, err := states.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	store(t, st, "wc", &ckptio.Manifest{Checkpoint: 5, Task: 1, MaxParallelism: maxPar, Groups: keygroup.RangeOf(0, 1, maxPar),
+		Files: []ckptio.File{put(t, st, "wc", "5-1-operator", ckptio.PartOperator, op, keygroup.Range{})}})
+
+	for i, backend := range []string{"pebble", "heap"} {
+		task := int32(2 + i)
+		groups := keygroup.RangeOf(i, 2, maxPar)
+		b, err := statebackend.Open(backend, statebackend.Options{Dir: filepath.Join(t.TempDir(), "db"), MaxParallelism: maxPar, Groups: groups})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for g := groups.Start; g < groups.End; g++ {
+			if err := b.Put(key(g, backend), []byte{byte(g)}, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		m := &ckptio.Manifest{Checkpoint: 5, Task: task, MaxParallelism: maxPar, Groups: groups, Backend: backend}
+		if inc, ok := b.(statebackend.Incremental); ok {
+			fc, err := inc.Checkpoint()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range fc.Files() {
+				data, err := os.ReadFile(filepath.Join(fc.Dir(), f.Name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				m.Files = append(m.Files, put(t, st, "wc", ckptio.FileName(5, task, "inc-"+f.Name), ckptio.PartFilesPrefix+f.Name, data, groups))
+			}
+			fc.Release()
+		} else {
+			snap, err := b.Snapshot()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			if _, err := snap.WriteTo(&buf); err != nil {
+				t.Fatal(err)
+			}
+			snap.Release()
+			m.Files = append(m.Files, put(t, st, "wc", ckptio.FileName(5, task, "keyed"), ckptio.PartKeyedStream, buf.Bytes(), groups))
+		}
+		_ = b.Close()
+		store(t, st, "wc", m)
+	}
+}
+
+// restoreInto reads a task's keyed stream of a stored checkpoint into a
+// backend of kind backend and returns it.
+func restoreInto(t *testing.T, st savepoint.Storage, topo string, id int64, task int32, backend string) statebackend.Backend {
+	t.Helper()
+	b, err := st.Load(context.Background(), spi.CheckpointKey{Topology: topo, Checkpoint: id, Task: task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := ckptio.UnmarshalManifest(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := statebackend.Open(backend, statebackend.Options{Dir: filepath.Join(t.TempDir(), "db"), MaxParallelism: maxPar, Groups: m.Groups})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = kb.Close() })
+	for _, f := range m.Files {
+		if f.Part != ckptio.PartKeyedStream {
+			if f.Part != ckptio.PartOperator {
+				t.Fatalf("task %d: part %q in a restored savepoint", task, f.Part)
+			}
+			continue
+		}
+		r, err := st.OpenFile(context.Background(), topo, f.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := kb.Restore(r); err != nil {
+			t.Fatal(err)
+		}
+		_ = r.Close()
+	}
+	return kb
+}
+
+// TestWriteSeed: a checkpoint with an incremental (pebble) task and a
+// heap task becomes a savepoint of keyed streams only, which seeds a new
+// topology's storage: each new task reads back its key groups' entries,
+// in the other backend too; the states are described.
+func TestWriteSeed(t *testing.T) {
+	ctx := context.Background()
+	cluster := storage(t, t.TempDir())
+	checkpoint(t, cluster)
+	topo, pp := testTopology("wc", 2)
+
+	spRoot := t.TempDir()
+	loc, err := savepoint.Parse(filepath.Join(spRoot, "sp1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := storage(t, loc.Root)
+	m, err := savepoint.Write(ctx, savepoint.Source{Storage: cluster, Topology: topo, Plan: pp, Checkpoint: 5}, dst, loc.Name, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := savepoint.Read(ctx, dst, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := savepoint.Verify(ctx, dst, loc, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Checkpoint != 5 || got.Topology != "wc" || len(got.Components) != 2 || got.Size() != m.Size() {
+		t.Fatalf("read back %+v", got)
+	}
+	src := got.Component("src")
+	if len(src.States) != 1 || src.States[0].Name != "positions" || src.States[0].Keyed || src.States[0].Entries != 1 {
+		t.Fatalf("spout states %+v", src.States)
+	}
+	for _, task := range got.Component("count").Tasks {
+		if len(task.Manifest.Files) != 1 || task.Manifest.Files[0].Part != ckptio.PartKeyedStream {
+			t.Fatalf("count task %d: files %+v, want one keyed stream", task.Task, task.Manifest.Files)
+		}
+	}
+
+	// Seed a new topology (other name, same shape) and read it back: the
+	// pebble task's entries into heap, the heap task's into pebble.
+	newTopo, newPlan := testTopology("wc2", 2)
+	if err := savepoint.Check(got, newTopo, newPlan, false); err != nil {
+		t.Fatal(err)
+	}
+	undo, err := savepoint.Seed(ctx, got, dst, loc.Name, cluster, newTopo, newPlan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, backend := range []string{"heap", "pebble"} {
+		task := int32(2 + i)
+		kb := restoreInto(t, cluster, "wc2", 5, task, backend)
+		groups := keygroup.RangeOf(i, 2, maxPar)
+		old := []string{"pebble", "heap"}[i]
+		for g := groups.Start; g < groups.End; g++ {
+			v, ok, err := kb.Get(key(g, old), nil)
+			if err != nil || !ok || !bytes.Equal(v, []byte{byte(g)}) {
+				t.Fatalf("task %d on %s: group %d: %v %v %v", task, backend, g, v, ok, err)
+			}
+		}
+	}
+	undo()
+	if ids, err := cluster.List(ctx, "wc2"); err != nil || len(ids) != 0 {
+		t.Fatalf("after undo: checkpoints %v %v", ids, err)
+	}
+	if files, err := cluster.ListFiles(ctx, "wc2"); err != nil || len(files) != 0 {
+		t.Fatalf("after undo: files %v %v", files, err)
+	}
+
+	// Refusals before anything is written.
+	for _, tc := range []struct {
+		counts int
+		rename string
+		allow  bool
+		want   string
+	}{
+		{counts: 3, want: "parallelism 2 in the savepoint and 3"},
+		{counts: 2, rename: "counter", want: "component(s) count, which the topology does not have"},
+		{counts: 2, rename: "counter", allow: true},
+	} {
+		nt, np := testTopology("wc3", tc.counts)
+		if tc.rename != "" {
+			nt.Components[1].Name = tc.rename
+			for i := range np.Containers[0].Instances[1:] {
+				np.Containers[0].Instances[1+i].Component = tc.rename
+			}
+		}
+		err := savepoint.Check(got, nt, np, tc.allow)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("check %+v: %v", tc, err)
+		}
+	}
+	nt, np := testTopology("wc3", 2)
+	nt.Config[topology.KeyMaxParallelism] = "16"
+	if err := savepoint.Check(got, nt, np, false); err == nil || !strings.Contains(err.Error(), "max parallelism 8 in the savepoint and 16") {
+		t.Errorf("check with another max parallelism: %v", err)
+	}
+
+	// A damaged file is found when it is copied; delete removes all.
+	f := got.Component("count").Tasks[0].Manifest.Files[0]
+	path, _ := dst.(*localfs.Storage).FilePath(loc.Name, f.Name)
+	b, _ := os.ReadFile(path)
+	b[len(b)/2] ^= 1
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := savepoint.Seed(ctx, got, dst, loc.Name, cluster, newTopo, newPlan); !errors.Is(err, savepoint.ErrCorrupt) {
+		t.Fatalf("seed from a damaged file: %v", err)
+	}
+	if files, _ := cluster.ListFiles(ctx, "wc2"); len(files) != 0 {
+		t.Fatalf("a failed seed left files %v", files)
+	}
+	if err := savepoint.Delete(ctx, dst, loc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := savepoint.Read(ctx, dst, loc); !errors.Is(err, spi.ErrNotFound) {
+		t.Fatalf("read after delete: %v", err)
+	}
+}
+
+// TestWriteMissingTask: a checkpoint a task has no manifest of is not
+// saved, and nothing is left of the savepoint.
+func TestWriteMissingTask(t *testing.T) {
+	ctx := context.Background()
+	cluster := storage(t, t.TempDir())
+	checkpoint(t, cluster)
+	topo, pp := testTopology("wc", 3) // task 4 never stored
+	dst := storage(t, t.TempDir())
+	if _, err := savepoint.Write(ctx, savepoint.Source{Storage: cluster, Topology: topo, Plan: pp, Checkpoint: 5}, dst, "sp", t.TempDir()); err == nil || !strings.Contains(err.Error(), "task 4") {
+		t.Fatalf("write with a missing task: %v", err)
+	}
+	if files, _ := dst.ListFiles(ctx, "sp"); len(files) != 0 {
+		t.Fatalf("a failed write left %v", files)
+	}
+}
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct{ in, storage, root, name, err string }{
+		{in: "/b/sp-1", storage: "localfs", root: "/b", name: "sp-1"},
+		{in: "file:///b/c/sp_2", storage: "localfs", root: "/b/c", name: "sp_2"},
+		{in: "hdfs://nn:8020/egret/sp", storage: "hdfs", root: "/egret", name: "sp"},
+		{in: "hdfs://nn/egret/sp", err: "port"},
+		{in: "s3://b/sp", err: "scheme"},
+		{in: "/b/9sp", err: "name"},
+		{in: "/", err: "names no savepoint"},
+		{in: "file://host/b/sp", err: "no host"},
+	} {
+		l, err := savepoint.Parse(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("Parse(%q) = %+v, %v; want an error with %q", tc.in, l, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || l.Storage != tc.storage || l.Root != tc.root || l.Name != tc.name {
+			t.Errorf("Parse(%q) = %+v, %v", tc.in, l, err)
+		}
+		if again, err := savepoint.Parse(l.URI()); err != nil || again != l {
+			t.Errorf("Parse(%q).URI() = %q does not parse back: %+v %v", tc.in, l.URI(), again, err)
+		}
+	}
+}
+
+// sample returns an encoded manifest of the test checkpoint.
+func sample(t testing.TB) []byte {
+	m := &savepoint.Manifest{Version: savepoint.Version, Topology: "wc", TopologyID: "wc-1", Checkpoint: 5, Backend: "heap",
+		Components: []savepoint.Component{{Name: "count", Parallelism: 1, MaxParallelism: maxPar,
+			States: []api.StateInfo{{Name: "counts", Keyed: true, Descriptor: "value string int64"}},
+			Tasks: []savepoint.Task{{Task: 2, Manifest: &ckptio.Manifest{Checkpoint: 5, Task: 2, MaxParallelism: maxPar, Groups: keygroup.RangeOf(0, 1, maxPar),
+				Files: []ckptio.File{{Name: "5-2-keyed", Part: ckptio.PartKeyedStream, Size: 10, Sum: 7, Groups: keygroup.RangeOf(0, 1, maxPar)}}}}}}}}
+	b, err := m.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestDecodeDamaged: truncated, changed, foreign and later-version bytes
+// are refused with ErrCorrupt.
+func TestDecodeDamaged(t *testing.T) {
+	b := sample(t)
+	if _, err := savepoint.Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	flipped := bytes.Clone(b)
+	flipped[len(flipped)-3] ^= 1
+	for what, in := range map[string][]byte{
+		"truncated": b[:len(b)-1], "changed": flipped, "empty": nil, "foreign": []byte("{\"version\":1}"),
+		"later version": append([]byte("EGSP2\n"), b[6:]...),
+	} {
+		if _, err := savepoint.Decode(in); !errors.Is(err, savepoint.ErrCorrupt) {
+			t.Errorf("%s: %v", what, err)
+		}
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(sample(f))
+	f.Add([]byte("EGSP1\n0000000000000000\n{}"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m, err := savepoint.Decode(b)
+		if err != nil {
+			if !errors.Is(err, savepoint.ErrCorrupt) {
+				t.Fatalf("error without ErrCorrupt: %v", err)
+			}
+			return
+		}
+		again, err := m.Encode()
+		if err != nil {
+			t.Fatalf("a decoded manifest does not encode: %v", err)
+		}
+		if _, err := savepoint.Decode(again); err != nil {
+			t.Fatalf("re-encoded manifest does not decode: %v", err)
+		}
+	})
+}

@@ -1,0 +1,83 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
+	"github.com/egret-stream/egret/core/topology"
+)
+
+// TestStatefulRescale rescales the keyed count bolt of an effectively-once
+// eocount (keyed state on the pebble backend, its incremental checkpoints)
+// 2 → 5 → 3 while sentences flow. Each update restarts the instances,
+// which roll back to the last complete checkpoint: every task of the new
+// plan restores its key groups from the old tasks that held them and its
+// share of their operator state. The counts the current tasks report
+// never pass the expected ones (no key restored twice) and end exactly
+// equal to them (no key lost).
+func TestStatefulRescale(t *testing.T) {
+	c := newCluster(t, "local", "egret.update.drain.timeout=60s")
+	const n, keys = 30000, 3000
+	r := startEOCount(t, c, "eo-rescale", n, "--rate", "1500", "--interval", "500ms",
+		"--keys", strconv.Itoa(keys), "--set", topology.KeyStateBackend+"=pebble")
+	r.waitCounted("a tenth of the words to be counted", 0.1, 2*time.Minute)
+	await(t, "a checkpoint to complete", recoverTimeout, func() (bool, string) {
+		v := r.checkpointMetric("checkpoint.completed")
+		return v >= 1, fmt.Sprintf("checkpoint.completed = %v", v)
+	})
+	for _, p := range []int{5, 3} {
+		before := r.checkCurrent(0)
+		if before.Exact() {
+			t.Fatalf("every word was counted before the rescale to %d: no data flows through it (%s)", p, before)
+		}
+		began := time.Now()
+		out := c.mustEgret("update", c.name, r.name, "--component-parallelism", eocount.Count+":"+strconv.Itoa(p))
+		if !strings.Contains(out, "restores its key groups") {
+			t.Errorf("egret update does not say how the state follows the rescale:\n%s", out)
+		}
+		t.Logf("rescale of %s to %d tasks took %s at %s:\n%s", eocount.Count, p, time.Since(began).Round(time.Millisecond), before, out)
+		await(t, fmt.Sprintf("the %d %s tasks to count past where the rescale found them", p, eocount.Count), recoverTimeout, func() (bool, string) {
+			res := r.checkCurrent(p)
+			return res.Counted > before.Counted, res.String()
+		})
+	}
+	await(t, "every word to be counted exactly by the 3 tasks", allAckedTimeout, func() (bool, string) {
+		res := r.checkCurrent(3)
+		return res.Exact(), res.String()
+	})
+	if keys := len(r.expected); keys != 3000 {
+		t.Fatalf("%d distinct words, want 3000", keys)
+	}
+	r.kill()
+}
+
+// checkCurrent reads the reports of the count tasks of the current plan
+// written with its parallelism (which must be want, unless 0), failing
+// the test at once when a count passed its expected value.
+func (r *eoRun) checkCurrent(want int) *eocount.Result {
+	r.t.Helper()
+	pp, _, err := r.store.PackingPlan(context.Background(), r.name)
+	if err != nil {
+		r.t.Fatalf("read the packing plan: %v", err)
+	}
+	tasks := pp.Layout().Tasks[eocount.Count]
+	if want > 0 && len(tasks) != want {
+		r.t.Fatalf("the packing plan has %d %s tasks, want %d", len(tasks), eocount.Count, want)
+	}
+	res, err := eocount.CheckReports(r.state, r.expected, func(rep eocount.Report) bool {
+		return rep.Tasks == len(tasks) && slices.Contains(tasks, rep.Task)
+	})
+	if err != nil {
+		r.t.Fatalf("read the eocount reports: %v", err)
+	}
+	if len(res.Over) > 0 {
+		r.t.Fatalf("counts above the expected ones (a key restored or a tuple applied twice): %s", res)
+	}
+	return res
+}
