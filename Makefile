@@ -26,12 +26,11 @@ build: ## build every package and the egret binary into bin/
 	@mkdir -p bin
 	@if [ -d cmd/egret ]; then $(GO) build -o bin/egret ./cmd/egret; fi
 
-# The tests that start a real Kubernetes (internal/k8stest.Require). make test
-# runs them after the others: test-deps starts scripts/k8s-deps.sh in the
-# background (at nice 15), so that a first build of the binaries overlaps
-# with the other tests; the second step waits for it (its lock), then runs them.
-# The backend suite (test/e2e TestBackends) runs as a go test of its own
-# beside the others.
+# The tests that start a real Kubernetes (internal/k8stest.Require) and the
+# backend suite (test/e2e TestBackends) run beside the others, one after the
+# other: test-deps starts scripts/k8s-deps.sh in the background (at nice 15),
+# so that a first build of Kubernetes overlaps with the suite; the
+# real-Kubernetes step waits for it (its lock), then runs them.
 K8S_TESTS := ^(TestKwok|TestKubelet|TestRealCluster|TestRealPods|TestRealServerChecks|TestKubernetes)
 K8S_PKGS := ./internal/k8stest ./schedulers/kubernetes ./test/e2e
 BACKEND_SUITE := ^TestBackends$$
@@ -42,16 +41,17 @@ KEYS_READ_DIR ?= $(CURDIR)/.keys-read
 # make test keeps the output of its go test runs here (its last lines list what failed).
 TEST_LOGS ?= $(CURDIR)/.test-logs
 
-test: test-deps ## run every test (installs what the tests need when missing; the backend suite beside the others, the real-Kubernetes tests last), then check that every documented config key was read (scripts/keysread); ends with the list of what failed
+test: test-deps ## run every test (installs what the tests need when missing; beside them the backend suite, then the real-Kubernetes tests), then check that every documented config key was read (scripts/keysread); ends with the list of what failed
 	@status=0; rm -rf $(KEYS_READ_DIR) $(TEST_LOGS); mkdir -p $(KEYS_READ_DIR) $(TEST_LOGS); export EGRET_KEYS_READ_DIR=$(KEYS_READ_DIR); \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' ./test/e2e >$(TEST_LOGS)/suite.log 2>&1 & suite=$$!; \
+	{ $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' ./test/e2e >$(TEST_LOGS)/suite.log 2>&1 || echo "the backend suite" >>$(TEST_LOGS)/failed; \
+	  { scripts/k8s-deps.sh && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS); } >$(TEST_LOGS)/k8s.log 2>&1 || echo "the real-Kubernetes tests" >>$(TEST_LOGS)/failed; } & side=$$!; \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)|$(BACKEND_SUITE)' ./... 2>&1 | tee $(TEST_LOGS)/all.log; [ $${PIPESTATUS[0]} = 0 ] || status=1; \
-	wait $$suite || status=1; echo "the backend suite:"; cat $(TEST_LOGS)/suite.log; \
-	echo "the real-Kubernetes tests: waiting for scripts/k8s-deps.sh"; scripts/k8s-deps.sh || status=1; \
-	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS) 2>&1 | tee $(TEST_LOGS)/k8s.log; [ $${PIPESTATUS[0]} = 0 ] || status=1; \
+	echo "waiting for the backend suite, then the real-Kubernetes tests"; wait $$side; \
+	echo "the backend suite:"; cat $(TEST_LOGS)/suite.log; echo "the real-Kubernetes tests:"; cat $(TEST_LOGS)/k8s.log; \
+	[ ! -s $(TEST_LOGS)/failed ] || status=1; \
 	$(GO) run ./scripts/keysread $(KEYS_READ_DIR) || status=1; \
 	if [ $$status != 0 ]; then echo "make test failed; what failed (logs in $(TEST_LOGS)):"; \
-		grep -h -E -e '--- FAIL|^FAIL|^panic:|timed out after' $(TEST_LOGS)/*.log; fi; \
+		cat $(TEST_LOGS)/failed 2>/dev/null; grep -h -E -e '--- FAIL|^FAIL|^panic:|timed out after' $(TEST_LOGS)/*.log; fi; \
 	exit $$status
 
 
