@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"go.uber.org/zap"
@@ -258,8 +259,10 @@ func (c *checkpointing) restoreRescaled(id int64, old []int32) error {
 	if ts == nil {
 		return nil // a stateless task: its old tasks' checkpoints hold nothing
 	}
+	// The task's index among its component's tasks by ascending id, as
+	// its key groups (newTaskState).
 	tasks := c.in.cfg.Layout.Tasks[c.in.comp.Name]
-	index := c.in.cfg.Layout.IndexOf[c.in.cfg.TaskID]
+	index := slices.Index(tasks, c.in.cfg.TaskID)
 	if err := ts.backend.Clear(); err != nil {
 		return fmt.Errorf("clear the keyed state: %w", err)
 	}

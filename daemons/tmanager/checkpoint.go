@@ -355,9 +355,11 @@ func (m *manager) checkpointMetricsLocked(now time.Time) *egretpb.MetricsPublish
 func tasksOf(l *plan.Layout) map[string][]int32 {
 	out := make(map[string][]int32, len(l.Tasks))
 	for comp, ids := range l.Tasks {
+		ids = slices.Clone(ids)
+		slices.SortStableFunc(ids, func(a, b int) int { return l.IndexOf[a] - l.IndexOf[b] })
 		tasks := make([]int32, len(ids))
-		for _, id := range ids {
-			tasks[l.IndexOf[id]] = int32(id)
+		for i, id := range ids {
+			tasks[i] = int32(id)
 		}
 		out[comp] = tasks
 	}

@@ -22,7 +22,18 @@ import (
 // never pass the expected ones (no key restored twice) and end exactly
 // equal to them (no key lost).
 func TestStatefulRescale(t *testing.T) {
-	c := newCluster(t, "local", "egret.update.drain.timeout=60s")
+	statefulRescale(t, newCluster(t, "local", "egret.update.drain.timeout=60s"))
+}
+
+// TestStatefulRescaleSlurm: the same on a real Slurm cluster, where every
+// update replaces the whole job (the topology manager included, which
+// reads the tasks of the last complete checkpoint back from the state
+// manager).
+func TestStatefulRescaleSlurm(t *testing.T) {
+	statefulRescale(t, startSlurmBackend(t))
+}
+
+func statefulRescale(t *testing.T, c *cluster) {
 	const n, keys = 30000, 3000
 	r := startEOCount(t, c, "eo-rescale", n, "--rate", "1500", "--interval", "500ms",
 		"--keys", strconv.Itoa(keys), "--set", topology.KeyStateBackend+"=pebble")
