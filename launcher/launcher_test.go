@@ -669,3 +669,29 @@ func TestKillOfNothing(t *testing.T) {
 		t.Errorf("scheduler calls %v, want any container of gone stopped", calls)
 	}
 }
+
+// TestUpdateStatefulNeedsCheckpointTasks: the parallelism of an
+// effectively-once topology changes only when its last complete
+// checkpoint records its tasks (the old tasks every new task restores
+// from); a checkpoint state without them is refused before anything
+// changes.
+func TestUpdateStatefulNeedsCheckpointTasks(t *testing.T) {
+	f := newFixture(t, "local")
+	tp, pp, tm := rescaleFixture(t, f)
+	ctx := ctxFor(t)
+	tp.Config[topology.KeyDeliveryMode] = string(topology.EffectivelyOnce)
+	if err := f.store.UpdatePackingPlan(ctx, tp, pp, spi.AnyVersion); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.store.SetCheckpointState(ctx, "wc", &egretpb.CheckpointState{TopologyId: tp.ID, TopologyName: "wc", LastCompleteId: 4}); err != nil {
+		t.Fatal(err)
+	}
+	err := f.l.Update(ctx, "wc", launcher.UpdateOptions{Parallelism: map[string]int{"count": 3}})
+	if err == nil || !strings.Contains(err.Error(), "does not record its tasks") || launcher.IsBadInput(err) {
+		t.Fatalf("Update = %v, want a refusal (not bad input) saying the checkpoint does not record its tasks", err)
+	}
+	f.checkUnchanged(t, tp, pp)
+	if calls, posts := f.sched.Calls(), tm.Posts(); len(calls)+len(posts) > 0 {
+		t.Errorf("a refused update called the scheduler %v and the topology manager %v", calls, posts)
+	}
+}
