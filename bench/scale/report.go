@@ -18,11 +18,11 @@ const (
 )
 
 // Markdown renders the results as the generated part of §Scale.
-func Markdown(results []*Result, commit string) string {
+func Markdown(results []*Result, mesh []*MeshResult, commit string) string {
 	m := harness.DescribeMachine()
 	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %d × %s, %s, kernel %s, %s; %s. Egret commit %s. One real topology manager (its own process, localfs state manager), N stand-in stream managers (exact wire protocol, no data plane) and N metrics publishers (one stream-manager report of %d values and one report of %d values per task every metrics interval) in the harness process; 2 tasks per container; Egret's default heartbeat (1 s) and eviction timeout (5 s). The load average is the machine's when each run started: other work shared the 2 cores.\n\n",
-		m.NProc, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.Date.UTC().Format(time.RFC3339), commit, stmgrMetrics, instanceMetrics)
+	fmt.Fprintf(&b, "Machine: %d × %s, %s, kernel %s, %s; %s. Egret commit %s. One real topology manager (its own process, localfs state manager), N stand-in stream managers (exact wire protocol, no data plane) and N metrics publishers (a container's %d reports every 10 s: executor, stream manager, metrics manager, shell, and per task the instance's and the executor's) in the harness process; 2 tasks per container; Egret's default heartbeat (1 s) and eviction timeout (5 s). The load average is the machine's when each run started: other work shared the 2 cores. \"dead container dropped\": a stand-in stops heartbeating and reading with its connection open, until the topology manager closes it; \"replacement\": its replacement's registration (new data port) until every container holds a plan with it; checkpoints of empty state under effectively-once, 1 s interval, 5 measured.\n\n",
+		m.NProc, m.CPUModel, m.MemTotal, m.Kernel, m.GoVersion, m.Date.UTC().Format(time.RFC3339), commit, reportsPerContainer(2))
 	b.WriteString("| N | load avg | plan frame | registrations spread | last registration → plan at all | tmanager cores (steady) | tmanager RSS (peak) | tmanager sockets | dead container dropped | replacement → in every plan | checkpoint (median, max) | GET /healthz | GET /pplan | GET /stats | dropped and re-registered |\n")
 	b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	byN := map[int][]*Result{}
@@ -71,6 +71,16 @@ func Markdown(results []*Result, commit string) string {
 			fmt.Sprintf("%s (%s)", ms(base.HTTP["/stats"]), kib(base.HTTPBytes["/stats"])), base.Reconnects)
 	}
 	b.WriteString("\n")
+	if len(mesh) > 0 {
+		b.WriteString("The data-plane mesh, real stream managers (daemons/stmgr, no instances) of N containers in one process with the real topology manager (each peer connection has both its sockets in that process, so N stays below the file-descriptor limit here):\n\n")
+		b.WriteString("| N | load avg | start → plan and every peer connected | peer connections per stream manager | sockets per stream manager | heap per stream manager | goroutines per stream manager |\n")
+		b.WriteString("|---:|---|---:|---:|---:|---:|---:|\n")
+		slices.SortFunc(mesh, func(a, b *MeshResult) int { return a.Containers - b.Containers })
+		for _, m := range mesh {
+			fmt.Fprintf(&b, "| %d | %s | %s | %d | %.1f | %d KiB | %.0f |\n", m.Containers, m.LoadAvg, ms(m.MeshUp), m.PeersPerStmgr, m.SocketsPerStmgr, m.HeapPerStmgr>>10, m.GoroutinesPerStmgr)
+		}
+		b.WriteString("\n")
+	}
 	return b.String()
 }
 

@@ -162,7 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Containers: cfg.Containers, Tasks: cfg.Containers * cfg.TasksPerContainer,
-		MetricSources: cfg.Containers * reportsPerContainer(cfg.TasksPerContainer),
+		MetricSources:   cfg.Containers * reportsPerContainer(cfg.TasksPerContainer),
 		EffectivelyOnce: cfg.EffectivelyOnce, LoadAvg: harness.DescribeMachine().LoadAvg}
 	root := filepath.Join(cfg.Dir, "state")
 	if err := submit(ctx, root, cfg); err != nil {
@@ -599,13 +599,4 @@ func (r *run) stopAll() {
 
 func unmarshalPlan(b []byte, pp *egretpb.PhysicalPlan) error {
 	return protojson.Unmarshal(b, pp)
-}
-
-// WriteJSON writes results to path.
-func WriteJSON(path string, results []*Result) error {
-	b, err := json.MarshalIndent(results, "", "  ")
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

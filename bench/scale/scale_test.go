@@ -96,3 +96,17 @@ func TestScanPlan(t *testing.T) {
 		t.Errorf("a refused registration was not reported: %v", err)
 	}
 }
+
+// TestMeshOfFour: four real stream managers register with the real
+// topology manager, get the plan and connect to every peer.
+func TestMeshOfFour(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	res, err := Mesh(ctx, Config{Containers: 4, Deadline: 2 * time.Minute, Dir: t.TempDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.PeersPerStmgr != 3 {
+		t.Errorf("a stream manager has %d peer connections, want 3", res.PeersPerStmgr)
+	}
+}
