@@ -36,6 +36,15 @@ type MeshResult struct {
 	SocketsPerStmgr    float64 `json:"sockets_per_stmgr"`
 	HeapPerStmgr       int64   `json:"heap_per_stmgr_bytes"`
 	GoroutinesPerStmgr float64 `json:"goroutines_per_stmgr"`
+	// IdleCores is the CPU all N idle stream managers use together (the
+	// process's, over IdleWindow once the mesh is up): no instances, no
+	// tuples, only the control traffic of the mesh.
+	IdleCores  float64       `json:"idle_cores"`
+	IdleWindow time.Duration `json:"idle_window"`
+	// Announcements is how many back-pressure frames the counting peer
+	// (container N+1) received from the N idle stream managers during
+	// IdleWindow.
+	Announcements int64 `json:"announcements"`
 }
 
 // staticFinder hands the stream managers the child's address.
@@ -54,9 +63,10 @@ func (f staticFinder) WatchTManager(ctx context.Context, _ string) (<-chan spi.E
 	return ch, nil
 }
 
-// Mesh runs one real topology manager and cfg.Containers real stream
-// managers (daemons/stmgr, no instances, all in this process) and
-// measures the full mesh they build. Each peer connection holds two
+// Mesh runs one real topology manager, cfg.Containers real stream
+// managers (daemons/stmgr, no instances, all in this process) and one
+// more container whose stand-in stream manager's data port counts what
+// the others send it, and measures the full mesh they build. Each peer connection holds two
 // sockets of this process, so N is bounded by the file-descriptor limit
 // (2N² sockets).
 func Mesh(ctx context.Context, cfg Config) (*MeshResult, error) {
@@ -66,7 +76,9 @@ func Mesh(ctx context.Context, cfg Config) (*MeshResult, error) {
 	n := cfg.Containers
 	res := &MeshResult{Containers: n, LoadAvg: harness.DescribeMachine().LoadAvg}
 	root := filepath.Join(cfg.Dir, "state")
-	if err := submit(ctx, root, cfg); err != nil {
+	all := cfg
+	all.Containers = n + 1
+	if err := submit(ctx, root, all); err != nil {
 		return nil, err
 	}
 	ch, err := startChild(ctx, cfg.Self, childSpec{Root: root, Name: topologyName, ID: topologyID, Log: filepath.Join(cfg.Dir, "tmanager.log"),
@@ -86,11 +98,22 @@ func Mesh(ctx context.Context, cfg Config) (*MeshResult, error) {
 	runtime.ReadMemStats(&before)
 	sockBefore, g0 := countSockets(os.Getpid()), runtime.NumGoroutine()
 
+	peer, err := newCountingPeer(topologyID)
+	if err != nil {
+		return nil, err
+	}
+	defer peer.close()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer func() {
 		cancel()
 		wg.Wait()
+	}()
+	last := newStandin(topologyID, int32(n+1), peer.port(), []int32{int32(2*n + 1), int32(2*n + 2)}, time.Second)
+	go last.run(ch.serverAddr)
+	defer func() {
+		last.close()
+		last.wait()
 	}()
 	sms := make([]*stmgr.StMgr, 0, n)
 	for c := 1; c <= n; c++ {
@@ -118,7 +141,7 @@ func Mesh(ctx context.Context, cfg Config) (*MeshResult, error) {
 		ready := 0
 		for _, sm := range sms {
 			c := sm.Counters()
-			if c.PlanVersion > 0 && c.PeersConnected == n-1 {
+			if c.PlanVersion > 0 && c.PeersConnected == n {
 				ready++
 			}
 		}
@@ -146,7 +169,25 @@ func Mesh(ctx context.Context, cfg Config) (*MeshResult, error) {
 	res.SocketsPerStmgr = float64(countSockets(os.Getpid())-sockBefore) / float64(n)
 	res.HeapPerStmgr = (int64(after.HeapInuse) - int64(before.HeapInuse)) / int64(n)
 	res.GoroutinesPerStmgr = float64(runtime.NumGoroutine()-g0) / float64(n)
-	fmt.Fprintf(cfg.Log, "mesh N=%d: up in %s; per stream manager %d peers, %.1f sockets, %d KiB heap, %.0f goroutines\n",
-		n, res.MeshUp, res.PeersPerStmgr, res.SocketsPerStmgr, res.HeapPerStmgr>>10, res.GoroutinesPerStmgr)
+	ann0 := peer.announcements.Load()
+	before0, err := harness.ReadProc(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	select {
+	case <-time.After(cfg.Steady):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	after0, err := harness.ReadProc(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	res.IdleWindow = time.Since(t0)
+	res.Announcements = peer.announcements.Load() - ann0
+	res.IdleCores = (after0.CPUSeconds - before0.CPUSeconds) / res.IdleWindow.Seconds()
+	fmt.Fprintf(cfg.Log, "mesh N=%d: up in %s; per stream manager %d peers, %.1f sockets, %d KiB heap, %.0f goroutines; idle, all together %.3f cores, %d back-pressure announcements to one peer in %s\n",
+		n, res.MeshUp, res.PeersPerStmgr, res.SocketsPerStmgr, res.HeapPerStmgr>>10, res.GoroutinesPerStmgr, res.IdleCores, res.Announcements, res.IdleWindow.Round(time.Millisecond))
 	return res, nil
 }

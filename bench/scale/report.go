@@ -73,11 +73,11 @@ func Markdown(results []*Result, mesh []*MeshResult, commit string) string {
 	b.WriteString("\n")
 	if len(mesh) > 0 {
 		b.WriteString("The data-plane mesh, real stream managers (daemons/stmgr, no instances) of N containers in one process with the real topology manager (each peer connection has both its sockets in that process, so N stays below the file-descriptor limit here):\n\n")
-		b.WriteString("| N | load avg | start → plan and every peer connected | peer connections per stream manager | sockets per stream manager | heap per stream manager | goroutines per stream manager |\n")
-		b.WriteString("|---:|---|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| N | load avg | start → plan and every peer connected | peer connections per stream manager | sockets per stream manager | heap per stream manager | goroutines per stream manager | CPU of the N idle stream managers |\n")
+		b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|\n")
 		slices.SortFunc(mesh, func(a, b *MeshResult) int { return a.Containers - b.Containers })
 		for _, m := range mesh {
-			fmt.Fprintf(&b, "| %d | %s | %s | %d | %.1f | %d KiB | %.0f |\n", m.Containers, m.LoadAvg, ms(m.MeshUp), m.PeersPerStmgr, m.SocketsPerStmgr, m.HeapPerStmgr>>10, m.GoroutinesPerStmgr)
+			fmt.Fprintf(&b, "| %d | %s | %s | %d | %.1f | %d KiB | %.0f | %.3f cores |\n", m.Containers, m.LoadAvg, ms(m.MeshUp), m.PeersPerStmgr, m.SocketsPerStmgr, m.HeapPerStmgr>>10, m.GoroutinesPerStmgr, m.IdleCores)
 		}
 		b.WriteString("\n")
 	}

@@ -278,6 +278,9 @@ func (r *run) measure(ctx context.Context) error {
 	}
 	for _, s := range r.standins {
 		r.res.Reconnects += s.reconnects.Load()
+		if e := s.dropErr.Load(); e != nil {
+			r.logf("container %d was dropped and registered again %d times; last: %v", s.container, s.reconnects.Load(), *e)
+		}
 	}
 	return r.check()
 }

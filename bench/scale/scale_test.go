@@ -98,15 +98,22 @@ func TestScanPlan(t *testing.T) {
 }
 
 // TestMeshOfFour: four real stream managers register with the real
-// topology manager, get the plan and connect to every peer.
+// topology manager, get the plan and connect to every peer, the counting
+// stand-in peer included; idle, they re-send it no back-pressure state
+// (at most the one each sends when it connects, if it arrives late).
 func TestMeshOfFour(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res, err := Mesh(ctx, Config{Containers: 4, Deadline: 2 * time.Minute, Dir: t.TempDir(), Log: testLog{t}})
+	res, err := Mesh(ctx, Config{Containers: 4, Steady: 3500 * time.Millisecond, Deadline: 2 * time.Minute, Dir: t.TempDir(), Log: testLog{t}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.PeersPerStmgr != 3 {
-		t.Errorf("a stream manager has %d peer connections, want 3", res.PeersPerStmgr)
+	if res.PeersPerStmgr != 4 {
+		t.Errorf("a stream manager has %d peer connections, want 4", res.PeersPerStmgr)
+	}
+	// With the default 1 s interval a re-sent idle state would be about
+	// 3 per stream manager in the window.
+	if res.Announcements > 4 {
+		t.Errorf("idle stream managers sent the counting peer %d back-pressure announcements in %s; want at most 4 (one each on connecting)", res.Announcements, res.IdleWindow)
 	}
 }

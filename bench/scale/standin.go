@@ -36,11 +36,12 @@ type standin struct {
 	wmu  sync.Mutex
 	conn net.Conn // the current session's; guarded by wmu
 
-	registeredAt atomic.Int64  // unix nanos the first registration was sent
-	firstPlanAt  atomic.Int64  // unix nanos the first plan arrived
-	droppedAt    atomic.Int64  // unix nanos the topology manager closed the connection of a frozen stand-in
-	reconnects   atomic.Int64  // registrations after the first
-	version      atomic.Uint64 // the latest plan's
+	registeredAt atomic.Int64          // unix nanos the first registration was sent
+	firstPlanAt  atomic.Int64          // unix nanos the first plan arrived
+	droppedAt    atomic.Int64          // unix nanos the topology manager closed the connection of a frozen stand-in
+	reconnects   atomic.Int64          // registrations after the first
+	dropErr      atomic.Pointer[error] // why the last session before a reconnect ended
+	version      atomic.Uint64         // the latest plan's
 	watch        atomic.Pointer[watchSpec]
 	processing   atomic.Int64 // the epoch StartProcessing announced
 	startedAt    sync.Map     // checkpoint id -> unix nanos StartCheckpoint arrived
@@ -83,6 +84,7 @@ func (s *standin) run(addr string) {
 			return
 		}
 		s.reconnects.Add(1)
+		s.dropErr.Store(&err)
 		select {
 		case <-time.After(100 * time.Millisecond):
 		case <-s.closed:

@@ -332,8 +332,12 @@ func (s *StMgr) updateAnnouncedLocked(now time.Time) {
 	s.bp.updateThrottleLocked(now)
 }
 
-// runBackPressure re-checks the watermarks, re-sends the state to every
-// peer and expires stale announcements every interval until ctx ends.
+// runBackPressure re-checks the watermarks, re-sends an active state to
+// every peer and expires stale announcements every interval until ctx
+// ends. The released state is sent when it changes (checkWatermarks) and
+// to every new connection, never re-sent: peers drop an announcement that
+// is not re-sent anyway, and an idle mesh of N stream managers then sends
+// nothing instead of N(N-1) frames per interval (docs/operations.md §Scale).
 func (s *StMgr) runBackPressure(ctx context.Context) {
 	t := time.NewTicker(s.cfg.BackPressureInterval)
 	defer t.Stop()
@@ -344,7 +348,9 @@ func (s *StMgr) runBackPressure(ctx context.Context) {
 		case now := <-t.C:
 			s.checkWatermarks()
 			s.expireAnnouncements(now)
-			s.announce(s.table.Load(), s.currentAnnouncement())
+			if ann := s.currentAnnouncement(); ann.Active {
+				s.announce(s.table.Load(), ann)
+			}
 		}
 	}
 }

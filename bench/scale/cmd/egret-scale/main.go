@@ -119,7 +119,7 @@ func run(ctx context.Context, counts, meshCounts []int, steady time.Duration, re
 		if err != nil {
 			return err
 		}
-		res, err := scale.Mesh(ctx, scale.Config{Containers: n, Dir: dir, Log: os.Stderr})
+		res, err := scale.Mesh(ctx, scale.Config{Containers: n, Steady: steady, Dir: dir, Log: os.Stderr})
 		if err != nil {
 			return fmt.Errorf("mesh N=%d: %w (logs kept in %s)", n, err, dir)
 		}
