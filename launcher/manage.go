@@ -229,7 +229,14 @@ func (l *Launcher) removeCheckpoints(ctx context.Context, cfg spi.Config, store 
 			l.Log.Warn("could not remove a checkpoint of the killed topology", zap.String("topology", name), zap.Int64("checkpoint", id), zap.Error(err))
 		}
 	}
-	// The files the checkpoints consisted of (spi.CheckpointFiles).
+	// What writers killed with the topology left (temporary files of
+	// uploads cut short), then the files the checkpoints consisted of
+	// (spi.CheckpointFiles).
+	if tr, ok := st.(spi.TempRemover); ok {
+		if _, err := tr.RemoveTemps(ctx, name, time.Now().Add(time.Hour)); err != nil {
+			l.Log.Warn("could not remove the temporary checkpoint files of the killed topology", zap.String("topology", name), zap.Error(err))
+		}
+	}
 	files, ok := st.(spi.CheckpointFiles)
 	if !ok {
 		return

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cespare/xxhash/v2"
@@ -79,6 +80,14 @@ type Uploader struct {
 	// of the last upload and the last restore.
 	local string
 	keep  map[string]bool
+	// fromDisk and downloaded count the files of the last restore.
+	fromDisk, downloaded atomic.Int64
+}
+
+// LastRestore returns how many files of incremental checkpoints the last
+// restore took from the local copies and how many it downloaded.
+func (u *Uploader) LastRestore() (local, downloaded int64) {
+	return u.fromDisk.Load(), u.downloaded.Load()
 }
 
 // KeepLocalCopies makes the uploader keep, in dir (on the file system of
@@ -283,6 +292,8 @@ func (u *Uploader) Restore(ctx context.Context, manifests []*Manifest, t Restore
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.incarnation, u.shared = "", nil // the backend restored starts a new life
+	u.fromDisk.Store(0)
+	u.downloaded.Store(0)
 	ops := make([][]byte, len(manifests))
 	var dirs []string
 	var first *Manifest // the manifest of dirs[0]
@@ -322,11 +333,13 @@ func (u *Uploader) Restore(ctx context.Context, manifests []*Manifest, t Restore
 				path := filepath.Join(dir, f.Part[len(PartFilesPrefix):])
 				g.Go(func() error {
 					if u.fromLocal(f, path) {
+						u.fromDisk.Add(1)
 						return nil
 					}
 					if err := u.download(gctx, f, path); err != nil {
 						return err
 					}
+					u.downloaded.Add(1)
 					u.keepLocal(path, f.Name)
 					return nil
 				})

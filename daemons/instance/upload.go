@@ -141,7 +141,9 @@ func (u *uploads) restore(blob []byte, b statebackend.Backend, groups keygroup.R
 	if err != nil {
 		return nil, err
 	}
-	u.in.log.Info("checkpoint downloaded", zap.Int64("checkpoint", man.Checkpoint), zap.Int64("bytes", man.Size()), zap.Duration("took", time.Since(start)))
+	local, downloaded := u.up.LastRestore()
+	u.in.log.Info("checkpoint downloaded", zap.Int64("checkpoint", man.Checkpoint), zap.Int64("bytes", man.Size()),
+		zap.Int64("local_files", local), zap.Int64("downloaded_files", downloaded), zap.Duration("took", time.Since(start)))
 	return ops[0], nil
 }
 
