@@ -21,6 +21,7 @@ import (
 
 	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/daemons/executor"
 )
 
 func init() { packages["effectivelyonce"] = "./test/e2e/testdata/effectivelyonce" }
@@ -393,4 +394,126 @@ func TestEffectivelyOnceRefusesUncheckpointable(t *testing.T) {
 	}
 	t.Logf("%s", r.waitCounted("every word to be counted exactly", 1, allAckedTimeout))
 	r.kill()
+}
+
+// TestEffectivelyOncePebbleOutgrowsMemory: the count task keeps a keyed
+// state four times larger than its memory limit on the pebble backend
+// (every count padded to 6000 random bytes, ~50 000 words: 290 MiB; the
+// task's ram 80 MiB: GOMEMLIMIT 64 MiB, and the executor kills it above
+// 80 MiB). It is killed -9 while one of its checkpoints is being uploaded,
+// then its whole container while another is; the counts end exact, the
+// last checkpoint of the task holds the whole state, the task was never
+// killed for its memory (the executor's verdict: cgroup and RSS watchdog)
+// and its peak RSS stayed below half its state; kill leaves no
+// checkpoint file, not even the temporary files of the uploads cut short.
+func TestEffectivelyOncePebbleOutgrowsMemory(t *testing.T) {
+	c := newCluster(t, "local", "egret.executor.monitor.interval=500ms")
+	const (
+		n, keys    = 30000, 60000
+		valueBytes = 6000
+		ram        = 80 << 20
+	)
+	goMemLimit := int64(ram - executor.MemoryMargin(ram))
+	r := startEOCount(t, c, "eo-pebble-big", n, "--rate", "1500", "--interval", "2s", "--report-every", "1s",
+		"--spouts", "1", "--bolts", "1", "--keys", strconv.Itoa(keys), "--value-bytes", strconv.Itoa(valueBytes),
+		"--count-ram", strconv.Itoa(ram), "--set", topology.KeyStateBackend+"=pebble")
+	state := int64(len(r.expected)) * valueBytes
+	if state < 4*goMemLimit {
+		t.Fatalf("the test's state (%d words × %d bytes = %d MiB) is not 4× the task's GOMEMLIMIT (%d MiB)", len(r.expected), valueBytes, state>>20, goMemLimit>>20)
+	}
+	task := r.tasksOf(1, eocount.Count)
+	container := 1
+	if len(task) == 0 {
+		container, task = 2, r.tasksOf(2, eocount.Count)
+	}
+	name := executor.InstanceName(eocount.Count, task[0])
+	if env := procEnv(t, r.procs(container)[name].pid); env["GOMEMLIMIT"] != strconv.FormatInt(goMemLimit, 10) {
+		t.Fatalf("the count task runs with GOMEMLIMIT=%q, want %d", env["GOMEMLIMIT"], goMemLimit)
+	}
+	// A fork of the task's state (its pebble checkpoint directory, named
+	// by the backend's incarnation and the checkpoint's number) lives
+	// from the barrier until its upload is done: polled often, a new one
+	// is caught while it is uploaded.
+	seen := map[string]bool{}
+	uploading := func() string {
+		deadline := time.Now().Add(allAckedTimeout)
+		for time.Now().Before(deadline) {
+			dirs, _ := filepath.Glob(filepath.Join(c.workDir(r.name), fmt.Sprintf("container-%d", container), "instances", name, "state", "task-*.ckpt-*"))
+			for _, d := range dirs {
+				if !seen[d] {
+					seen[d] = true
+					return filepath.Base(d)
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatalf("timed out after %s waiting for a new checkpoint of the count task to be uploaded: %s", allAckedTimeout, r.check())
+		return ""
+	}
+	var peak int64
+	counted := int64(0)
+	for i, victims := range [][]string{{name}, nil} {
+		await(t, "the count task to count more words", allAckedTimeout, func() (bool, string) {
+			res := r.check()
+			return res.Counted > counted && float64(res.Counted) >= 0.2*float64(i+1)*float64(res.Expected), res.String()
+		})
+		fork := uploading()
+		procs := r.procs(container)
+		peak = max(peak, peakRSS(procs[name].pid))
+		if victims == nil {
+			for p := range procs {
+				victims = append(victims, p)
+			}
+			sort.Strings(victims)
+		}
+		old := r.killProcs(container, victims)
+		atKill := r.check()
+		counted = atKill.Counted
+		t.Logf("kill -9 of %s in container %d during the upload of %s, at %s", strings.Join(victims, ", "), container, fork, atKill)
+		if atKill.Exact() {
+			t.Fatalf("every word was counted before the kill took effect: the fault came too late to test anything")
+		}
+		waitDead(t, "the killed processes to exit", old)
+		r.waitRestarted(container, old)
+	}
+	res := r.waitCounted("every word to be counted exactly after the faults", 1, allAckedTimeout)
+	t.Logf("%s; restores %v", res, r.checkpointMetric("checkpoint.restores"))
+	var full float64
+	await(t, "a checkpoint of the whole state", allAckedTimeout, func() (bool, string) {
+		s, err := r.stats()
+		if err != nil {
+			return false, err.Error()
+		}
+		full = s.Components[eocount.Count].Tasks[strconv.Itoa(task[0])].Metrics["instance.checkpoint.full.bytes"]
+		return full >= float64(state), fmt.Sprintf("last checkpoint of the count task: %.0f MiB, the state %d MiB", full/(1<<20), state>>20)
+	})
+	peak = max(peak, peakRSS(r.procs(container)[name].pid))
+	t.Logf("state %d MiB (checkpoint %.0f MiB), GOMEMLIMIT %d MiB, ram %d MiB, peak RSS of the count task %d MiB",
+		state>>20, full/(1<<20), goMemLimit>>20, ram>>20, peak>>20)
+	if kills := c.metric(r.name, eocount.Count, executor.MetricOOMKills); kills != 0 {
+		t.Errorf("the count task was killed %v times for exceeding its memory", kills)
+	}
+	if peak <= 0 || 2*peak > state {
+		t.Errorf("peak RSS of the count task %d MiB, its state %d MiB: the state does not outgrow the memory", peak>>20, state>>20)
+	}
+	r.kill()
+	dir := filepath.Join(c.home, "checkpoints", c.name, r.name)
+	if left, _ := os.ReadDir(dir); len(left) > 0 {
+		t.Errorf("checkpoint files (or temporary files of the uploads cut short) left in %s after kill: %d entries", dir, len(left))
+	}
+}
+
+// peakRSS returns the peak resident set of pid (VmHWM), 0 if unknown.
+func peakRSS(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
