@@ -72,7 +72,7 @@ func Markdown(results []*Result, mesh []*MeshResult, commit string) string {
 	}
 	b.WriteString("\n")
 	if len(mesh) > 0 {
-		b.WriteString("The data-plane mesh, real stream managers (daemons/stmgr, no instances) of N containers in one process with the real topology manager (each peer connection has both its sockets in that process, so N stays below the file-descriptor limit here):\n\n")
+		b.WriteString("The data-plane mesh, real stream managers (daemons/stmgr, no instances) of N containers in one process with the real topology manager, and one more container whose stand-in counts the back-pressure announcements sent to it (so each stream manager has N peers; each peer connection has both its sockets in that process, so N stays below the file-descriptor limit here):\n\n")
 		b.WriteString("| N | load avg | start → plan and every peer connected | peer connections per stream manager | sockets per stream manager | heap per stream manager | goroutines per stream manager | CPU of the N idle stream managers |\n")
 		b.WriteString("|---:|---|---:|---:|---:|---:|---:|---:|\n")
 		slices.SortFunc(mesh, func(a, b *MeshResult) int { return a.Containers - b.Containers })

@@ -4,25 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/egret-stream/egret/core/plan"
 	"github.com/egret-stream/egret/core/spi"
 	"github.com/egret-stream/egret/proto/egretpb"
 	"github.com/egret-stream/egret/statemgr/memory"
 )
-
-func bigPacking(containers, tasksPer int) *plan.PackingPlan {
-	p := &plan.PackingPlan{}
-	task := 1
-	for c := 1; c <= containers; c++ {
-		pc := plan.Container{ID: c}
-		for i := 0; i < tasksPer; i++ {
-			pc.Instances = append(pc.Instances, plan.Instance{Component: "words", TaskID: task})
-			task++
-		}
-		p.Containers = append(p.Containers, pc)
-	}
-	return p
-}
 
 // TestLimitsFollowThePackingPlan: unset bounds grow with the topology
 // (at 1,000 containers the fixed 4096 sources held a third of what the

@@ -104,7 +104,7 @@ func run(ctx context.Context, counts, meshCounts []int, steady time.Duration, re
 			res, err := scale.Run(ctx, scale.Config{Containers: n, EffectivelyOnce: effOnce, Kill: !effOnce, Steady: steady,
 				Dir: dir, Log: os.Stderr})
 			if err != nil {
-				return fmt.Errorf("N=%d (effectively-once %v): %w (logs kept in %s)", n, effOnce, err, dir)
+				return fmt.Errorf("run of %d containers (effectively-once %v): %w (logs kept in %s)", n, effOnce, err, dir)
 			}
 			if keep {
 				fmt.Fprintf(os.Stderr, "N=%d: logs in %s\n", n, dir)
