@@ -165,6 +165,7 @@ type restorer struct {
 	loc             savepoint.Location
 	m               *savepoint.Manifest
 	allowUnrestored bool
+	seeded          savepoint.Storage
 }
 
 // openRestorer reads and checks the savepoint at arg: a missing, corrupt
@@ -196,25 +197,34 @@ func (r *restorer) Check(t *topology.Topology, p *plan.PackingPlan) error {
 	return savepoint.Check(r.m, t, p, r.allowUnrestored)
 }
 
-func (r *restorer) Seed(ctx context.Context, cfg spi.Config, t *topology.Topology, p *plan.PackingPlan) (int64, func(), error) {
+func (r *restorer) Seed(ctx context.Context, cfg spi.Config, t *topology.Topology, p *plan.PackingPlan) (int64, map[string][]int32, func(), error) {
 	src, err := openStorage(ctx, r.l, r.loc.Config(cfg))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	defer src.Close()
 	dst, err := openStorage(ctx, r.l, cfg)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	undo, err := savepoint.Seed(ctx, r.m, src, r.loc.Name, dst, t, p)
+	tasks, undo, err := savepoint.Seed(ctx, r.m, src, r.loc.Name, dst, t, p)
 	if err != nil {
 		_ = dst.Close()
 		if errors.Is(err, savepoint.ErrCorrupt) {
 			err = usageError{err}
 		}
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	return r.m.Checkpoint, func() { undo(); _ = dst.Close() }, nil
+	r.seeded = dst
+	return r.m.Checkpoint, tasks, undo, nil
+}
+
+// close closes the checkpoint storage Seed opened (undo uses it until
+// submit returns).
+func (r *restorer) close() {
+	if r.seeded != nil {
+		_ = r.seeded.Close()
+	}
 }
 
 func savepointsCmd(g *globals) *cobra.Command {

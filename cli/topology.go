@@ -70,6 +70,7 @@ for the cluster's OS and architecture first. Arguments after -- go to the topolo
 					return err
 				}
 				o.FromSavepoint = r
+				defer r.close()
 			}
 			res, err := l.Submit(cmd.Context(), o)
 			if err != nil {

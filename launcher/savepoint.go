@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -141,9 +143,11 @@ type SavepointRestorer interface {
 	// the topology packed as p cannot start from. It changes nothing.
 	Check(t *topology.Topology, p *plan.PackingPlan) error
 	// Seed copies the savepoint into the checkpoint storage of cfg as a
-	// complete checkpoint of t and returns its id, and undo, which
-	// removes it.
-	Seed(ctx context.Context, cfg spi.Config, t *topology.Topology, p *plan.PackingPlan) (checkpoint int64, undo func(), err error)
+	// complete checkpoint of t and returns its id, the tasks of each
+	// component at it (those of a component whose tasks differ from p's
+	// are found rescaled at the first restore), and undo, which removes
+	// it.
+	Seed(ctx context.Context, cfg spi.Config, t *topology.Topology, p *plan.PackingPlan) (checkpoint int64, tasks map[string][]int32, undo func(), err error)
 }
 
 // checkFromSavepoint runs the checks of a submission from a savepoint.
@@ -158,4 +162,13 @@ func checkFromSavepoint(o SubmitOptions, t *topology.Topology, pp *plan.PackingP
 		return badInput(err)
 	}
 	return nil
+}
+
+// componentTasks is the checkpoint state's record of tasks.
+func componentTasks(tasks map[string][]int32) []*egretpb.ComponentTasks {
+	out := make([]*egretpb.ComponentTasks, 0, len(tasks))
+	for _, comp := range slices.Sorted(maps.Keys(tasks)) {
+		out = append(out, &egretpb.ComponentTasks{Component: comp, TaskIds: tasks[comp]})
+	}
+	return out
 }

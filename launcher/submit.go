@@ -271,12 +271,12 @@ func (l *Launcher) Submit(ctx context.Context, o SubmitOptions) (*SubmitResult, 
 	sub := state.Submission{Topology: t, Plan: pp, ExecutionState: es, Secret: secret}
 	if o.FromSavepoint != nil {
 		l.progress("copying the savepoint into the checkpoint storage (%s)", cfg.String("egret.checkpoint.storage", "localfs"))
-		id, undo, err := o.FromSavepoint.Seed(ctx, cfg, t, pp)
+		id, tasks, undo, err := o.FromSavepoint.Seed(ctx, cfg, t, pp)
 		if err != nil {
 			undoUpload()
 			return nil, fmt.Errorf("start %q from the savepoint: %w", t.Name, err)
 		}
-		sub.Checkpoint = &egretpb.CheckpointState{TopologyName: t.Name, TopologyId: t.ID, LastCompleteId: id}
+		sub.Checkpoint = &egretpb.CheckpointState{TopologyName: t.Name, TopologyId: t.ID, LastCompleteId: id, Tasks: componentTasks(tasks)}
 		prev := undoUpload
 		undoUpload = func() { undo(); prev() }
 	}

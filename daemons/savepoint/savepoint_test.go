@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -223,9 +224,12 @@ func TestWriteSeed(t *testing.T) {
 	if err := savepoint.Check(got, newTopo, newPlan, false); err != nil {
 		t.Fatal(err)
 	}
-	undo, err := savepoint.Seed(ctx, got, dst, loc.Name, cluster, newTopo, newPlan)
+	tasks, undo, err := savepoint.Seed(ctx, got, dst, loc.Name, cluster, newTopo, newPlan)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if fmt.Sprint(tasks) != "map[count:[2 3] src:[1]]" {
+		t.Fatalf("seeded tasks %v", tasks)
 	}
 	for i, backend := range []string{"heap", "pebble"} {
 		task := int32(2 + i)
@@ -254,7 +258,8 @@ func TestWriteSeed(t *testing.T) {
 		allow  bool
 		want   string
 	}{
-		{counts: 3, want: "parallelism 2 in the savepoint and 3"},
+		{counts: 3},
+		{counts: 9, want: "parallelism 9 is above its max parallelism 8"},
 		{counts: 2, rename: "counter", want: "component(s) count, which the topology does not have"},
 		{counts: 2, rename: "counter", allow: true},
 	} {
@@ -284,7 +289,7 @@ func TestWriteSeed(t *testing.T) {
 	if err := os.WriteFile(path, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := savepoint.Seed(ctx, got, dst, loc.Name, cluster, newTopo, newPlan); !errors.Is(err, savepoint.ErrCorrupt) {
+	if _, _, err := savepoint.Seed(ctx, got, dst, loc.Name, cluster, newTopo, newPlan); !errors.Is(err, savepoint.ErrCorrupt) {
 		t.Fatalf("seed from a damaged file: %v", err)
 	}
 	if files, _ := cluster.ListFiles(ctx, "wc2"); len(files) != 0 {
@@ -295,6 +300,50 @@ func TestWriteSeed(t *testing.T) {
 	}
 	if _, err := savepoint.Read(ctx, dst, loc); !errors.Is(err, spi.ErrNotFound) {
 		t.Fatalf("read after delete: %v", err)
+	}
+}
+
+// TestSeedRescaled: a component whose tasks differ (3 count tasks from a
+// savepoint of 2) has the saved manifests stored under fresh ids above
+// every task, recorded as its tasks; the others keep their ids.
+func TestSeedRescaled(t *testing.T) {
+	ctx := context.Background()
+	cluster := storage(t, t.TempDir())
+	checkpoint(t, cluster)
+	topo, pp := testTopology("wc", 2)
+	dst := storage(t, t.TempDir())
+	m, err := savepoint.Write(ctx, savepoint.Source{Storage: cluster, Topology: topo, Plan: pp, Checkpoint: 5}, dst, "sp", t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	nt, np := testTopology("wc3", 3) // count tasks 2, 3, 4
+	if err := savepoint.Check(m, nt, np, false); err != nil {
+		t.Fatal(err)
+	}
+	tasks, _, err := savepoint.Seed(ctx, m, dst, "sp", cluster, nt, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(tasks) != "map[count:[5 6] src:[1]]" {
+		t.Fatalf("seeded tasks %v, want count at fresh ids 5 and 6", tasks)
+	}
+	for i, task := range []int32{5, 6} {
+		b, err := cluster.Load(ctx, spi.CheckpointKey{Topology: "wc3", Checkpoint: 5, Task: task})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tm, err := ckptio.UnmarshalManifest(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tm.Task != task || tm.Groups != keygroup.RangeOf(i, 2, maxPar) || len(tm.Files) != 1 || !strings.HasPrefix(tm.Files[0].Name, fmt.Sprintf("5-%d-", task)) {
+			t.Fatalf("manifest of fresh task %d: %+v", task, tm)
+		}
+	}
+	for _, task := range []int32{2, 3, 4} { // the new count tasks read the fresh ones
+		if _, err := cluster.Load(ctx, spi.CheckpointKey{Topology: "wc3", Checkpoint: 5, Task: task}); !errors.Is(err, spi.ErrNotFound) {
+			t.Fatalf("task %d of a rescaled component has a manifest of its own: %v", task, err)
+		}
 	}
 }
 

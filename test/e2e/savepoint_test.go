@@ -1,9 +1,11 @@
 package e2e
 
 // Savepoints (docs/savepoints.md): the keyed eocount topology saves its
-// state with egret kill --savepoint on the heap backend and starts again
-// from the savepoint on pebble, then saves with egret savepoint on pebble
-// and starts again on heap; each time the restored run reports exactly
+// state with egret kill --savepoint on the heap backend, its bolts at
+// parallelism 2, and starts again from the savepoint on pebble with its
+// bolts at 3 (the saved key groups and operator state shared out as by a
+// rescale), then saves with egret savepoint on pebble and starts again on
+// heap at the same parallelism; each time the restored run reports exactly
 // the expected counts (its reports removed before it starts, so every
 // count it reports comes from the restored state and the sentences the
 // restored spouts had not emitted), never more. A corrupt, truncated or
@@ -28,8 +30,16 @@ func TestSavepointRestoreAcrossBackends(t *testing.T) {
 	c := newCluster(t, "local")
 	const name = "eo-savepoint"
 	const n, keys = 20000, 2000
-	flags := func(backend string) []string {
-		return []string{"--rate", "2000", "--interval", "1s", "--keys", strconv.Itoa(keys), "--set", topology.KeyStateBackend + "=" + backend}
+	flags := func(backend string, bolts int) []string {
+		return []string{"--rate", "2000", "--interval", "1s", "--keys", strconv.Itoa(keys), "--bolts", strconv.Itoa(bolts),
+			"--set", topology.KeyStateBackend + "=" + backend}
+	}
+	exact := func(r *eoRun, what string) {
+		t.Helper()
+		await(t, what, allAckedTimeout, func() (bool, string) {
+			res := r.checkCurrent(3)
+			return res.Exact(), res.String()
+		})
 	}
 	clearReports := func(r *eoRun) {
 		t.Helper()
@@ -42,7 +52,7 @@ func TestSavepointRestoreAcrossBackends(t *testing.T) {
 	}
 
 	// heap → savepoint with the kill → pebble.
-	r := startEOCount(t, c, name, n, flags("heap")...)
+	r := startEOCount(t, c, name, n, flags("heap", 2)...)
 	r.waitCounted("a fifth of the words to be counted", 0.2, time.Minute)
 	sp1 := filepath.Join(c.home, "backups", "heap-1")
 	began := time.Now()
@@ -62,9 +72,8 @@ func TestSavepointRestoreAcrossBackends(t *testing.T) {
 		}
 	}
 	clearReports(r)
-	r = startEOCountWith(t, c, name, n, []string{"--from-savepoint", sp1}, flags("pebble")...)
-	res := r.waitCounted("every word to be counted exactly on pebble from the heap savepoint", 1, allAckedTimeout)
-	t.Logf("restored on pebble: %s", res)
+	r = startEOCountWith(t, c, name, n, []string{"--from-savepoint", sp1}, flags("pebble", 3)...)
+	exact(r, "every word to be counted exactly by 3 count tasks on pebble from the heap savepoint of 2")
 
 	// pebble → egret savepoint → kill → heap.
 	out = c.mustEgret("savepoint", c.name, name, "--target", "pebble-1")
@@ -79,9 +88,8 @@ func TestSavepointRestoreAcrossBackends(t *testing.T) {
 	}
 	r.kill()
 	clearReports(r)
-	r = startEOCountWith(t, c, name, n, []string{"--from-savepoint", "pebble-1"}, flags("heap")...)
-	res = r.waitCounted("every word to be counted exactly on heap from the pebble savepoint", 1, allAckedTimeout)
-	t.Logf("restored on heap: %s", res)
+	r = startEOCountWith(t, c, name, n, []string{"--from-savepoint", "pebble-1"}, flags("heap", 3)...)
+	exact(r, "every word to be counted exactly on heap from the pebble savepoint")
 	r.kill()
 
 	c.mustEgret("savepoints", "delete", c.name, "pebble-1")
