@@ -18,9 +18,9 @@ import (
 	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/ckptio"
 	"github.com/egret-stream/egret/daemons/savepoint"
-	"github.com/egret-stream/egret/test/savepointtest"
 	_ "github.com/egret-stream/egret/statebackends/heap"
 	_ "github.com/egret-stream/egret/statebackends/pebble"
+	"github.com/egret-stream/egret/test/savepointtest"
 )
 
 const maxPar = savepointtest.MaxParallelism
