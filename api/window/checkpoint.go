@@ -310,7 +310,9 @@ func (b *Bolt[K, IN, ACC, OUT]) InitState(states *api.States) error {
 	if !b.eo {
 		return nil // no checkpoints: the windows stay in memory
 	}
-	clock, err := api.NewState[string, clockRecord](states, ClockState)
+	// Every task sees the same watermarks (they are broadcast), so after
+	// a rescale every new task takes an old task's clock.
+	clock, err := api.NewState[string, clockRecord](states, ClockState, api.WithRestoreMode(api.UnionRestore))
 	if err != nil {
 		return fmt.Errorf("window bolt %s: %w", b.comp, err)
 	}

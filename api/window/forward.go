@@ -91,7 +91,9 @@ type forwardRecord struct {
 // checkpoint's, and the wrapped bolt, when it is api.Stateful, gets the
 // states too.
 func (f *ForwardingBolt) InitState(states *api.States) error {
-	st, err := api.NewState[string, forwardRecord](states, ForwardState)
+	// Watermarks are broadcast: after a rescale every new task takes an
+	// old task's.
+	st, err := api.NewState[string, forwardRecord](states, ForwardState, api.WithRestoreMode(api.UnionRestore))
 	if err != nil {
 		return fmt.Errorf("forwarding bolt: %w", err)
 	}

@@ -54,28 +54,37 @@ func (l *lineLog) check(want map[string]bool) (done bool, problem, progress stri
 	return len(l.seen) == len(want), "", fmt.Sprintf("%d of %d window lines read (read_committed)", len(l.seen), len(want))
 }
 
-func TestWindowsEffectivelyOnceThroughFaults(t *testing.T) {
+// eoWindows is the eowindows topology running on local against a real
+// broker, with its events being produced and its output read.
+type eoWindows struct {
+	run      *eoRun
+	log      *lineLog
+	want     map[string]bool
+	produced chan error
+}
+
+// startEOWindows starts a broker, produces n events at 1,000 a second (so
+// that every fault or rescale strikes while events flow and windows are
+// open), reads the output read_committed and submits eowindows on two
+// containers.
+func startEOWindows(t *testing.T, n int, flags ...string) *eoWindows {
 	b := kafkatest.Start(t)
 	b.CreateTopic(t, "events", 1, nil) // one partition: the order of the elements is the input's
 	b.CreateTopic(t, "results", 1, nil)
 	c := newCluster(t, "local")
-	// 40 s of input at 1,000 events a second, so that every fault strikes
-	// while events flow and windows are open.
-	const n = 40000
 	events := eowindows.Events(n)
-	want := eowindows.Expected(events)
+	w := &eoWindows{log: &lineLog{seen: map[string]int{}}, want: eowindows.Expected(events), produced: make(chan error, 1)}
 
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	prod := b.Client(t)
-	produced := make(chan error, 1)
 	go func() {
 		tick := time.NewTicker(10 * time.Millisecond)
 		defer tick.Stop()
 		for i := 0; i < n; {
 			select {
 			case <-ctx.Done():
-				produced <- ctx.Err()
+				w.produced <- ctx.Err()
 				return
 			case <-tick.C:
 			}
@@ -84,26 +93,61 @@ func TestWindowsEffectivelyOnceThroughFaults(t *testing.T) {
 				prod.Produce(ctx, &kgo.Record{Topic: "events", Key: []byte(e.Key), Value: []byte(e.Record())}, nil)
 			}
 		}
-		produced <- prod.Flush(ctx)
+		w.produced <- prod.Flush(ctx)
 	}()
 
-	log := &lineLog{seen: map[string]int{}}
 	cons := b.Client(t, kgo.ConsumeTopics("results"), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	go func() {
 		for ctx.Err() == nil {
-			cons.PollFetches(ctx).EachRecord(func(r *kgo.Record) { log.add(string(r.Value), want) })
+			cons.PollFetches(ctx).EachRecord(func(r *kgo.Record) { w.log.add(string(r.Value), w.want) })
 		}
 	}()
 
-	c.mustEgret("submit", c.name, binary(t, "eowindows"), "--", "--brokers", b.Addr, "--containers", "2",
-		"--checkpoint-interval", "500ms")
-	r := &eoRun{wordCount: &wordCount{t: t, c: c, name: "eowindows", containers: 2, store: c.store()}}
-	pp, _, err := r.store.PackingPlan(context.Background(), r.name)
+	c.mustEgret(append([]string{"submit", c.name, binary(t, "eowindows"), "--", "--brokers", b.Addr, "--containers", "2",
+		"--checkpoint-interval", "500ms"}, flags...)...)
+	w.run = &eoRun{wordCount: &wordCount{t: t, c: c, name: "eowindows", containers: 2, store: c.store()}}
+	pp, _, err := w.run.store.PackingPlan(context.Background(), w.run.name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.plan = pp
+	w.run.plan = pp
+	return w
+}
+
+// check fails the test at once when the output holds a line not in the
+// model or a line twice, and returns the progress.
+func (w *eoWindows) check() string {
+	_, problem, progress := w.log.check(w.want)
+	if problem != "" {
+		w.run.t.Fatalf("the output topic is not exact: %s", problem)
+	}
+	return progress
+}
+
+// finish waits for every event to be produced and every line of the
+// model to be read exactly once, then kills the topology.
+func (w *eoWindows) finish() {
+	t := w.run.t
+	select {
+	case err := <-w.produced:
+		if err != nil {
+			t.Fatalf("producing the events: %v", err)
+		}
+	case <-time.After(allAckedTimeout):
+		t.Fatal("the events were not all produced")
+	}
+	await(t, "every window line of the model to be read exactly once", allAckedTimeout, func() (bool, string) {
+		done, _, _ := w.log.check(w.want)
+		return done, w.check()
+	})
+	t.Logf("restores: %v", w.run.checkpointMetric("checkpoint.restores"))
+	w.run.kill()
+}
+
+func TestWindowsEffectivelyOnceThroughFaults(t *testing.T) {
+	w := startEOWindows(t, 40000)
+	r := w.run
 	instance := func(component string) func() (int, []string) {
 		return func() (int, []string) {
 			for ct := 1; ct <= 2; ct++ {
@@ -133,13 +177,7 @@ func TestWindowsEffectivelyOnceThroughFaults(t *testing.T) {
 			return 2, names
 		}},
 	}
-	check := func() string {
-		_, problem, progress := log.check(want)
-		if problem != "" {
-			t.Fatalf("the output topic is not exact: %s", problem)
-		}
-		return progress
-	}
+	check := w.check
 	for _, f := range faults {
 		awaitRise(t, "a checkpoint to complete before the "+f.name+" kill", recoverTimeout, completed)
 		container, names := f.victim()
@@ -148,18 +186,5 @@ func TestWindowsEffectivelyOnceThroughFaults(t *testing.T) {
 		waitDead(t, "the killed processes to exit", old)
 		r.waitRestarted(container, old)
 	}
-	select {
-	case err := <-produced:
-		if err != nil {
-			t.Fatalf("producing the events: %v", err)
-		}
-	case <-time.After(allAckedTimeout):
-		t.Fatal("the events were not all produced")
-	}
-	await(t, "every window line of the model to be read exactly once", allAckedTimeout, func() (bool, string) {
-		done, _, _ := log.check(want)
-		return done, check()
-	})
-	t.Logf("restores: %v", r.checkpointMetric("checkpoint.restores"))
-	r.kill()
+	w.finish()
 }

@@ -11,29 +11,22 @@ import (
 
 	"github.com/egret-stream/egret/bench/topologies/eocount/eocount"
 	"github.com/egret-stream/egret/core/topology"
+	"github.com/egret-stream/egret/test/e2e/testdata/eowindows/eowindows"
 )
 
-// TestStatefulRescale rescales the keyed count bolt of an effectively-once
-// eocount (keyed state on the pebble backend, its incremental checkpoints)
-// 2 → 5 → 3 while sentences flow. Each update restarts the instances,
-// which roll back to the last complete checkpoint: every task of the new
-// plan restores its key groups from the old tasks that held them and its
-// share of their operator state. The counts the current tasks report
-// never pass the expected ones (no key restored twice) and end exactly
-// equal to them (no key lost).
-func TestStatefulRescale(t *testing.T) {
-	statefulRescale(t, newCluster(t, "local", "egret.update.drain.timeout=60s"))
-}
-
-// TestStatefulRescaleSlurm: the same on a real Slurm cluster, where every
-// update replaces the whole job (the topology manager included, which
-// reads the tasks of the last complete checkpoint back from the state
-// manager).
+// TestStatefulRescaleSlurm rescales the keyed count bolt of an
+// effectively-once eocount (keyed state on the pebble backend, its
+// incremental checkpoints) 2 → 5 → 3 while sentences flow, on a real
+// Slurm cluster, where every update replaces the whole job (the topology
+// manager included, which reads the tasks of the last complete checkpoint
+// back from the state manager). Each update restarts the instances, which
+// roll back to the last complete checkpoint: every task of the new plan
+// restores its key groups from the old tasks that held them and its share
+// of their operator state. The counts the current tasks report never pass
+// the expected ones (no key restored twice) and end exactly equal to them
+// (no key lost). On local, TestWindowsRescale covers the same path.
 func TestStatefulRescaleSlurm(t *testing.T) {
-	statefulRescale(t, startSlurmBackend(t))
-}
-
-func statefulRescale(t *testing.T, c *cluster) {
+	c := startSlurmBackend(t)
 	const n, keys = 30000, 3000
 	r := startEOCount(t, c, "eo-rescale", n, "--rate", "1500", "--interval", "500ms",
 		"--keys", strconv.Itoa(keys), "--set", topology.KeyStateBackend+"=pebble")
@@ -91,4 +84,45 @@ func (r *eoRun) checkCurrent(want int) *eocount.Result {
 		r.t.Fatalf("counts above the expected ones (a key restored or a tuple applied twice): %s", res)
 	}
 	return res
+}
+
+// TestWindowsRescale: eowindows from Kafka to Kafka under
+// effectively-once, on local: its three window bolts are rescaled
+// 2 → 5 → 3 while events flow; a read_committed consumer reads every line
+// of the brute-force model exactly once.
+func TestWindowsRescale(t *testing.T) {
+	w := startEOWindows(t, 20000)
+	w.rescaleWindows(5)
+	w.rescaleWindows(3)
+	w.finish()
+}
+
+// rescaleWindows rescales the three window bolts of eowindows (their
+// open windows, accumulators and event-time timers are keyed state, their
+// watermarks a union operator state; the Kafka spout and the
+// two-phase-commit sink keep their parallelism) to p tasks while events
+// flow, and makes the run follow the new plan.
+func (w *eoWindows) rescaleWindows(p int) {
+	t, r := w.run.t, w.run
+	awaitRise(t, fmt.Sprintf("a checkpoint to complete before the rescale to %d", p), recoverTimeout,
+		func() float64 { return r.checkpointMetric("checkpoint.completed") })
+	if done, _, _ := w.log.check(w.want); done {
+		t.Fatalf("every line was read before the rescale to %d: no events flow through it", p)
+	}
+	at := w.check()
+	var args []string
+	for _, comp := range []string{eowindows.Tumbling, eowindows.Sliding, eowindows.Session} {
+		args = append(args, "--component-parallelism", comp+":"+strconv.Itoa(p))
+	}
+	began := time.Now()
+	out := r.c.mustEgret(append([]string{"update", r.c.name, r.name}, args...)...)
+	if !strings.Contains(out, "restores its key groups") {
+		t.Errorf("egret update does not say how the state follows the rescale:\n%s", out)
+	}
+	t.Logf("rescale of the window bolts to %d tasks took %s at %s", p, time.Since(began).Round(time.Millisecond), at)
+	pp, _, err := r.store.PackingPlan(context.Background(), r.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.plan = pp
 }
