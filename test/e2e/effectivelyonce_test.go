@@ -120,7 +120,7 @@ func TestEffectivelyOnceNoFault(t *testing.T) {
 		return v >= 2, fmt.Sprintf("checkpoint.completed = %v", v)
 	})
 	// A rescale past the component's key groups is refused before
-	// anything stops (TestStatefulRescale rescales within them).
+	// anything stops (TestWindowsRescale and TestStatefulRescaleSlurm rescale within them).
 	_, stderr, code := c.egret("update", c.name, r.name, "--component-parallelism", "count:129")
 	oneLineError(t, "rescaling past the max parallelism", stderr, code, 2, "max parallelism 128", "count")
 	out := c.mustEgret("metrics", c.name, r.name)
