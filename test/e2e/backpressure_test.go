@@ -69,18 +69,16 @@ const (
 // twice: with GOGC=100 the heap grows to twice what is live before a
 // collection; an instance grows by at least its heap floor instead.
 const (
-	bpBase = 32 << 20 // an instance's runtime, text, steady heap (19–25 MiB idle)
+	bpBase = 16 << 20 // an instance's runtime and steady heap (about 10 MiB idle)
 	// A daemon of the egret binary (stream manager, executor, topology and
-	// metrics managers) starts at about 48 MiB idle: the binary links
-	// client-go for the kubernetes scheduler, whose package init builds
-	// the API type schemes in every process (docs/backpressure.md).
-	bpDaemonBase  = 56 << 20
+	// metrics managers, shell) holds 8–12 MiB idle.
+	bpDaemonBase  = 20 << 20
 	bpQueue       = 1 << 20  // egret.instance.queue.max.bytes
 	bpBatch       = 40 << 10 // a 32 KiB batch's buffer (1.25 × its size)
 	bpConnBufs    = 128 << 10
 	bpStMgrQueue  = 8 << 20 // egret.stmgr.buffer.max.bytes (disconnected)
 	bpStMgrFrame  = 64 << 10
-	bpOtherSlack  = 16 << 20
+	bpOtherSlack  = 8 << 20
 	bpStMgrQueues = 2 // one local instance, one peer
 )
 
@@ -307,14 +305,16 @@ func kindOf(name string) string {
 	return "other"
 }
 
-// vmRSS reads VmRSS of pid in bytes.
-func vmRSS(pid int) (int64, bool) {
+// rssAnon reads RssAnon of pid in bytes: its heap, stacks and runtime;
+// not the binary's text, file-backed pages every process of the binary
+// shares (docs/backpressure.md, "Memory bound").
+func rssAnon(pid int) (int64, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, false
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, "RssAnon:"); ok {
 			f := strings.Fields(rest)
 			if len(f) >= 1 {
 				kb, err := strconv.ParseInt(f[0], 10, 64)
@@ -334,7 +334,7 @@ func (s *slowTopo) sampleRSS() rssSample {
 			comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 			name = "other/" + strings.TrimSpace(string(comm))
 		}
-		if rss, ok := vmRSS(pid); ok {
+		if rss, ok := rssAnon(pid); ok {
 			smp.rss[fmt.Sprintf("%s (pid %d)", name, pid)] = rss
 		}
 	}

@@ -147,11 +147,11 @@ func TestGraphiteSinkFeedsCarbon(t *testing.T) {
 
 	// <prefix>.<topology>.<component>.<task>.<metric>, one file per path.
 	var files []string
-	waitFor(t, "carbon to store instance.executed of the count tasks", 2*time.Minute, func() bool {
+	waitFor(t, "carbon to store instance.executed of the count tasks", 4*time.Minute, func() bool {
 		files, _ = filepath.Glob(filepath.Join(whisper, "e2e", "wordcount", "count", "*", "instance", "executed.wsp"))
 		return len(files) > 0
 	})
-	waitFor(t, "a count task's executed series to rise in carbon", 2*time.Minute, func() bool {
+	waitFor(t, "a count task's executed series to rise in carbon", 4*time.Minute, func() bool {
 		for _, f := range files {
 			vs := whisperValues(fetch, f)
 			if len(vs) >= 2 && vs[len(vs)-1] > vs[0] {
@@ -161,7 +161,7 @@ func TestGraphiteSinkFeedsCarbon(t *testing.T) {
 		return false
 	})
 	// Daemons: <prefix>.<topology>.<daemon>.<container>.<metric>.
-	waitFor(t, "carbon to store the stream managers' and metrics managers' series", time.Minute, func() bool {
+	waitFor(t, "carbon to store the stream managers' and metrics managers' series", 4*time.Minute, func() bool {
 		st, _ := filepath.Glob(filepath.Join(whisper, "e2e", "wordcount", "stmgr", "*", "process", "rss", "bytes.wsp"))
 		mm, _ := filepath.Glob(filepath.Join(whisper, "e2e", "wordcount", "metricsmgr", "*", "metricsmgr", "received.wsp"))
 		return len(st) == 2 && len(mm) == 3
