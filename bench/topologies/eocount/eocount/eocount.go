@@ -17,7 +17,9 @@
 // operator state so that a restored task reads every count back. With
 // Options.ValueBytes each count is stored with that many random bytes (a
 // keyed state far larger than the words: the state that outgrows a task's
-// memory on the pebble backend), and Options.CountRAM gives the count
+// memory on the pebble backend; the counts are then also kept in operator
+// state, from which a restored task reads them back, and every count read
+// from keyed state is checked against it), and Options.CountRAM gives the count
 // tasks a ram (the executor derives their GOMEMLIMIT and memory limit from
 // it).
 package eocount
@@ -315,8 +317,13 @@ type CountBolt struct {
 	// of padded's value are the count (big endian), random bytes follow.
 	padded *api.ValueState[[]byte]
 	vbuf   []byte
-	seen   map[string]int64
-	err    error
+	// paddedCounts holds every word's count in operator state too: a
+	// restore reads the counts back from it, not the whole keyed state
+	// (the restore would read the state from disk), and every count read
+	// from keyed state is checked against it.
+	paddedCounts *api.State[string, int64]
+	seen         map[string]int64
+	err          error
 }
 
 // Report is what a count task writes.
@@ -361,13 +368,32 @@ func (b *CountBolt) InitState(st *api.States) (err error) {
 	if err != nil {
 		return err
 	}
+	b.seen = map[string]int64{}
+	if b.vbuf != nil {
+		if b.paddedCounts, err = api.NewState[string, int64](st, "padded-counts", api.WithRestoreMode(api.UnionRestore)); err != nil {
+			return err
+		}
+		var foreign []string
+		b.paddedCounts.Range(func(w string, n int64) bool {
+			if st.SetCurrentKey(w) != nil {
+				foreign = append(foreign, w) // its key group is another task's
+			} else {
+				b.seen[w] = n
+			}
+			return true
+		})
+		st.ClearCurrentKey()
+		for _, w := range foreign {
+			b.paddedCounts.Delete(w)
+		}
+		return nil
+	}
 	// After a rescale every task gets the words of every old task
 	// (UnionRestore) and keeps those of its key groups.
 	if b.words, err = api.NewState[string, bool](st, "words", api.WithRestoreMode(api.UnionRestore)); err != nil {
 		return err
 	}
 	// Read every word's restored count back from the keyed state.
-	b.seen = map[string]int64{}
 	var foreign []string
 	b.words.Range(func(w string, _ bool) bool {
 		if st.SetCurrentKey(w) != nil {
@@ -403,6 +429,9 @@ func (b *CountBolt) Execute(t api.Tuple) {
 	}
 	// The runtime made the word (the grouping field) the current key.
 	n, err := b.value()
+	if err == nil && b.paddedCounts != nil && n != b.seen[w] {
+		err = fmt.Errorf("word %s: keyed state holds the count %d, the operator state %d", w, n, b.seen[w])
+	}
 	if err == nil {
 		err = b.update(n + 1)
 	}
@@ -411,6 +440,10 @@ func (b *CountBolt) Execute(t api.Tuple) {
 		return
 	}
 	b.seen[w] = n + 1
+	if b.paddedCounts != nil {
+		b.paddedCounts.Put(w, n+1)
+		return
+	}
 	b.words.Put(w, true)
 }
 
