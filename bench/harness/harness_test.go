@@ -365,7 +365,7 @@ func TestNum(t *testing.T) {
 
 func TestUpdateFileKeepsTextAroundTheMarkers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "docs", "benchmarks.md")
-	if err := UpdateFile(path, Skeleton, "first\n"); err != nil {
+	if err := Main.Update(path, "first\n"); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
@@ -376,7 +376,7 @@ func TestUpdateFileKeepsTextAroundTheMarkers(t *testing.T) {
 	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := UpdateFile(path, Skeleton, "second\n"); err != nil {
+	if err := Main.Update(path, "second\n"); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(path)

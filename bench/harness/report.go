@@ -412,26 +412,47 @@ func trim(s string) string {
 	return s
 }
 
-// UpdateFile replaces the generated section of the markdown file at path
-// with generated, keeping the text around the markers. A missing file, or
-// one without markers, gets skeleton around a fresh section (an existing
-// file's text is kept above it).
-func UpdateFile(path string, skeleton func(generated string) string, generated string) error {
+// Section is a generated part of a markdown file: the text between its
+// Begin and End markers, rewritten by a benchmark; the text around the
+// markers is kept.
+type Section struct {
+	Begin, End string
+	// New returns the text of a file that has no markers yet from its
+	// text (empty: a new file) and the marked section.
+	New func(old, section string) string
+}
+
+// Main is the generated section of docs/benchmarks.md that make bench
+// writes.
+var Main = Section{Begin: BeginMarker, End: EndMarker, New: func(old, section string) string {
+	if old == "" {
+		return Skeleton(section)
+	}
+	return strings.TrimRight(old, "\n") + "\n\n" + section + "\n"
+}}
+
+// Appended is a Section whose markers a file without them gets at its end,
+// after intro (a heading and a sentence).
+func Appended(begin, end, intro string) Section {
+	return Section{Begin: begin, End: end, New: func(old, section string) string {
+		return strings.TrimRight(old, "\n") + "\n\n" + intro + "\n\n" + section + "\n"
+	}}
+}
+
+// Update replaces the section in the markdown file at path with generated
+// (atomically: a new file renamed over the old one).
+func (sec Section) Update(path, generated string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err
 	}
-	section := BeginMarker + "\n\n" + generated + EndMarker
+	section := sec.Begin + "\n\n" + generated + sec.End
 	var out string
 	s := string(old)
-	i, j := strings.Index(s, BeginMarker), strings.Index(s, EndMarker)
-	switch {
-	case i >= 0 && j > i:
-		out = s[:i] + section + s[j+len(EndMarker):]
-	case len(old) > 0:
-		out = strings.TrimRight(s, "\n") + "\n\n" + section + "\n"
-	default:
-		out = skeleton(section)
+	if i, j := strings.Index(s, sec.Begin), strings.Index(s, sec.End); i >= 0 && j > i {
+		out = s[:i] + section + s[j+len(sec.End):]
+	} else {
+		out = sec.New(s, section)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err

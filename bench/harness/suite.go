@@ -238,7 +238,7 @@ func RunSuite(ctx context.Context, o SuiteOptions) error {
 	}
 	fmt.Fprintf(o.Out, "\n%s", md.String())
 	if o.Report != "" {
-		if err := UpdateFile(abs(o.Report), Skeleton, md.String()); err != nil {
+		if err := Main.Update(abs(o.Report), md.String()); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
 		fmt.Fprintf(o.Out, "report written to %s\n", abs(o.Report))

@@ -2,8 +2,6 @@ package scale
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -102,27 +100,9 @@ func kib(n int) string {
 	return fmt.Sprintf("%d KiB", n>>10)
 }
 
+// section is the generated part of docs/benchmarks.md's §Scale.
+var section = harness.Appended(beginMarker, endMarker, "## Scale\n\nSee bench/scale and docs/operations.md §Scale.")
+
 // UpdateSection replaces the generated part of path's §Scale (between the
 // markers), or appends a §Scale with it.
-func UpdateSection(path, generated string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	s := string(old)
-	section := beginMarker + "\n\n" + generated + endMarker
-	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
-	if i >= 0 && j > i {
-		s = s[:i] + section + s[j+len(endMarker):]
-	} else {
-		s = strings.TrimRight(s, "\n") + "\n\n## Scale\n\nSee bench/scale and docs/operations.md §Scale.\n\n" + section + "\n"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
-}
+func UpdateSection(path, generated string) error { return section.Update(path, generated) }

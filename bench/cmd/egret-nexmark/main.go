@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -41,6 +40,10 @@ const (
 	beginMarker = "<!-- BEGIN NEXMARK (make nexmark, bench/cmd/egret-nexmark): do not edit between these markers -->"
 	endMarker   = "<!-- END NEXMARK -->"
 )
+
+// section is the generated part of docs/benchmarks.md's §Nexmark.
+var section = harness.Appended(beginMarker, endMarker,
+	"## Nexmark\n\nSee docs/nexmark.md for what the queries compute, their plans and how the figures are measured.")
 
 type row struct {
 	query, mode, delivery string
@@ -301,7 +304,7 @@ func writeReport(path, commit string, rows []row, events int64, parallelism int)
 			r.query, r.mode, r.delivery, r.seconds, r.cpu, r.cpu/r.seconds, perCore, fl, ratio)
 	}
 	b.WriteString("\n")
-	return updateSection(path, b.String())
+	return section.Update(path, b.String())
 }
 
 // reason is a failed run's cell: why effectively-once was refused, or the
@@ -315,29 +318,4 @@ func reason(err error) string {
 		s = s[:i]
 	}
 	return "failed: " + s
-}
-
-// updateSection replaces the text between the Nexmark markers, or
-// appends a section with them.
-func updateSection(path, generated string) error {
-	old, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return err
-	}
-	s := string(old)
-	section := beginMarker + "\n\n" + generated + endMarker
-	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
-	if i >= 0 && j > i {
-		s = s[:i] + section + s[j+len(endMarker):]
-	} else {
-		s = strings.TrimRight(s, "\n") + "\n\n## Nexmark\n\nSee docs/nexmark.md for what the queries compute, their plans and how the figures are measured.\n\n" + section + "\n"
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }
