@@ -87,10 +87,6 @@ func store(t testing.TB, st savepoint.Storage, topo string, m *ckptio.Manifest) 
 	}
 }
 
-func key(g int, k string) statebackend.Key {
-	return statebackend.Key{Group: g, State: "counts", Key: []byte(k)}
-}
-
 // Checkpoint writes checkpoint 5 of Topology("wc", 2) into st: the
 // spout's operator state, count task 2 on pebble (an incremental
 // checkpoint: its files) and count task 3 on heap (a keyed stream), each
