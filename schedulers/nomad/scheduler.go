@@ -148,9 +148,9 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	for _, c := range want {
 		a := liveAlloc(allocs, GroupName(c))
 		if s := startingAlloc(allocs, GroupName(c)); a == nil && s != nil {
-			// Its executor is being (re)started (a restart a moment ago,
-			// a replacement): it comes up fresh anyway.
-			sc.log.Info("container is starting; not restarting it again", zap.Int("container", c), zap.String("alloc", s.ID))
+			// Its executor is not running yet (a replacement, a restart
+			// whose new executor has not started): it comes up fresh.
+			sc.log.Warn("container's executor is starting, so it runs fresh; not restarting it again", zap.Int("container", c), zap.String("alloc", s.ID))
 			continue
 		}
 		if a == nil {
@@ -394,10 +394,23 @@ func isIndexConflict(err error) bool {
 	return errors.As(err, &ure) && strings.Contains(ure.Body(), "Enforcing job modify index")
 }
 
-// liveAlloc returns the running allocation of group, if any.
+// taskRunning is the State of a running task (api.TaskState: pending,
+// running or dead; the api module names no constant for it).
+const taskRunning = "running"
+
+// liveAlloc returns the allocation of group whose executor runs, if any:
+// a running allocation, or a pending one whose executor task runs already
+// (a task restarted a moment ago runs before its client reports the
+// allocation running again).
 func liveAlloc(allocs []*api.AllocationListStub, group string) *api.AllocationListStub {
 	for _, a := range allocs {
-		if a.TaskGroup == group && a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning {
+		if a.TaskGroup != group || a.DesiredStatus != api.AllocDesiredStatusRun {
+			continue
+		}
+		if a.ClientStatus == api.AllocClientStatusRunning {
+			return a
+		}
+		if st := a.TaskStates[TaskName]; a.ClientStatus == api.AllocClientStatusPending && st != nil && st.State == taskRunning {
 			return a
 		}
 	}
@@ -405,7 +418,7 @@ func liveAlloc(allocs []*api.AllocationListStub, group string) *api.AllocationLi
 }
 
 // startingAlloc returns the allocation of group that Nomad is starting
-// (client status pending), if any.
+// (client status pending, its executor not running yet), if any.
 func startingAlloc(allocs []*api.AllocationListStub, group string) *api.AllocationListStub {
 	for _, a := range allocs {
 		if a.TaskGroup == group && a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusPending {

@@ -112,6 +112,8 @@ func TestRestart(t *testing.T) {
 
 	// Container 2 lists as pending while its executor starts again (as
 	// on a real agent): a restart of all right after leaves it to start.
+	// (A pending allocation whose executor task runs already is restarted:
+	// TestRestartPendingWithRunningExecutor.)
 	if err := newSched(t, cfg).Restart(ctx, "wordcount", spi.AllContainers); err != nil {
 		t.Fatalf("restart of every container right after restarting container 2: %v", err)
 	}
@@ -441,5 +443,34 @@ func TestUpdateKeepsRunningGroups(t *testing.T) {
 	}
 	if tmpl := deref(g3.Tasks[0].Templates[0].EmbeddedTmpl); !strings.Contains(tmpl, "zk-1:2181") {
 		t.Errorf("container 3 does not get the running job's config:\n%s", tmpl)
+	}
+}
+
+// TestRestartPendingWithRunningExecutor: Restart's choice per allocation.
+// A pending allocation whose executor task runs (a client that has not yet
+// reported the task it restarted running again) is restarted: its
+// executor predates the restart asked for. One whose executor has not
+// started is left to start.
+func TestRestartPendingWithRunningExecutor(t *testing.T) {
+	stub := func(client, task string) *api.AllocationListStub {
+		return &api.AllocationListStub{ID: client + "-" + task, TaskGroup: GroupName(1), DesiredStatus: api.AllocDesiredStatusRun,
+			ClientStatus: client, TaskStates: map[string]*api.TaskState{TaskName: {State: task}}}
+	}
+	for _, tc := range []struct {
+		alloc          *api.AllocationListStub
+		live, starting bool
+	}{
+		{stub(api.AllocClientStatusRunning, "running"), true, false},
+		{stub(api.AllocClientStatusPending, "running"), true, true},
+		{stub(api.AllocClientStatusPending, "pending"), false, true},
+		{stub(api.AllocClientStatusFailed, "dead"), false, false},
+	} {
+		allocs := []*api.AllocationListStub{tc.alloc}
+		if got := liveAlloc(allocs, GroupName(1)) != nil; got != tc.live {
+			t.Errorf("%s: live %v, want %v", tc.alloc.ID, got, tc.live)
+		}
+		if got := startingAlloc(allocs, GroupName(1)) != nil; got != tc.starting {
+			t.Errorf("%s: starting %v, want %v", tc.alloc.ID, got, tc.starting)
+		}
 	}
 }

@@ -155,18 +155,24 @@ func TestNomadRealAgent(t *testing.T) {
 	// run again; a restart of all would leave it to start.
 	waitFor(t, "Nomad to report every allocation running", 2*time.Minute, func() bool { return agent.AllRunning() })
 	before = agent.Executors()
-	if out := c.mustEgret("restart", "nomad", "wordcount"); !strings.Contains(out, "restarted every container") {
-		t.Errorf("restart output %q", out)
+	restartAll, restartLog, code := c.egret("restart", "nomad", "wordcount")
+	if code != 0 || !strings.Contains(restartAll, "restarted every container") {
+		t.Fatalf("egret restart nomad wordcount: exit %d\nstdout:\n%s\nstderr:\n%s", code, restartAll, restartLog)
 	}
-	waitFor(t, "new executors in every container", 2*time.Minute, func() bool {
-		now := agent.Executors()
+	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		now, fresh := agent.Executors(), 0
 		for i := 0; i <= 3; i++ {
-			if now[i] == 0 || now[i] == before[i] {
-				return false
+			if now[i] != 0 && now[i] != before[i] {
+				fresh++
 			}
 		}
-		return true
-	})
+		if fresh == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("2m after restarting every container, executors %v (before %v); egret restart logged:\n%s\nNomad's allocations:\n%s", now, before, restartLog, agent.Allocations())
+		}
+	}
 	waitCounting(t, c, "after restarting every container")
 
 	c.mustEgret("update", "nomad", "wordcount", "--component-parallelism", "count:4")

@@ -74,6 +74,44 @@ func FreePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
+// Dynamic port windows: Nomad gives a task's ports from its client's
+// dynamic range without asking the host, so two agents on one machine
+// (the suite's, the e2e's and the package's run at once under make test)
+// with the default range 20000-32000 hand out the same port, and other
+// tests' clusters (Slurm, YARN) pick theirs from 20000-32000 too. Each
+// agent takes one of these windows below 20000, held by a file lock for
+// as long as the test process lives.
+const (
+	windowBase  = 10000
+	windowSize  = 500
+	windowCount = 20
+)
+
+// dynamicPorts locks a window no other agent on this machine holds and
+// returns its first and last port.
+func dynamicPorts(t testing.TB) (low, high int) {
+	t.Helper()
+	dir := filepath.Join(os.TempDir(), "egret-nomadtest-ports")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := range windowCount {
+		f, err := os.OpenFile(filepath.Join(dir, strconv.Itoa(i)+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			continue
+		}
+		t.Cleanup(func() { f.Close() }) // closing releases the lock
+		low = windowBase + i*windowSize
+		return low, low + windowSize - 1
+	}
+	t.Fatalf("all %d Nomad dynamic port windows under %s are held by other agents", windowCount, dir)
+	return 0, 0
+}
+
 // StartAgent starts a dev agent and waits until its client node is ready
 // with the raw_exec driver. It is stopped, with everything it ran, when
 // the test ends; its log's last lines are logged when the test failed.
@@ -85,7 +123,9 @@ func StartAgent(t testing.TB) *Agent {
 		t.Fatal(err)
 	}
 	httpPort, rpc, serf := FreePort(t), FreePort(t), FreePort(t)
-	hcl := fmt.Sprintf("ports {\n  http = %d\n  rpc = %d\n  serf = %d\n}\n", httpPort, rpc, serf)
+	low, high := dynamicPorts(t)
+	hcl := fmt.Sprintf("ports {\n  http = %d\n  rpc = %d\n  serf = %d\n}\nclient {\n  min_dynamic_port = %d\n  max_dynamic_port = %d\n}\n",
+		httpPort, rpc, serf, low, high)
 	if err := os.WriteFile(filepath.Join(dir, "agent.hcl"), []byte(hcl), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -247,6 +287,35 @@ func (a *Agent) AllRunning() bool {
 		}
 	}
 	return n > 0
+}
+
+// Allocations describes every allocation for a failure message: its task
+// group, desired and client status, and each task's state, restart count
+// and last event.
+func (a *Agent) Allocations() string {
+	var allocs []struct {
+		TaskGroup, DesiredStatus, ClientStatus string
+		TaskStates                             map[string]struct {
+			State    string
+			Restarts int
+			Events   []struct{ Type, DisplayMessage string }
+		}
+	}
+	if err := a.Get("/v1/allocations?task_states=true", &allocs); err != nil {
+		return "allocations: " + err.Error()
+	}
+	var b strings.Builder
+	for _, al := range allocs {
+		fmt.Fprintf(&b, "%s %s/%s", al.TaskGroup, al.DesiredStatus, al.ClientStatus)
+		for name, st := range al.TaskStates {
+			fmt.Fprintf(&b, " %s=%s restarts=%d", name, st.State, st.Restarts)
+			if n := len(st.Events); n > 0 {
+				fmt.Fprintf(&b, " last event %q %q", st.Events[n-1].Type, st.Events[n-1].DisplayMessage)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
 }
 
 // ListenAddrs returns the addresses the TCP listeners of the agent's egret

@@ -98,8 +98,8 @@ type node struct {
 type alloc struct {
 	stub *api.AllocationListStub
 	// restarting: the task was restarted in place; the next listing
-	// shows the allocation pending, as a Nomad client reports it while
-	// the task starts again.
+	// shows the allocation and its tasks pending, as a Nomad client
+	// reports them while the task starts again.
 	restarting     bool
 	jobCreateIndex uint64
 	node           *node
@@ -693,6 +693,12 @@ func (s *Server) jobAllocations(r *http.Request, ns string, _ []byte) (any, *api
 			a.restarting = false
 			pending := *a.stub
 			pending.ClientStatus = api.AllocClientStatusPending
+			pending.TaskStates = map[string]*api.TaskState{}
+			for name, st := range a.stub.TaskStates {
+				starting := *st
+				starting.State = "pending"
+				pending.TaskStates[name] = &starting
+			}
 			out = append(out, &pending)
 			continue
 		}
