@@ -94,6 +94,15 @@ func pluginKeys(kind, name, pluginDir string) ([]spi.Key, bool, error) {
 // pluginKeysTimeout bounds a plugin's start and its answer.
 const pluginKeysTimeout = 30 * time.Second
 
+// outputLauncher checks an --output value, then loads the launcher of
+// cluster: a read-only command's first two steps.
+func (g *globals) outputLauncher(output, cluster string) (*launcher.Launcher, error) {
+	if err := checkOutput(output); err != nil {
+		return nil, err
+	}
+	return g.launcher(cluster, g.logger())
+}
+
 func (g *globals) launcher(arg string, log *zap.Logger) (*launcher.Launcher, error) {
 	return g.launcherWith(arg, g.properties, log, g.stdout)
 }

@@ -240,10 +240,7 @@ its name in the cluster's egret.savepoint.directory (docs/savepoints.md).`,
 		Short: "List the savepoints of a local directory (default egret.savepoint.directory)",
 		Args:  exactArgs(1, "egret savepoints list local"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			l, err := g.launcher(args[0], g.logger())
+			l, err := g.outputLauncher(output, args[0])
 			if err != nil {
 				return err
 			}
@@ -296,10 +293,7 @@ its name in the cluster's egret.savepoint.directory (docs/savepoints.md).`,
 		Short: "Show a savepoint's topology, components, tasks and states, and check its files",
 		Args:  exactArgs(2, "egret savepoints describe local /backups/wordcount-1"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			l, err := g.launcher(args[0], g.logger())
+			l, err := g.outputLauncher(output, args[0])
 			if err != nil {
 				return err
 			}

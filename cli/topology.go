@@ -347,10 +347,7 @@ func listCmd(g *globals) *cobra.Command {
 		Short: "List the topologies of a cluster",
 		Args:  exactArgs(1, "egret list local"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			l, err := g.launcher(args[0], g.logger())
+			l, err := g.outputLauncher(output, args[0])
 			if err != nil {
 				return err
 			}
@@ -388,10 +385,7 @@ func metricsCmd(g *globals) *cobra.Command {
 		Short: "Show the latest metrics of a running topology, per component",
 		Args:  exactArgs(2, "egret metrics local wordcount"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := checkOutput(output); err != nil {
-				return err
-			}
-			l, err := g.launcher(args[0], g.logger())
+			l, err := g.outputLauncher(output, args[0])
 			if err != nil {
 				return err
 			}

@@ -147,16 +147,25 @@ func durationParam(r *http.Request, name string, def, maxD time.Duration) (time.
 	return d, nil
 }
 
-// savepoint serves POST /savepoint: form values wait (how long to wait
-// for the checkpoint, default 2m) and lease (how long it stays pinned,
-// default 10m).
-func (a *api) savepoint(w http.ResponseWriter, r *http.Request) {
+// savepointForm checks a savepoint request's topology id and parses its
+// form values (bounded), answering the error itself; false: done.
+func (a *api) savepointForm(w http.ResponseWriter, r *http.Request) bool {
 	if !a.checkTopologyID(w, r) {
-		return
+		return false
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		writeError(w, http.StatusBadRequest, "cannot parse form values: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// savepoint serves POST /savepoint: form values wait (how long to wait
+// for the checkpoint, default 2m) and lease (how long it stays pinned,
+// default 10m).
+func (a *api) savepoint(w http.ResponseWriter, r *http.Request) {
+	if !a.savepointForm(w, r) {
 		return
 	}
 	wait, err := durationParam(r, "wait", defaultSavepointWait, time.Hour)
@@ -198,12 +207,7 @@ func (a *api) awaitSavepoint(w http.ResponseWriter, r *http.Request, wait, lease
 
 // releaseSavepoint serves POST /savepoint/release?checkpoint=N.
 func (a *api) releaseSavepoint(w http.ResponseWriter, r *http.Request) {
-	if !a.checkTopologyID(w, r) {
-		return
-	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxBodyBytes)
-	if err := r.ParseForm(); err != nil {
-		writeError(w, http.StatusBadRequest, "cannot parse form values: "+err.Error())
+	if !a.savepointForm(w, r) {
 		return
 	}
 	id, err := strconv.ParseInt(r.Form.Get("checkpoint"), 10, 64)

@@ -243,7 +243,17 @@ func TestEffectivelyOnceKeyedState(t *testing.T) {
 			if backend == "pebble" {
 				// The restarted task's backend lives in its instance's
 				// directory of the container.
-				dirs, _ := filepath.Glob(filepath.Join(sc.home, "*", "*", "*", "instances", "instance-"+eocount.Count+"-*", "state", "task-*"))
+				pattern := filepath.Join(sc.workDir(r.name), "container-*", "instances", "instance-"+eocount.Count+"-*", "state", "task-*")
+				matches, _ := filepath.Glob(pattern)
+				var dirs []string
+				for _, d := range matches {
+					if filepath.Ext(d) == "" { // not task-N.local, task-N.ckpt-M
+						dirs = append(dirs, d)
+					}
+				}
+				if len(dirs) == 0 {
+					t.Errorf("no pebble state directory matches %s", pattern)
+				}
 				t.Logf("pebble state directories: %v", dirs)
 			}
 			r.kill()
