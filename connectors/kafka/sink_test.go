@@ -425,6 +425,83 @@ func TestSinkLargeInterval(t *testing.T) {
 	}, func() bool { return len(seen) == records })
 }
 
+// TestSinkFailsOverWhenSlotsStayHeld: every transactional id holds the
+// transaction of a checkpoint that failed elsewhere (the checkpoint
+// manager was down). A checkpoint the sink declines for want of an id is
+// a warning; a second one with no completion between would repeat for
+// ever (only a completion frees ids, and every checkpoint needs the sink),
+// so the sink exits for a rollback; the restored checkpoint's transaction
+// commits and the others are fenced.
+func TestSinkFailsOverWhenSlotsStayHeld(t *testing.T) {
+	b := kafkatest.Start(t)
+	b.CreateTopic(t, "held", 2, nil)
+	e := &eoSinks{t: t, cfg: SinkConfig{Brokers: []string{b.Addr}, Topic: "held", ProduceTimeout: 10 * time.Second, TransactionSlots: 4}}
+	states := api.NewStates()
+	s, out := e.start(states)
+	execAll(s, vals("a", 0, 3)...)
+	if err := s.PreSave(1); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckpointComplete(1)
+	want := vals("a", 0, 3)
+	// Four ids: 1's stays held until a later checkpoint completes (a
+	// restore may still name it), 2 and 3 prepare, 4's open transaction
+	// takes the last.
+	for i, cp := range []int64{2, 3} { // prepared; both checkpoints fail elsewhere
+		execAll(s, vals(fmt.Sprint("b", i), 0, 2)...)
+		if err := s.PreSave(cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	execAll(s, "c0")
+	if err := s.PreSave(4); err == nil || !strings.Contains(err.Error(), "checkpoint 4 declined") {
+		t.Fatalf("PreSave(4) with every id held: %v, want a decline", err)
+	}
+	if len(e.exit) != 0 {
+		t.Fatalf("exit %v at the first decline", e.exit)
+	}
+	// A completion between two declines frees ids: no failover.
+	s.CheckpointComplete(3)
+	want = append(append(want, vals("b0", 0, 2)...), vals("b1", 0, 2)...)
+	checkExactly(t, b, "held", want)
+	if err := s.PreSave(5); err != nil {
+		t.Fatalf("PreSave(5) after checkpoint 3 completed: %v", err)
+	}
+	cp5 := snapshot(t, states)
+	s.CheckpointComplete(5)
+	want = append(want, "c0")
+	checkExactly(t, b, "held", want)
+
+	// Now every id held again, and two checkpoints declined in a row.
+	for i, cp := range []int64{6, 7} {
+		execAll(s, fmt.Sprint("d", i))
+		if err := s.PreSave(cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	execAll(s, "e0")
+	if err := s.PreSave(8); err == nil {
+		t.Fatal("PreSave(8) with every id held: no decline")
+	}
+	if err := s.PreSave(9); err == nil || !strings.Contains(err.Error(), "none can complete any more") {
+		t.Fatalf("PreSave(9), the second decline in a row: %v", err)
+	}
+	if !slices.Equal(e.exit, []int{1}) || len(out.errs) == 0 {
+		t.Fatalf("exits %v, errors reported %d: want one exit(1) with the reason reported", e.exit, len(out.errs))
+	}
+	// The rollback: checkpoint 5 is the last complete one; what the sink
+	// wrote since is replayed, the held transactions fenced.
+	kill(s)
+	s, _ = e.start(snapshot(t, cp5))
+	s.CheckpointComplete(5)
+	execAll(s, "d0", "d1", "e0")
+	if err := s.PreSave(10); err != nil {
+		t.Fatal(err)
+	}
+	s.CheckpointComplete(10)
+	checkExactly(t, b, "held", append(want, "d0", "d1", "e0"))
+}
+
 // TestSinkUnionRestore: the prepared transactions of two tasks, restored
 // as the union of their states into one task (a restore with a lower
 // parallelism), are all committed by it, once.

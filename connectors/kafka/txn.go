@@ -82,6 +82,9 @@ type txnWriter struct {
 	openRecs int64
 
 	lastBarrier int64 // the last checkpoint id PreSave saw
+	// starved is the checkpoint PreSave declined for want of a free
+	// transactional id since the last complete checkpoint (0: none).
+	starved int64
 
 	mu   sync.Mutex
 	perr error // the first failed produce of the open transaction
@@ -162,7 +165,7 @@ func (w *txnWriter) initState(states *api.States) error {
 	w.dropOpen()
 	w.state = st
 	clear(w.slots)
-	w.lastBarrier = 0
+	w.lastBarrier, w.starved = 0, 0
 	var bad error
 	st.Range(func(id string, _ PreparedTxn) bool {
 		slot, own, err := w.slotOf(id)
@@ -317,6 +320,21 @@ func (w *txnWriter) preSave(checkpoint int64) error {
 		}
 	}
 	if free == 0 {
+		if w.starved != 0 {
+			// The held transactions are of checkpoints that failed: only
+			// a later checkpoint's completion frees them, and every later
+			// one is declined here as this one is. Only a rollback frees
+			// them (the restored state's transactions commit, the others
+			// are fenced, the tuples since replay).
+			err := fmt.Errorf("kafka: sink: all %d transactional ids of %s hold transactions of checkpoints that did not complete, and no checkpoint completed between checkpoints %d and %d, both declined: none can complete any more; exiting so that the topology rolls back to its last complete checkpoint (raise %s or the checkpoint interval)",
+				len(w.slots), w.prefix, w.starved, checkpoint, KeyTransactionSlots)
+			w.s.log.Error("transactional ids exhausted", zap.Error(err))
+			w.s.out.ReportError(err)
+			_ = w.s.log.Sync()
+			w.exit(1)
+			return err
+		}
+		w.starved = checkpoint
 		return fmt.Errorf("kafka: sink: all %d transactional ids of %s hold transactions of checkpoints not complete yet; checkpoint %d declined (raise %s or the checkpoint interval)",
 			len(w.slots), w.prefix, checkpoint, KeyTransactionSlots)
 	}
@@ -346,6 +364,7 @@ func (w *txnWriter) preSave(checkpoint int64) error {
 // more. A commit that fails for a reason that may pass (broker down) is
 // retried at the next complete checkpoint.
 func (w *txnWriter) complete(checkpoint int64) {
+	w.starved = 0
 	var ids []string
 	w.state.Range(func(id string, p PreparedTxn) bool {
 		if p.Checkpoint <= checkpoint {
