@@ -88,6 +88,11 @@ type txnWriter struct {
 
 	mu   sync.Mutex
 	perr error // the first failed produce of the open transaction
+	// gen numbers the open transaction: the client of a dropped one
+	// fails its records (client closed) after Close returns, and those
+	// promises must not fail the next transaction.
+	gen         uint64
+	openPromise func(*kgo.Record, error)
 
 	// exit ends the process after a failure that loses records of the
 	// open transaction: the runtime then rolls the topology back and the
@@ -236,6 +241,7 @@ func (w *txnWriter) dropOpen() {
 	}
 	w.openRecs = 0
 	w.mu.Lock()
+	w.gen++
 	w.perr = nil
 	w.mu.Unlock()
 }
@@ -253,14 +259,19 @@ func (w *txnWriter) produce(r *kgo.Record) {
 			return
 		}
 	}
-	w.open.Produce(context.Background(), r, w.promise)
+	w.open.Produce(context.Background(), r, w.openPromise)
 	w.openRecs++
 }
 
-func (w *txnWriter) promise(_ *kgo.Record, err error) {
-	if err != nil {
+// promise returns the produce promise of transaction generation gen: it
+// records the first failure while gen is the open transaction.
+func (w *txnWriter) promise(gen uint64) func(*kgo.Record, error) {
+	return func(_ *kgo.Record, err error) {
+		if err == nil {
+			return
+		}
 		w.mu.Lock()
-		if w.perr == nil {
+		if w.gen == gen && w.perr == nil {
 			w.perr = err
 		}
 		w.mu.Unlock()
@@ -287,6 +298,10 @@ func (w *txnWriter) begin() error {
 		cl.Close()
 		return fmt.Errorf("kafka: begin a transaction on %s: %w", w.id(int32(slot)), err)
 	}
+	w.mu.Lock()
+	w.gen++
+	w.openPromise = w.promise(w.gen)
+	w.mu.Unlock()
 	w.open, w.openSlot, w.openRecs = cl, int32(slot), 0
 	w.slots[slot].state = slotOpen
 	return nil
