@@ -147,11 +147,13 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	var targets []*api.AllocationListStub
 	for _, c := range want {
 		a := liveAlloc(allocs, GroupName(c))
-		if s := startingAlloc(allocs, GroupName(c)); a == nil && s != nil {
-			// Its executor is not running yet (a replacement, a restart
-			// whose new executor has not started): it comes up fresh.
-			sc.log.Warn("container's executor is starting, so it runs fresh; not restarting it again", zap.Int("container", c), zap.String("alloc", s.ID))
-			continue
+		if a == nil {
+			// Nomad lists an allocation pending while its task starts,
+			// and its servers learn of a client's task states late: a
+			// pending allocation may run an executor from before this
+			// restart. Its client knows, and refuses the restart of a
+			// task not running yet.
+			a = startingAlloc(allocs, GroupName(c))
 		}
 		if a == nil {
 			return fmt.Errorf("nomad scheduler: container %d of topology %q has no running allocation (%s); Nomad restarts or places it by itself",
@@ -160,7 +162,12 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 		targets = append(targets, a)
 	}
 	for _, a := range targets {
-		if err := sc.client.Allocations().Restart(&api.Allocation{ID: a.ID}, TaskName, sc.qopts(ctx)); err != nil {
+		err := sc.client.Allocations().Restart(&api.Allocation{ID: a.ID}, TaskName, sc.qopts(ctx))
+		if err != nil && a.ClientStatus == api.AllocClientStatusPending && taskNotRunning(err) {
+			sc.log.Warn("container's executor is starting, so it runs fresh; not restarting it again", zap.String("group", a.TaskGroup), zap.String("alloc", a.ID))
+			continue
+		}
+		if err != nil {
 			return sc.fail(ctx, fmt.Sprintf("restart allocation %s (%s)", a.ID, a.TaskGroup), err)
 		}
 		sc.log.Info("restarted allocation", zap.String("alloc", a.ID), zap.String("group", a.TaskGroup))
@@ -394,31 +401,24 @@ func isIndexConflict(err error) bool {
 	return errors.As(err, &ure) && strings.Contains(ure.Body(), "Enforcing job modify index")
 }
 
-// taskRunning is the State of a running task (api.TaskState: pending,
-// running or dead; the api module names no constant for it).
-const taskRunning = "running"
-
-// liveAlloc returns the allocation of group whose executor runs, if any:
-// a running allocation, or a pending one whose executor task runs already
-// (a task restarted a moment ago runs before its client reports the
-// allocation running again).
+// liveAlloc returns the running allocation of group, if any.
 func liveAlloc(allocs []*api.AllocationListStub, group string) *api.AllocationListStub {
 	for _, a := range allocs {
-		if a.TaskGroup != group || a.DesiredStatus != api.AllocDesiredStatusRun {
-			continue
-		}
-		if a.ClientStatus == api.AllocClientStatusRunning {
-			return a
-		}
-		if st := a.TaskStates[TaskName]; a.ClientStatus == api.AllocClientStatusPending && st != nil && st.State == taskRunning {
+		if a.TaskGroup == group && a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusRunning {
 			return a
 		}
 	}
 	return nil
 }
 
-// startingAlloc returns the allocation of group that Nomad is starting
-// (client status pending, its executor not running yet), if any.
+// taskNotRunning reports whether err is a Nomad client's refusal to
+// restart a task that is not running (its ErrTaskNotRunning).
+func taskNotRunning(err error) bool {
+	return strings.Contains(strings.ToLower(err.Error()), "task not running")
+}
+
+// startingAlloc returns the allocation of group that Nomad lists as
+// starting (client status pending), if any.
 func startingAlloc(allocs []*api.AllocationListStub, group string) *api.AllocationListStub {
 	for _, a := range allocs {
 		if a.TaskGroup == group && a.DesiredStatus == api.AllocDesiredStatusRun && a.ClientStatus == api.AllocClientStatusPending {

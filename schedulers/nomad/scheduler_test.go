@@ -112,7 +112,7 @@ func TestRestart(t *testing.T) {
 
 	// Container 2 lists as pending while its executor starts again (as
 	// on a real agent): a restart of all right after leaves it to start.
-	// (A pending allocation whose executor task runs already is restarted:
+	// (One listed pending whose executor runs already is restarted:
 	// TestRestartPendingWithRunningExecutor.)
 	if err := newSched(t, cfg).Restart(ctx, "wordcount", spi.AllContainers); err != nil {
 		t.Fatalf("restart of every container right after restarting container 2: %v", err)
@@ -446,31 +446,25 @@ func TestUpdateKeepsRunningGroups(t *testing.T) {
 	}
 }
 
-// TestRestartPendingWithRunningExecutor: Restart's choice per allocation.
-// A pending allocation whose executor task runs (a client that has not yet
-// reported the task it restarted running again) is restarted: its
-// executor predates the restart asked for. One whose executor has not
-// started is left to start.
+// TestRestartPendingWithRunningExecutor: an allocation the server still
+// lists as pending whose executor runs again (the server learns a
+// client's task states late) is restarted by a restart of every
+// container: its executor predates the restart asked for.
 func TestRestartPendingWithRunningExecutor(t *testing.T) {
-	stub := func(client, task string) *api.AllocationListStub {
-		return &api.AllocationListStub{ID: client + "-" + task, TaskGroup: GroupName(1), DesiredStatus: api.AllocDesiredStatusRun,
-			ClientStatus: client, TaskStates: map[string]*api.TaskState{TaskName: {State: task}}}
+	f := newFake(t)
+	cfg := schedConfig(f.URL)
+	if err := newSched(t, cfg).Schedule(ctx, wordcount(2)); err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		alloc          *api.AllocationListStub
-		live, starting bool
-	}{
-		{stub(api.AllocClientStatusRunning, "running"), true, false},
-		{stub(api.AllocClientStatusPending, "running"), true, true},
-		{stub(api.AllocClientStatusPending, "pending"), false, true},
-		{stub(api.AllocClientStatusFailed, "dead"), false, false},
-	} {
-		allocs := []*api.AllocationListStub{tc.alloc}
-		if got := liveAlloc(allocs, GroupName(1)) != nil; got != tc.live {
-			t.Errorf("%s: live %v, want %v", tc.alloc.ID, got, tc.live)
-		}
-		if got := startingAlloc(allocs, GroupName(1)) != nil; got != tc.starting {
-			t.Errorf("%s: starting %v, want %v", tc.alloc.ID, got, tc.starting)
+	before := observe(f, "wordcount")
+	f.ListStale(GroupName(2))
+	if err := newSched(t, cfg).Restart(ctx, "wordcount", spi.AllContainers); err != nil {
+		t.Fatal(err)
+	}
+	after := observe(f, "wordcount")
+	for c := range before {
+		if after[c] == before[c] {
+			t.Errorf("container %d not restarted by a restart of all (%s)", c, after[c])
 		}
 	}
 }

@@ -97,10 +97,15 @@ type node struct {
 
 type alloc struct {
 	stub *api.AllocationListStub
-	// restarting: the task was restarted in place; the next listing
-	// shows the allocation and its tasks pending, as a Nomad client
-	// reports them while the task starts again.
-	restarting     bool
+	// restarting: the task was restarted in place and has not started
+	// again: listings show the allocation and its tasks pending, as a
+	// Nomad client reports them while the task starts, and a restart is
+	// refused (Task not running), which ends it (the task has started).
+	restarting bool
+	// stale: listings show the allocation pending although its task
+	// runs (a server that has not yet learnt from the client that the
+	// task restarted runs again); a restart is accepted and ends it.
+	stale          bool
 	jobCreateIndex uint64
 	node           *node
 	cpu, mem, disk int
@@ -190,6 +195,20 @@ func (s *Server) Allocations() []*api.AllocationListStub {
 		out = append(out, clone(a.stub))
 	}
 	return out
+}
+
+// ListStale makes the running allocations of task group group list as
+// pending, their tasks too, as a Nomad server lists them until it learns
+// from the client that a restarted task runs again; a restart is accepted
+// (the task runs) and ends it.
+func (s *Server) ListStale(group string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.allocs {
+		if a.stub.TaskGroup == group && a.stub.ClientStatus == api.AllocClientStatusRunning {
+			a.stale = true
+		}
+	}
 }
 
 // Registered returns the "Job" object of every register request body, in
@@ -689,8 +708,7 @@ func (s *Server) jobAllocations(r *http.Request, ns string, _ []byte) (any, *api
 		if !all && create != 0 && a.jobCreateIndex != create {
 			continue
 		}
-		if a.restarting {
-			a.restarting = false
+		if a.restarting || a.stale {
 			pending := *a.stub
 			pending.ClientStatus = api.AllocClientStatusPending
 			pending.TaskStates = map[string]*api.TaskState{}
@@ -768,12 +786,14 @@ func (s *Server) restart(r *http.Request, _ string, body []byte) (any, *apiError
 	if a == nil {
 		return nil, errorf(http.StatusNotFound, "Unknown allocation %q", id)
 	}
-	if a.stub.ClientStatus != api.AllocClientStatusRunning {
+	if a.stub.ClientStatus != api.AllocClientStatusRunning || a.restarting {
+		a.restarting = false
 		return nil, errorf(http.StatusInternalServerError, "Task not running")
 	}
 	if req.TaskName != "" && a.stub.TaskStates[req.TaskName] == nil {
 		return nil, errorf(http.StatusInternalServerError, "Task not running")
 	}
+	a.stale = false
 	s.index++
 	now := time.Now()
 	for name, st := range a.stub.TaskStates {
