@@ -163,7 +163,7 @@ func (sc *Scheduler) Restart(ctx context.Context, topology string, container int
 	}
 	for _, a := range targets {
 		err := sc.client.Allocations().Restart(&api.Allocation{ID: a.ID}, TaskName, sc.qopts(ctx))
-		if err != nil && a.ClientStatus == api.AllocClientStatusPending && taskNotRunning(err) {
+		if err != nil && taskNotRunning(err) { // listed either way, the client is starting it
 			sc.log.Warn("container's executor is starting, so it runs fresh; not restarting it again", zap.String("group", a.TaskGroup), zap.String("alloc", a.ID))
 			continue
 		}
