@@ -151,28 +151,23 @@ func TestNomadRealAgent(t *testing.T) {
 	if after := agent.Executors(); after[1] != before[1] || after[0] != before[0] {
 		t.Errorf("restarting container 2 restarted others: %v -> %v", before, after)
 	}
-	// Nomad reports container 2 pending until its client sees the task
-	// run again; a restart of all would leave it to start.
+	// Nomad reports container 2 pending until it learns from its client
+	// that the task runs again; the restart of all starts from there.
 	waitFor(t, "Nomad to report every allocation running", 2*time.Minute, func() bool { return agent.AllRunning() })
 	before = agent.Executors()
 	restartAll, restartLog, code := c.egret("restart", "nomad", "wordcount")
 	if code != 0 || !strings.Contains(restartAll, "restarted every container") {
 		t.Fatalf("egret restart nomad wordcount: exit %d\nstdout:\n%s\nstderr:\n%s", code, restartAll, restartLog)
 	}
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
+	await(t, "new executors in every container", 2*time.Minute, func() (bool, string) {
 		now, fresh := agent.Executors(), 0
 		for i := 0; i <= 3; i++ {
 			if now[i] != 0 && now[i] != before[i] {
 				fresh++
 			}
 		}
-		if fresh == 4 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("2m after restarting every container, executors %v (before %v); egret restart logged:\n%s\nNomad's allocations:\n%s", now, before, restartLog, agent.Allocations())
-		}
-	}
+		return fresh == 4, fmt.Sprintf("executors %v (before %v); egret restart logged:\n%s\nNomad's allocations:\n%s", now, before, restartLog, agent.Allocations())
+	})
 	waitCounting(t, c, "after restarting every container")
 
 	c.mustEgret("update", "nomad", "wordcount", "--component-parallelism", "count:4")

@@ -97,11 +97,11 @@ type node struct {
 
 type alloc struct {
 	stub *api.AllocationListStub
-	// restarting: the task was restarted in place and has not started
-	// again: listings show the allocation and its tasks pending, as a
-	// Nomad client reports them while the task starts, and a restart is
-	// refused (Task not running), which ends it (the task has started).
-	restarting bool
+	// restarting counts the listings left that show the allocation and
+	// its tasks pending after a restart in place, as a Nomad client
+	// reports them while the task starts again; while it is not zero a
+	// restart is refused (Task not running), which ends it.
+	restarting int
 	// stale: listings show the allocation pending although its task
 	// runs (a server that has not yet learnt from the client that the
 	// task restarted runs again); a restart is accepted and ends it.
@@ -196,6 +196,10 @@ func (s *Server) Allocations() []*api.AllocationListStub {
 	}
 	return out
 }
+
+// startingListings is how many listings show a task restarted in place
+// as starting: the task starts again within them.
+const startingListings = 2
 
 // ListStale makes the running allocations of task group group list as
 // pending, their tasks too, as a Nomad server lists them until it learns
@@ -708,7 +712,8 @@ func (s *Server) jobAllocations(r *http.Request, ns string, _ []byte) (any, *api
 		if !all && create != 0 && a.jobCreateIndex != create {
 			continue
 		}
-		if a.restarting || a.stale {
+		if a.restarting > 0 || a.stale {
+			a.restarting = max(a.restarting-1, 0)
 			pending := *a.stub
 			pending.ClientStatus = api.AllocClientStatusPending
 			pending.TaskStates = map[string]*api.TaskState{}
@@ -786,8 +791,8 @@ func (s *Server) restart(r *http.Request, _ string, body []byte) (any, *apiError
 	if a == nil {
 		return nil, errorf(http.StatusNotFound, "Unknown allocation %q", id)
 	}
-	if a.stub.ClientStatus != api.AllocClientStatusRunning || a.restarting {
-		a.restarting = false
+	if a.stub.ClientStatus != api.AllocClientStatusRunning || a.restarting > 0 {
+		a.restarting = 0
 		return nil, errorf(http.StatusInternalServerError, "Task not running")
 	}
 	if req.TaskName != "" && a.stub.TaskStates[req.TaskName] == nil {
@@ -805,7 +810,7 @@ func (s *Server) restart(r *http.Request, _ string, body []byte) (any, *apiError
 		st.Events = append(st.Events, &api.TaskEvent{Type: "Restart Signaled", Time: now.UnixNano(), DisplayMessage: "User requested task to restart"})
 	}
 	a.stub.ModifyIndex, a.stub.ModifyTime = s.index, now.UnixNano()
-	a.restarting = true
+	a.restarting = startingListings
 	return struct{}{}, nil
 }
 
