@@ -30,10 +30,12 @@ build: ## build every package and the egret binary into bin/
 # backend suite (test/e2e TestBackends) run beside the others, one after the
 # other: test-deps starts scripts/k8s-deps.sh in the background (at nice 15),
 # so that a first build of Kubernetes overlaps with the suite; the
-# real-Kubernetes step waits for it (its lock), then runs them.
+# real-Kubernetes step waits for it (its lock), then runs them and the
+# suite's Kubernetes column.
 K8S_TESTS := ^(TestKwok|TestKubelet|TestRealCluster|TestRealPods|TestRealServerChecks|TestKubernetes)
 K8S_PKGS := ./internal/k8stest ./schedulers/kubernetes ./test/e2e
 BACKEND_SUITE := ^TestBackends$$
+K8S_COLUMN := ^TestBackends$$/^kubernetes$$
 
 # Every process the tests start records the config keys it reads here
 # (core/spi); scripts/keysread then fails on a documented key nothing read.
@@ -41,10 +43,11 @@ KEYS_READ_DIR ?= $(CURDIR)/.keys-read
 # make test keeps the output of its go test runs here (its last lines list what failed).
 TEST_LOGS ?= $(CURDIR)/.test-logs
 
-test: test-deps ## run every test (installs what the tests need when missing; beside them the backend suite, then the real-Kubernetes tests), then check that every documented config key was read (scripts/keysread); ends with the list of what failed
+test: test-deps ## run every test (installs what the tests need when missing; beside them the backend suite, then the real-Kubernetes tests and the suite's Kubernetes column), then check that every documented config key was read (scripts/keysread); ends with the list of what failed
 	@status=0; rm -rf $(KEYS_READ_DIR) $(TEST_LOGS); mkdir -p $(KEYS_READ_DIR) $(TEST_LOGS); export EGRET_KEYS_READ_DIR=$(KEYS_READ_DIR); \
-	{ $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' ./test/e2e >$(TEST_LOGS)/suite.log 2>&1 || echo "the backend suite" >>$(TEST_LOGS)/failed; \
-	  { scripts/k8s-deps.sh && $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS); } >$(TEST_LOGS)/k8s.log 2>&1 || echo "the real-Kubernetes tests" >>$(TEST_LOGS)/failed; } & side=$$!; \
+	{ $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(BACKEND_SUITE)' -skip '$(K8S_COLUMN)' ./test/e2e >$(TEST_LOGS)/suite.log 2>&1 || echo "the backend suite" >>$(TEST_LOGS)/failed; \
+	  { scripts/k8s-deps.sh && { $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_TESTS)' $(K8S_PKGS); k=$$?; \
+	    $(GO) test -count=1 -timeout $(TEST_TIMEOUT) -run '$(K8S_COLUMN)' ./test/e2e && [ $$k = 0 ]; }; } >$(TEST_LOGS)/k8s.log 2>&1 || echo "the real-Kubernetes tests" >>$(TEST_LOGS)/failed; } & side=$$!; \
 	$(GO) test -count=1 -timeout $(TEST_TIMEOUT) -skip '$(K8S_TESTS)|$(BACKEND_SUITE)' ./... 2>&1 | tee $(TEST_LOGS)/all.log; [ $${PIPESTATUS[0]} = 0 ] || status=1; \
 	echo "waiting for the backend suite, then the real-Kubernetes tests"; wait $$side; \
 	echo "the backend suite:"; cat $(TEST_LOGS)/suite.log; echo "the real-Kubernetes tests:"; cat $(TEST_LOGS)/k8s.log; \

@@ -58,8 +58,8 @@ func startAckCheck(t *testing.T, c *cluster, name string, n int64, flags ...stri
 // topology (see packages) and flags of egret submit.
 func startAckCheckWith(t *testing.T, c *cluster, name, bin string, n int64, submitFlags []string, flags ...string) *ackRun {
 	t.Helper()
-	state := filepath.Join(c.home, "state-"+name) // kept with EGRET_HOME when a test fails
-	args := append(append([]string{"submit"}, submitFlags...), c.name, binary(t, bin), "--",
+	state := sharedDir(t, filepath.Join(c.home, "state-"+name)) // kept with EGRET_HOME when a test fails
+	args := append(append([]string{"submit"}, submitFlags...), c.name, c.bin(t, bin), "--",
 		"--name", name, "--messages", strconv.FormatInt(n, 10), "--state", state, "--containers", "2")
 	args = append(args, flags...)
 	c.mustEgret(args...)

@@ -17,8 +17,9 @@ package e2e
 // Slurm controller, the Mesos and Aurora fakes) is started once and shared
 // by its scenarios; the backends run side by side (go test -parallel), the
 // scenarios of one backend one after the other, in the order of the table.
-// Another backend (the real Kubernetes of internal/k8stest) plugs in with
-// registerBackend from an init function of a file of its own.
+// A backend plugs in with registerBackend from an init function of a file
+// of its own (the real Kubernetes of internal/k8stest:
+// backends_kubernetes_test.go).
 
 import (
 	"context"
@@ -244,15 +245,11 @@ func renderBackendMatrix() (string, error) {
 		}
 		fmt.Fprintf(&sb, "| %s | %.0f |\n", b.name, total)
 	}
-	sb.WriteString("\nBackends outside the suite: ")
-	sb.WriteString(backendsOutside)
-	sb.WriteString("\n")
+	sb.WriteString("\nThe Kubernetes column runs in real pods of egret's image on the real node of internal/k8stest, after the other\n")
+	sb.WriteString("real-Kubernetes tests of `make test`. A backend joins the suite with `registerBackend`\n")
+	sb.WriteString("(test/e2e/backends_test.go) from a file of its own.\n")
 	return sb.String(), nil
 }
-
-// backendsOutside says which backends the suite does not run yet, and why.
-const backendsOutside = "Kubernetes — its real-cluster tests (internal/k8stest, run last by `make test`) do not run this suite yet; " +
-	"a real-cluster backend joins it with `registerBackend` (test/e2e/backends_test.go) from a file of its own."
 
 // TestBackendMatrixCurrent: the committed results cover exactly the
 // scenarios and backends of the suite, the reasons are the ones declared,

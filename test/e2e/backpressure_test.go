@@ -144,11 +144,9 @@ func startSlowBolt(t *testing.T, c *cluster, rate int, args ...string) *slowTopo
 func trySlowBolt(t *testing.T, c *cluster, rate int, args ...string) (s *slowTopo, ok bool, why string) {
 	t.Helper()
 	s = &slowTopo{t: t, c: c, name: "slowbolt", state: filepath.Join(c.home, "slowbolt-state")}
-	if err := os.MkdirAll(s.state, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	sharedDir(t, s.state)
 	s.setRate(rate)
-	full := append([]string{"submit", c.name, binary(t, "slowbolt"), "--", "--state", s.state, "--rate", strconv.Itoa(rate), "--payload", strconv.Itoa(bpPayload)}, args...)
+	full := append([]string{"submit", c.name, c.bin(t, "slowbolt"), "--", "--state", s.state, "--rate", strconv.Itoa(rate), "--payload", strconv.Itoa(bpPayload)}, args...)
 	out, errOut, code := c.egret(full...)
 	if code == 2 {
 		return nil, false, strings.TrimSpace(errOut)
@@ -210,12 +208,8 @@ func (s *slowTopo) slow() (r slowReport, ok bool) {
 // stmgrMetric returns a metric of container's stream manager from the
 // topology manager's /stats (ok false: no report yet).
 func (s *slowTopo) stmgrMetric(container int, metric string) (v float64, at int64, ok bool) {
-	loc, err := s.store.TManagerLocation(context.Background(), s.name)
-	if err != nil {
-		return 0, 0, false
-	}
 	var doc statsDoc
-	if getJSON(fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort()), &doc) != nil {
+	if s.c.tmanagerGet(s.store, s.name, "stats", &doc) != nil {
 		return 0, 0, false
 	}
 	e, found := doc.Containers[strconv.Itoa(container)]["stmgr"]

@@ -41,8 +41,8 @@ func startEOCount(t *testing.T, c *cluster, name string, n int64, flags ...strin
 // startEOCountWith is startEOCount with flags of egret submit.
 func startEOCountWith(t *testing.T, c *cluster, name string, n int64, submitFlags []string, flags ...string) *eoRun {
 	t.Helper()
-	state := filepath.Join(c.home, "state-"+name)
-	args := append(append(append([]string{"submit", c.name}, submitFlags...), binary(t, "effectivelyonce"), "--",
+	state := sharedDir(t, filepath.Join(c.home, "state-"+name))
+	args := append(append(append([]string{"submit", c.name}, submitFlags...), c.bin(t, "effectivelyonce"), "--",
 		"--name", name, "--sentences", strconv.FormatInt(n, 10), "--state", state, "--containers", "2"), flags...)
 	c.mustEgret(args...)
 	w := &wordCount{t: t, c: c, name: name, containers: 2, store: c.store()}
@@ -89,16 +89,12 @@ func (r *eoRun) waitCounted(what string, fraction float64, timeout time.Duration
 
 // checkpointMetric reads a checkpoint figure of the topology manager.
 func (r *eoRun) checkpointMetric(name string) float64 {
-	loc, err := r.store.TManagerLocation(context.Background(), r.name)
-	if err != nil {
-		return -1
-	}
 	var s struct {
 		Containers map[string]map[string]struct {
 			Metrics map[string]float64 `json:"metrics"`
 		} `json:"containers"`
 	}
-	if err := getJSON(fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort()), &s); err != nil {
+	if err := r.c.tmanagerGet(r.store, r.name, "stats", &s); err != nil {
 		return -1
 	}
 	v, ok := s.Containers["0"]["tmanager"].Metrics[name]

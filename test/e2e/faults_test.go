@@ -61,7 +61,7 @@ func startWordCount(t *testing.T, c *cluster, containers int) *wordCount {
 	// The report directory lives in EGRET_HOME, which is kept when a test
 	// fails and removed after its processes are killed.
 	reports := filepath.Join(c.home, "reports")
-	c.mustEgret("submit", c.name, binary(t, "wordcount"), "--",
+	c.mustEgret("submit", c.name, c.bin(t, "wordcount"), "--",
 		"--containers", strconv.Itoa(containers), "--rate", strconv.Itoa(sentenceRate), "--report-dir", reports)
 	w := &wordCount{t: t, c: c, name: "wordcount", containers: containers, reports: reports, store: c.store()}
 	pp, _, err := w.store.PackingPlan(context.Background(), w.name)
@@ -213,12 +213,8 @@ type statsEntry struct {
 // stats reads the /stats of the topology manager currently registered in
 // the state manager.
 func (w *wordCount) stats() (*statsDoc, error) {
-	loc, err := w.store.TManagerLocation(context.Background(), w.name)
-	if err != nil {
-		return nil, err
-	}
 	var s statsDoc
-	if err := getJSON(fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort()), &s); err != nil {
+	if err := w.c.tmanagerGet(w.store, w.name, "stats", &s); err != nil {
 		return nil, err
 	}
 	return &s, nil

@@ -36,7 +36,13 @@ var (
 	buildMu  sync.Mutex
 	buildDir string
 	built    = map[string]string{}
+	// variants are binaries of a package built with -ldflags, by name
+	// (see taggedAckcheckSetting).
+	variants = map[string]variant{}
 )
+
+// variant is a binary of pkg linked with ldflags.
+type variant struct{ pkg, ldflags string }
 
 func repoRoot() string {
 	wd, _ := os.Getwd()
@@ -61,7 +67,10 @@ func build(t *testing.T, name, sub string, env ...string) string {
 		return p
 	}
 	pkg, ok := packages[name]
-	if !ok {
+	v, isVariant := variants[name]
+	if isVariant {
+		pkg = v.pkg
+	} else if !ok {
 		t.Fatalf("no package for binary %q", name)
 	}
 	if buildDir == "" {
@@ -72,7 +81,7 @@ func build(t *testing.T, name, sub string, env ...string) string {
 		buildDir = dir
 	}
 	out := filepath.Join(buildDir, key)
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-o", out, "-ldflags", v.ldflags, pkg)
 	cmd.Dir = repoRoot()
 	cmd.Env = append(os.Environ(), env...)
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -108,6 +117,12 @@ type cluster struct {
 	// leftovers, when set, lists what the resource manager still holds of
 	// a killed topology (jobs, tasks, files); nil for local clusters.
 	leftovers func(t *testing.T, topology string) []string
+	// static: the topologies run where there is no C library (in pods of
+	// egret's image), so their binaries are built with CGO_ENABLED=0.
+	static bool
+	// pods, when set, finds the processes of a cluster whose containers
+	// run in pods (see podProcs).
+	pods *podProcs
 }
 
 func newCluster(t *testing.T, name string, props ...string) *cluster {
@@ -134,6 +149,16 @@ func newCluster(t *testing.T, name string, props ...string) *cluster {
 		}
 	})
 	return c
+}
+
+// bin returns the path of a topology's binary built for the cluster's
+// containers (see binary).
+func (c *cluster) bin(t *testing.T, name string) string {
+	t.Helper()
+	if c.static {
+		return staticBinary(t, name)
+	}
+	return binary(t, name)
 }
 
 // egret runs the egret CLI and returns its output and exit code.
@@ -208,8 +233,10 @@ func (c *cluster) killAll() {
 }
 
 // processes returns the pids of processes whose command line mentions
-// this cluster's home directory or were started from it, and the egret
-// and topology processes run under one of its roots.
+// this cluster's home directory or were started from it, the egret and
+// topology processes run under one of its roots, and those in pods when
+// the cluster runs its containers in pods (the real node is one test's at
+// a time: every pod is this cluster's).
 func (c *cluster) processes() []int {
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
@@ -222,7 +249,7 @@ func (c *cluster) processes() []int {
 		if err != nil {
 			continue
 		}
-		if bytes.Contains(cmdline, []byte(c.home)) {
+		if bytes.Contains(cmdline, []byte(c.home)) || (c.pods != nil && isEgretProcess(cmdline) && inPod(pid)) {
 			pids = append(pids, pid)
 			continue
 		}
@@ -252,6 +279,20 @@ func (c *cluster) under(cmdline []byte, cwd string, dirs []string) bool {
 		}
 	}
 	return false
+}
+
+// sharedDir creates dir, where a topology writes the files a test reads,
+// writable by every user (in pods the topology runs as another user than
+// the test, whose egret submit may create it first), and returns it.
+func sharedDir(t *testing.T, dir string) string {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 // waitFor polls cond until it holds or timeout passes.

@@ -103,6 +103,8 @@ func (e *k8sEnv) cluster(t *testing.T, ns string, restricted bool, props ...stri
 		"egret.packing.overhead.cpu=0.1",
 	}, props...)...)
 	c.zk = e.zk
+	c.static = true
+	c.pods = &podProcs{client: e.k.Client, ns: ns}
 	// The CLI talks to the topology manager at its pod's DNS name: run it
 	// as on a machine of the cluster's network (its DNS; the host routes
 	// to the pods), with the cluster's resolv.conf bind-mounted in a
@@ -128,30 +130,6 @@ func (c *k8sCluster) pod(t *testing.T, name string) *corev1.Pod {
 	return p
 }
 
-// tmanagerStats is the topology manager's /stats.
-type tmanagerStats struct {
-	Components map[string]struct {
-		Sums map[string]float64 `json:"sums"`
-	} `json:"components"`
-	Containers map[string]map[string]struct {
-		Metrics map[string]float64 `json:"metrics"`
-	} `json:"containers"`
-}
-
-// stats reads the topology manager's /stats at pod 0's address (the
-// host cannot resolve the pods' DNS names; the pods can).
-func (c *k8sCluster) stats(topology string) *tmanagerStats {
-	p, err := c.e.k.Client.CoreV1().Pods(c.ns).Get(context.Background(), topology+"-0", metav1.GetOptions{})
-	if err != nil || p.Status.PodIP == "" {
-		return nil
-	}
-	var s tmanagerStats
-	if getJSON(fmt.Sprintf("http://%s:6002/stats", p.Status.PodIP), &s) != nil {
-		return nil
-	}
-	return &s
-}
-
 // waitCounting waits until the count bolts' executed tuples rise, as
 // egret metrics reports them.
 func (c *k8sCluster) waitCounting(t *testing.T, topology, what string) {
@@ -172,22 +150,12 @@ func (c *k8sCluster) waitCounting(t *testing.T, topology, what string) {
 }
 
 // instanceProcs returns the host pids of the instance processes of a
-// pod's container (the pods share the host's kernel: their processes are
-// in the host's /proc, in the pod's cgroup); task >= 0: only that task's.
+// pod's container; task >= 0: only that task's.
 func instanceProcs(t *testing.T, pod *corev1.Pod, task int) []int {
 	t.Helper()
-	entries, _ := os.ReadDir("/proc")
 	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cg, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
-		if err != nil || !bytes.Contains(cg, []byte("pod"+string(pod.UID))) {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+	for _, pid := range podPids(pod.UID) {
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
 		if bytes.Contains(cmdline, []byte("\x00--instance\x00")) && (task < 0 || bytes.Contains(cmdline, []byte("\x00--task\x00"+strconv.Itoa(task)+"\x00"))) {
 			out = append(out, pid)
 		}
@@ -241,7 +209,7 @@ func TestKubernetesRealPods(t *testing.T) {
 func k8sWordCount(t *testing.T, e *k8sEnv) {
 	c := e.cluster(t, "egret-e2e", true)
 	start := time.Now()
-	out := c.mustEgret("submit", "kubernetes", staticBinary(t, "wordcount"), "--", "--containers", "2")
+	out := c.mustEgret("submit", "kubernetes", c.bin(t, "wordcount"), "--", "--containers", "2")
 	if !strings.Contains(out, `submitted topology "wordcount"`) {
 		t.Fatalf("submit output:\n%s", out)
 	}
@@ -334,7 +302,7 @@ func k8sEffectivelyOnce(t *testing.T, e *k8sEnv) {
 		"egret.checkpoint.localfs.root="+filepath.Join(shared, "checkpoints"))
 	const n = 20000
 	name := "eocount"
-	c.mustEgret("submit", "kubernetes", staticBinary(t, "effectivelyonce"), "--",
+	c.mustEgret("submit", "kubernetes", c.bin(t, "effectivelyonce"), "--",
 		"--name", name, "--sentences", strconv.Itoa(n), "--state", filepath.Join(shared, "state"), "--containers", "2",
 		"--rate", "1000", "--interval", "500ms")
 	w := &wordCount{t: t, c: c.cluster, name: name, containers: 2, store: c.store()}
@@ -344,16 +312,9 @@ func k8sEffectivelyOnce(t *testing.T, e *k8sEnv) {
 	}
 	w.plan = pp
 	r := &eoRun{wordCount: w, state: filepath.Join(shared, "state"), expected: eocount.Expected(n)}
-	metric := func(m string) float64 {
-		s := c.stats(name)
-		if s == nil {
-			return -1
-		}
-		return s.Containers["0"]["tmanager"].Metrics[m]
-	}
 	r.waitCounted("a tenth of the words to be counted", 0.1, 3*time.Minute)
 	await(t, "a checkpoint to complete", recoverTimeout, func() (bool, string) {
-		v := metric("checkpoint.completed")
+		v := r.checkpointMetric("checkpoint.completed")
 		return v >= 1, fmt.Sprintf("checkpoint.completed = %v", v)
 	})
 
@@ -383,7 +344,7 @@ func k8sEffectivelyOnce(t *testing.T, e *k8sEnv) {
 	}
 	res := r.waitCounted("every word to be counted exactly after the faults", 1, allAckedTimeout)
 	t.Logf("%s", res)
-	if v := metric("checkpoint.restores"); v < 1 {
+	if v := r.checkpointMetric("checkpoint.restores"); v < 1 {
 		t.Errorf("checkpoint.restores = %v after a kill -9 and a deleted pod, want restores from the checkpoints", v)
 	} else {
 		t.Logf("checkpoint.restores = %v", v)

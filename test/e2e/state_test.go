@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,8 +55,11 @@ func (c *cluster) workDir(topology string) string {
 // them: process name → pid, plus "executor". The pid file is in the
 // container's working directory: below the local scheduler's directory of
 // the topology, or wherever the cluster's resource manager runs the
-// container's executor (executorWorkDir).
+// container's executor (executorWorkDir), or in a pod (podProcs.pids).
 func (c *cluster) pids(topology string, container int) map[string]int {
+	if c.pods != nil {
+		return c.pods.pids(topology, container)
+	}
 	var pf executor.PidFile
 	wd := filepath.Join(c.workDir(topology), fmt.Sprintf("container-%d", container))
 	if len(c.roots) > 0 || c.leftovers != nil {
@@ -74,16 +78,12 @@ func (c *cluster) pids(topology string, container int) map[string]int {
 
 // stats reads the topology manager's /stats: component → summed metrics.
 func (c *cluster) stats(topology string) (map[string]map[string]float64, error) {
-	loc, err := c.store().TManagerLocation(context.Background(), topology)
-	if err != nil {
-		return nil, err
-	}
 	var s struct {
 		Components map[string]struct {
 			Sums map[string]float64 `json:"sums"`
 		} `json:"components"`
 	}
-	if err := getJSON(fmt.Sprintf("http://%s:%d/stats", loc.GetHost(), loc.GetHttpPort()), &s); err != nil {
+	if err := c.tmanagerGet(c.store(), topology, "stats", &s); err != nil {
 		return nil, err
 	}
 	out := map[string]map[string]float64{}
@@ -91,6 +91,20 @@ func (c *cluster) stats(topology string) (map[string]map[string]float64, error) 
 		out[name] = comp.Sums
 	}
 	return out, nil
+}
+
+// tmanagerGet reads path of the HTTP API of topology's manager, found in
+// the state manager (reached at its pod's address in pods), into v.
+func (c *cluster) tmanagerGet(st *state.Store, topology, path string, v any) error {
+	loc, err := st.TManagerLocation(context.Background(), topology)
+	if err != nil {
+		return err
+	}
+	host := loc.GetHost()
+	if c.pods != nil {
+		host = c.pods.addr(host)
+	}
+	return getJSON(fmt.Sprintf("http://%s/%s", net.JoinHostPort(host, strconv.Itoa(int(loc.GetHttpPort()))), path), v)
 }
 
 // metric returns one summed metric of a component, or -1 if unknown yet.

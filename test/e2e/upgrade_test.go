@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,9 +16,9 @@ import (
 	"github.com/egret-stream/egret/proto/egretpb"
 )
 
-// taggedAckcheck builds the ackcheck topology with ackcheck.Tag set to tag
-// (its sink then records which build recorded each tuple) and returns the
-// binary's name for binary().
+// taggedAckcheck names a build of the ackcheck topology with ackcheck.Tag
+// set to tag (its sink then records which build recorded each tuple): the
+// binary's name for binary(), which builds it on first use.
 func taggedAckcheck(t *testing.T, tag string) string {
 	t.Helper()
 	return taggedAckcheckSetting(t, tag, "")
@@ -36,19 +34,9 @@ func taggedAckcheckSetting(t *testing.T, tag, setting string) string {
 		name += "-" + setting
 		ldflags += " -X github.com/egret-stream/egret/bench/topologies/ackcheck/ackcheck.TagSetting=" + setting
 	}
-	binary(t, "egret") // creates the build directory
 	buildMu.Lock()
 	defer buildMu.Unlock()
-	if _, ok := built[name]; ok {
-		return name
-	}
-	out := filepath.Join(buildDir, name)
-	cmd := exec.Command("go", "build", "-o", out, "-ldflags", ldflags, "./bench/topologies/ackcheck")
-	cmd.Dir = repoRoot()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build ackcheck with tag %s: %v\n%s", tag, err, b)
-	}
-	built[name] = out
+	variants[name] = variant{pkg: packages["ackcheck"], ldflags: ldflags}
 	return name
 }
 
