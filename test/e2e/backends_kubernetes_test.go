@@ -18,9 +18,9 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"golang.org/x/sys/unix"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/egret-stream/egret/daemons/shellapi"
