@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -254,32 +255,48 @@ func TestPrometheusScrapesATopology(t *testing.T) {
 		return ok && v == 3
 	})
 	waitPromRising(t, prom, `sum(egret_instance_executed_total{topology="wordcount",component="count"})`, "executed tuples of the count bolts")
-	// One series per task, labelled with its container and component.
-	perTask, err := promQuery(prom, `egret_instance_executed_total{topology="wordcount"}`)
+	// One series per task, labelled with its container and component. A
+	// task's series appear once its first report was scraped: on a busy
+	// machine some tasks report after the others.
+	pp, _, err := c.store().PackingPlan(context.Background(), "wordcount")
 	if err != nil {
 		t.Fatal(err)
 	}
-	components := map[string]bool{}
-	for labels := range perTask {
-		var l map[string]string
-		_ = json.Unmarshal([]byte(labels), &l)
-		if l["task"] == "" || l["container"] == "" || l["egret_container"] != l["container"] {
-			t.Errorf("series without task/container labels, or scraped from another container: %v", l)
+	tasks := 0
+	for _, ct := range pp.Containers {
+		tasks += len(ct.Instances)
+	}
+	await(t, "a series of every component and of the stream managers in prometheus", 2*time.Minute, func() (bool, string) {
+		perTask, err := promQuery(prom, `egret_instance_executed_total{topology="wordcount"}`)
+		if err != nil {
+			return false, err.Error()
 		}
-		components[l["component"]] = true
-	}
-	for _, comp := range []string{"sentence", "split", "count"} {
-		if !components[comp] {
-			t.Errorf("no egret_instance_executed_total series of component %s (got %v)", comp, components)
+		components := map[string]bool{}
+		for labels := range perTask {
+			var l map[string]string
+			_ = json.Unmarshal([]byte(labels), &l)
+			if l["task"] == "" || l["container"] == "" || l["egret_container"] != l["container"] {
+				t.Fatalf("series without task/container labels, or scraped from another container: %v", l)
+			}
+			components[l["component"]] = true
 		}
-	}
-	if _, ok := promScalar(prom, `sum(egret_stmgr_tuples_to_instances_total{topology="wordcount"})`); !ok {
-		t.Error("no stream manager series")
-	}
+		for _, comp := range []string{"sentence", "split", "count"} {
+			if !components[comp] {
+				return false, fmt.Sprintf("no egret_instance_executed_total series of component %s (got %v)", comp, components)
+			}
+		}
+		if len(perTask) != tasks {
+			return false, fmt.Sprintf("%d series of egret_instance_executed_total, want one per task (%d)", len(perTask), tasks)
+		}
+		if _, ok := promScalar(prom, `sum(egret_stmgr_tuples_to_instances_total{topology="wordcount"})`); !ok {
+			return false, "no stream manager series"
+		}
+		return true, fmt.Sprintf("components %v", components)
+	})
 	// Every process reports its own: the instances, 2 stream managers, and
 	// in each of the 3 containers the executor, the metrics manager and the
 	// shell, and the topology manager.
-	procs := float64(len(perTask) + 2 + 3*3 + 1)
+	procs := float64(tasks + 2 + 3*3 + 1)
 	for _, q := range []string{`count(egret_process_rss_bytes{topology="wordcount"} > 0)`, `count(egret_process_cpu_seconds_total{topology="wordcount"})`, `count(egret_process_goroutines{topology="wordcount"} > 0)`} {
 		waitFor(t, fmt.Sprintf("%s to count %v processes (instances, 2 stream managers, 3 executors, 3 metrics managers, 3 shells, the topology manager)", q, procs), time.Minute, func() bool {
 			v, _ := promScalar(prom, q)
