@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,13 +46,19 @@ func TestContainerModeProcessPerContainer(t *testing.T) {
 	if !strings.Contains(out, "deactivating") {
 		t.Errorf("a rescale that adds tasks to running containers did not pause the topology:\n%s", out)
 	}
-	after := r.allProcs()
-	for ct := 1; ct <= 2; ct++ {
-		key := strconv.Itoa(ct) + "/container"
-		if after[key] == before[key] {
-			t.Errorf("container %d's process was not restarted with its new tasks", ct)
+	// The executors restart the containers' processes as the new plan
+	// reaches them: on a busy machine after update has returned.
+	await(t, "every container's process to be restarted with its new tasks", recoverTimeout, func() (bool, string) {
+		after := r.allProcs()
+		var same []string
+		for ct := 1; ct <= 2; ct++ {
+			key := strconv.Itoa(ct) + "/container"
+			if after[key] == before[key] {
+				same = append(same, key)
+			}
 		}
-	}
+		return len(same) == 0, fmt.Sprintf("not restarted yet: %v", same)
+	})
 	pp, _, err := r.store.PackingPlan(context.Background(), r.name)
 	if err != nil {
 		t.Fatalf("read the packing plan: %v", err)
