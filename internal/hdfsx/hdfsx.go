@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/url"
@@ -183,6 +184,25 @@ func CloseReplicated(ctx context.Context, w *hdfs.FileWriter, timeout time.Durat
 		}
 		pause = min(2*pause, time.Second)
 	}
+}
+
+// PutFile copies the local file at local to remote in HDFS, waiting (as
+// CloseReplicated) until the NameNode has the last block stored.
+func PutFile(ctx context.Context, c *hdfs.Client, local, remote string, timeout time.Duration) error {
+	src, err := os.Open(local)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	w, err := c.Create(remote)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, src); err != nil {
+		_ = w.Close()
+		return fmt.Errorf("write %s: %w", remote, err)
+	}
+	return CloseReplicated(ctx, w, timeout)
 }
 
 // ClientKeys name the config keys of an HDFS client: the hdfs uploader

@@ -197,7 +197,7 @@ func startYARNBackend(t *testing.T) *cluster {
 	if err := fs.MkdirAll(filepath.Dir(core), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := fs.CopyToRemote(binary(t, "egret"), core); err != nil {
+	if err := hdfsx.PutFile(context.Background(), fs, binary(t, "egret"), core, time.Minute); err != nil {
 		t.Fatalf("put egret in HDFS: %v", err)
 	}
 	zk := zktest.Start(t)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -189,19 +188,7 @@ func TestWordCountOnYARN(t *testing.T) {
 // putFile copies a local file into HDFS.
 func putFile(t *testing.T, cl *hdfs.Client, local, remote string) {
 	t.Helper()
-	src, err := os.Open(local)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	w, err := cl.Create(remote)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(w, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := hdfsx.CloseReplicated(context.Background(), w, time.Minute); err != nil {
-		t.Fatal(err)
+	if err := hdfsx.PutFile(context.Background(), cl, local, remote, time.Minute); err != nil {
+		t.Fatalf("put %s in HDFS: %v", local, err)
 	}
 }
