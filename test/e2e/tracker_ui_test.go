@@ -79,17 +79,29 @@ func evalJS[T any](ctx context.Context, expr string) (T, error) {
 // awaitJS waits until the expression (returning {ok, status}) is ok.
 func awaitJS(t *testing.T, ctx context.Context, what, expr string) {
 	t.Helper()
+	awaitJSValue[struct{}](t, ctx, what, expr)
+}
+
+// awaitJSValue waits until the expression (returning {ok, status, value})
+// is ok and returns its value: what the page showed when it was, read in
+// the same evaluation (the page re-renders between two).
+func awaitJSValue[T any](t *testing.T, ctx context.Context, what, expr string) T {
+	t.Helper()
 	type result struct {
 		OK     bool   `json:"ok"`
 		Status string `json:"status"`
+		Value  T      `json:"value"`
 	}
+	var v T
 	await(t, what, trackerTimeout, func() (bool, string) {
 		r, err := evalJS[result](ctx, expr)
 		if err != nil {
 			return false, err.Error()
 		}
+		v = r.Value
 		return r.OK, r.Status
 	})
+	return v
 }
 
 // TestTrackerUI opens the tracker's UI on a running flakybolt topology in
@@ -136,15 +148,16 @@ func TestTrackerUI(t *testing.T) {
 	// A chart's numbers rise: the emitted-per-second chart gets more
 	// points and shows a positive rate for the spout.
 	chart := `document.querySelector('.chart[data-series="emit_rate"]')`
-	points, err := evalJS[string](ctx, chart+`.dataset.points || "0"`)
-	if err != nil {
-		t.Fatal(err)
-	}
+	points := awaitJSValue[int](t, ctx, "the emit chart", fmt.Sprintf(`(() => {
+		const c = %s;
+		return c ? {ok: true, status: "", value: parseInt(c.dataset.points || "0")} : {ok: false, status: "no emit chart"};
+	})()`, chart))
 	awaitJS(t, ctx, "the emit chart to get new points and a positive spout rate", fmt.Sprintf(`(() => {
 		const c = %s;
+		if (!c) return {ok: false, status: "no emit chart"};
 		const v = c.querySelector('.latest[data-component="numbers"]');
 		const n = parseInt(c.dataset.points || "0");
-		return {ok: n >= %s + 3 && v && parseFloat(v.dataset.value) > 0, status: n + " points, spout " + (v ? v.dataset.value : "none")};
+		return {ok: n >= %d + 3 && v && parseFloat(v.dataset.value) > 0, status: n + " points, spout " + (v ? v.dataset.value : "none")};
 	})()`, chart, points))
 
 	// The bolt's reported errors appear with a count.
@@ -161,18 +174,11 @@ func TestTrackerUI(t *testing.T) {
 		Task int `json:"task"`
 		Pid  int `json:"pid"`
 	}
-	var victim inst
-	awaitJS(t, ctx, "the physical plan to show the flaky instances' pids", `(() => {
+	victim := awaitJSValue[inst](t, ctx, "the physical plan to show the flaky instances' pids", `(() => {
 		const r = [...document.querySelectorAll('tr.instance[data-component="flaky"]')];
-		return {ok: r.length === 2 && r.every(x => parseInt(x.dataset.pid) > 0), status: r.map(x => x.dataset.task + ":" + x.dataset.pid).join(" ")};
+		return {ok: r.length === 2 && r.every(x => parseInt(x.dataset.pid) > 0), status: r.map(x => x.dataset.task + ":" + x.dataset.pid).join(" "),
+			value: r.length ? {task: parseInt(r[0].dataset.task), pid: parseInt(r[0].dataset.pid)} : null};
 	})()`)
-	victim, err = evalJS[inst](ctx, `(() => {
-		const r = document.querySelector('tr.instance[data-component="flaky"]');
-		return {task: parseInt(r.dataset.task), pid: parseInt(r.dataset.pid)};
-	})()`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, ok := procOf(victim.Pid)
 	if !ok {
 		t.Fatalf("the UI's pid %d of task %d is not a running process", victim.Pid, victim.Task)
