@@ -456,8 +456,8 @@ func writeCheckpoints(w io.Writer, m map[string]float64) {
 		return
 	}
 	if id := m["checkpoint.last.complete.id"]; id > 0 {
-		fmt.Fprintf(w, "checkpoints: last complete %.0f, %.1fs ago, took %.0fms, %s; ", id, m["checkpoint.last.complete.age.seconds"],
-			m["checkpoint.last.duration.ms"], byteSize(m["checkpoint.last.size.bytes"]))
+		fmt.Fprintf(w, "checkpoints: last complete %.0f, %.1fs ago, took %.0fms (alignment %.1fms), %s; ", id, m["checkpoint.last.complete.age.seconds"],
+			m["checkpoint.last.duration.ms"], m["checkpoint.last.alignment.ms"], byteSize(m["checkpoint.last.size.bytes"]))
 	} else {
 		fmt.Fprint(w, "checkpoints: none complete yet; ")
 	}

@@ -75,7 +75,9 @@ type checkpointJSON struct {
 	ID            int64   `json:"id"`
 	CompletedUnix float64 `json:"completed_unix"`
 	DurationMs    float64 `json:"duration_ms"`
-	SizeBytes     float64 `json:"size_bytes"`
+	// AlignmentMs is the longest barrier alignment of a task.
+	AlignmentMs float64 `json:"alignment_ms"`
+	SizeBytes   float64 `json:"size_bytes"`
 }
 
 // checkpointEventJSON is a change of a checkpoint counter between two
@@ -174,7 +176,7 @@ func (c *consoleTrack) recordCheckpoints(at time.Time) {
 	if id, ok := m["checkpoint.last.complete.id"]; ok && id > c.ckptLastID {
 		completed := tm.at.Add(-time.Duration(m["checkpoint.last.complete.age.seconds"] * float64(time.Second)))
 		c.checkpoints = append(c.checkpoints, checkpointJSON{ID: int64(id), CompletedUnix: unixSeconds(completed),
-			DurationMs: m["checkpoint.last.duration.ms"], SizeBytes: m["checkpoint.last.size.bytes"]})
+			DurationMs: m["checkpoint.last.duration.ms"], AlignmentMs: m["checkpoint.last.alignment.ms"], SizeBytes: m["checkpoint.last.size.bytes"]})
 		if len(c.checkpoints) > maxCheckpoints {
 			c.checkpoints = slices.Delete(c.checkpoints, 0, len(c.checkpoints)-maxCheckpoints)
 		}
@@ -280,6 +282,7 @@ type checkpointSummaryJSON struct {
 	LastID          int64   `json:"last_id"`
 	AgeSeconds      float64 `json:"age_seconds"`
 	DurationMs      float64 `json:"duration_ms"`
+	AlignmentMs     float64 `json:"alignment_ms"`
 	SizeBytes       float64 `json:"size_bytes"`
 	Completed       float64 `json:"completed"`
 	Failed          float64 `json:"failed"`
@@ -529,7 +532,7 @@ func (t *Tracker) overviewLocked(tt *topoTrack, r *resolved, state string, exc [
 		if tm, ok := c.dlast[daemonKey{0, "tmanager"}]; ok {
 			m := tm.m
 			ckpt.LastID, ckpt.AgeSeconds = int64(m["checkpoint.last.complete.id"]), m["checkpoint.last.complete.age.seconds"]
-			ckpt.DurationMs, ckpt.SizeBytes = m["checkpoint.last.duration.ms"], m["checkpoint.last.size.bytes"]
+			ckpt.DurationMs, ckpt.AlignmentMs, ckpt.SizeBytes = m["checkpoint.last.duration.ms"], m["checkpoint.last.alignment.ms"], m["checkpoint.last.size.bytes"]
 			ckpt.Completed, ckpt.Failed, ckpt.Aborted, ckpt.Restores = m["checkpoint.completed"], m["checkpoint.failed"], m["checkpoint.aborted"], m["checkpoint.restores"]
 			if state == "running" && ckpt.LastID > 0 && ckpt.AgeSeconds > max(3*ckpt.IntervalSeconds, 30) {
 				raise(healthWarning, fmt.Sprintf("the last complete checkpoint is %.0fs old (interval %.0fs)", ckpt.AgeSeconds, ckpt.IntervalSeconds))

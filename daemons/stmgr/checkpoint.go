@@ -63,6 +63,10 @@ type aligner struct {
 	started  time.Time
 	held     []*frame
 	heldSize int
+	// alignedCkpt is the last checkpoint whose alignment ended, after
+	// alignedIn (reported with the task's state).
+	alignedCkpt int64
+	alignedIn   time.Duration
 	// restored is the epoch whose restore the task acknowledged.
 	restored int64
 	// component is the task's component in the current plan.
@@ -198,6 +202,7 @@ func (s *StMgr) alignLocked(ctx context.Context, td *taskDest, b wire.Barrier) {
 func (s *StMgr) releaseLocked(ctx context.Context, td *taskDest, flags uint8) {
 	a := &td.al
 	a.aligning = false
+	a.alignedCkpt, a.alignedIn = a.ckpt, time.Since(a.started)
 	f := s.getFrame()
 	f.body = wire.AppendBarrier(f.body[:0], wire.Barrier{Dest: uint32(td.task), Checkpoint: a.ckpt, Epoch: a.epoch, Flags: flags})[4:]
 	f.epoch = a.epoch
@@ -277,6 +282,22 @@ func (s *StMgr) localTasks() []*taskDest {
 	return out
 }
 
+// alignedIn returns how long the local task's alignment of checkpoint
+// ckpt took (0: the task aligned nothing for it, as a spout).
+func (s *StMgr) alignedIn(task int32, ckpt int64) time.Duration {
+	rt := s.table.Load()
+	if rt == nil || task < 0 || int(task) >= len(rt.local) || rt.local[task] == nil {
+		return 0
+	}
+	a := &rt.local[task].al
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.alignedCkpt != ckpt {
+		return 0
+	}
+	return a.alignedIn
+}
+
 // startCheckpoint injects the barrier of a checkpoint into every local
 // spout task's queue.
 func (s *StMgr) startCheckpoint(m *egretpb.StartCheckpoint) {
@@ -312,7 +333,7 @@ func (s *StMgr) storeState(m *egretpb.StoreInstanceState) {
 			s.eo.stored.Add(1)
 		}
 		s.sendTM(&egretpb.InstanceStateStored{CheckpointId: m.GetCheckpointId(), Epoch: m.GetEpoch(), TaskId: m.GetTaskId(),
-			SizeBytes: int64(len(m.GetState())), Error: errText})
+			SizeBytes: int64(len(m.GetState())), Error: errText, AlignmentNanos: int64(s.alignedIn(m.GetTaskId(), m.GetCheckpointId()))})
 	}
 	if m.GetError() != "" {
 		report(m.GetError())

@@ -107,6 +107,28 @@ func TestAlignmentHoldsAlignedChannels(t *testing.T) {
 	}
 }
 
+// TestAlignmentTimeMeasured: the time from the first upstream barrier to
+// the last is what the task's state report carries for that checkpoint,
+// and nothing for a checkpoint the task did not align.
+func TestAlignmentTimeMeasured(t *testing.T) {
+	s, td := newAlignTest(t)
+	ctx := context.Background()
+	before := time.Now()
+	_ = s.deliverLocal(ctx, td, s.testBarrier(1, 5, 3), 0)
+	time.Sleep(20 * time.Millisecond) // the other input's barrier is late
+	_ = s.deliverLocal(ctx, td, s.testBarrier(2, 5, 3), 0)
+	within := time.Since(before)
+	if got := s.alignedIn(7, 5); got < 20*time.Millisecond || got > within {
+		t.Errorf("alignment of checkpoint 5 took %s, want between 20ms and %s", got, within)
+	}
+	if got := s.alignedIn(7, 4); got != 0 {
+		t.Errorf("checkpoint 4 was not aligned, got %s", got)
+	}
+	if got := s.alignedIn(6, 5); got != 0 {
+		t.Errorf("task 6 is not local, got %s", got)
+	}
+}
+
 // TestAlignmentTimeoutAbortsAndReleases: an alignment that takes longer
 // than the timeout releases the barrier flagged aborted and what was held,
 // and counts it; a newer barrier aborts an older alignment the same way.

@@ -47,6 +47,8 @@ type inflight struct {
 	started time.Time
 	pending map[int32]bool
 	size    int64
+	// alignment is the longest barrier alignment a task reported.
+	alignment time.Duration
 	// tasks are the task ids of each component, in index order, of the
 	// plan the checkpoint was started in.
 	tasks map[string][]int32
@@ -67,6 +69,9 @@ type coordinator struct {
 	lastAt       time.Time
 	lastSize     int64
 	lastDuration time.Duration
+	// lastAlignment is the longest barrier alignment of a task in the
+	// last complete checkpoint.
+	lastAlignment time.Duration
 	// lastTasks are the tasks of each component at the last complete
 	// checkpoint (nil when unknown: a state of an older version).
 	lastTasks map[string][]int32
@@ -231,6 +236,7 @@ func (m *manager) handleCheckpointMsg(c *conn, msg proto.Message) error {
 		if cur.pending[msg.GetTaskId()] {
 			delete(cur.pending, msg.GetTaskId())
 			cur.size += msg.GetSizeBytes()
+			cur.alignment = max(cur.alignment, time.Duration(msg.GetAlignmentNanos()))
 		}
 		if len(cur.pending) == 0 {
 			m.completeLocked(cur)
@@ -247,10 +253,10 @@ func (m *manager) completeLocked(cur *inflight) {
 	ck.cur = nil
 	prev := *ck
 	now := m.clock.Now()
-	ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastTasks = cur.id, now, cur.size, now.Sub(cur.started), cur.tasks
+	ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastAlignment, ck.lastTasks = cur.id, now, cur.size, now.Sub(cur.started), cur.alignment, cur.tasks
 	if err := m.saveCheckpointStateLocked(); err != nil {
 		// Not durable: it is not complete.
-		ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastTasks = prev.lastComplete, prev.lastAt, prev.lastSize, prev.lastDuration, prev.lastTasks
+		ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastAlignment, ck.lastTasks = prev.lastComplete, prev.lastAt, prev.lastSize, prev.lastDuration, prev.lastAlignment, prev.lastTasks
 		ck.failed++
 		m.log.Error("effectively-once: cannot record a complete checkpoint; it does not count", zap.Int64("checkpoint", cur.id), zap.Error(err))
 		return
@@ -340,6 +346,7 @@ func (m *manager) checkpointMetricsLocked(now time.Time) *egretpb.MetricsPublish
 		mt("checkpoint.last.complete.id", float64(ck.lastComplete)),
 		mt("checkpoint.last.complete.age.seconds", age),
 		mt("checkpoint.last.duration.ms", float64(ck.lastDuration.Milliseconds())),
+		mt("checkpoint.last.alignment.ms", float64(ck.lastAlignment)/float64(time.Millisecond)),
 		mt("checkpoint.last.size.bytes", float64(ck.lastSize)),
 		mt("checkpoint.started", float64(ck.started)),
 		mt("checkpoint.completed", float64(ck.completed)),

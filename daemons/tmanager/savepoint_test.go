@@ -75,7 +75,8 @@ func TestSavepointPinsItsCheckpoint(t *testing.T) {
 			epoch = sc.GetEpoch()
 		}
 		for task := int32(1); task <= 4; task++ {
-			stmgrs[0].send(&egretpb.InstanceStateStored{CheckpointId: wantID, TaskId: task, Epoch: epoch, SizeBytes: 10})
+			stmgrs[0].send(&egretpb.InstanceStateStored{CheckpointId: wantID, TaskId: task, Epoch: epoch, SizeBytes: 10,
+				AlignmentNanos: int64(task) * int64(time.Millisecond)})
 		}
 		for _, s := range stmgrs {
 			cc := await[*egretpb.CheckpointComplete](s)
@@ -89,6 +90,12 @@ func TestSavepointPinsItsCheckpoint(t *testing.T) {
 		}
 	}
 	savepoint(1, 1)
+	// The checkpoint's alignment is its slowest task's (task 4: 4 ms).
+	waitFor(t, "the checkpoint's alignment time in /stats", func() bool {
+		var st statsJSON
+		getJSON(t, m.url("/stats"), &st)
+		return st.Containers["0"]["tmanager"].Metrics["checkpoint.last.alignment.ms"] == 4
+	})
 	savepoint(2, 1) // checkpoint 1 is pinned: kept although keep is 1
 	if code, body := m.do(t, http.MethodPost, "/savepoint/release", "application/x-www-form-urlencoded", "checkpoint=1"); code != http.StatusOK || body["released"] != true {
 		t.Fatalf("release: %d %v", code, body)

@@ -888,14 +888,18 @@ func (x *StoreInstanceState) GetError() string {
 // InstanceStateStored: stream manager -> topology manager once the
 // checkpoint manager stored a task's state (or failed to).
 type InstanceStateStored struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CheckpointId  int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	Epoch         int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
-	TaskId        int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	SizeBytes     int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
-	Error         string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Epoch        int64                  `protobuf:"varint,2,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	TaskId       int32                  `protobuf:"varint,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	SizeBytes    int64                  `protobuf:"varint,4,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	Error        string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
+	// alignment_nanos: how long the task's stream manager held its inputs
+	// aligning the checkpoint's barriers (from the first upstream barrier to
+	// the last); 0 for a spout and a task with one upstream task.
+	AlignmentNanos int64 `protobuf:"varint,6,opt,name=alignment_nanos,json=alignmentNanos,proto3" json:"alignment_nanos,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *InstanceStateStored) Reset() {
@@ -961,6 +965,13 @@ func (x *InstanceStateStored) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *InstanceStateStored) GetAlignmentNanos() int64 {
+	if x != nil {
+		return x.AlignmentNanos
+	}
+	return 0
 }
 
 // CheckpointComplete: topology manager -> stream managers -> instances
@@ -1812,14 +1823,15 @@ const file_proto_egretpb_runtime_proto_rawDesc = "" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\fR\x05state\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"\x9e\x01\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\"\xc7\x01\n" +
 	"\x13InstanceStateStored\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x17\n" +
 	"\atask_id\x18\x03 \x01(\x05R\x06taskId\x12\x1d\n" +
 	"\n" +
 	"size_bytes\x18\x04 \x01(\x03R\tsizeBytes\x12\x14\n" +
-	"\x05error\x18\x05 \x01(\tR\x05error\"l\n" +
+	"\x05error\x18\x05 \x01(\tR\x05error\x12'\n" +
+	"\x0falignment_nanos\x18\x06 \x01(\x03R\x0ealignmentNanos\"l\n" +
 	"\x12CheckpointComplete\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12\x14\n" +
 	"\x05epoch\x18\x02 \x01(\x03R\x05epoch\x12\x1b\n" +

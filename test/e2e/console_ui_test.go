@@ -263,9 +263,10 @@ func TestConsoleCheckpoints(t *testing.T) {
 	var ck struct {
 		Enabled bool
 		History []struct {
-			ID         int64
-			DurationMs float64 `json:"duration_ms"`
-			SizeBytes  float64 `json:"size_bytes"`
+			ID          int64
+			DurationMs  float64 `json:"duration_ms"`
+			AlignmentMs float64 `json:"alignment_ms"`
+			SizeBytes   float64 `json:"size_bytes"`
 		}
 		Tasks []struct {
 			Task    int
@@ -276,10 +277,20 @@ func TestConsoleCheckpoints(t *testing.T) {
 	if !ck.Enabled || len(ck.History) < 3 || len(ck.Tasks) == 0 {
 		t.Fatalf("/topologies/checkpoints: %+v", ck)
 	}
-	for i := 1; i < len(ck.History); i++ {
-		if ck.History[i].ID <= ck.History[i-1].ID {
+	aligned := false
+	for i, h := range ck.History {
+		if i > 0 && h.ID <= ck.History[i-1].ID {
 			t.Errorf("history not ascending: %+v", ck.History)
 		}
+		// A task's alignment is part of the checkpoint; the count bolts
+		// align the barriers of two spout tasks.
+		if h.AlignmentMs < 0 || h.AlignmentMs > h.DurationMs+1 {
+			t.Errorf("checkpoint %d: alignment %.3f ms in a checkpoint of %.0f ms", h.ID, h.AlignmentMs, h.DurationMs)
+		}
+		aligned = aligned || h.AlignmentMs > 0
+	}
+	if !aligned {
+		t.Errorf("no checkpoint reports a barrier alignment time: %+v", ck.History)
 	}
 	c.mustEgret("kill", c.name, "eoconsole")
 	c.waitGone(t)

@@ -518,7 +518,7 @@
         ["state", stateBadge(ov.state)], ["uptime", duration(ov.uptime_seconds)], ["delivery", ov.delivery_mode],
         ["restarts", String(ov.restarts)],
         ["back pressure now", ov.backpressure.active ? `yes: containers ${ov.backpressure.containers.join(", ")}` + (ov.backpressure.culprits.length ? `, caused by ${ov.backpressure.culprits.join(", ")}` : "") : "no"],
-        ["last checkpoint", ck ? (ck.last_id ? `#${ck.last_id}, ${duration(ck.age_seconds)} ago, ${fmt(ck.duration_ms, 0)} ms, ${bytes(ck.size_bytes)}` : "none yet") : "– (not effectively-once)"],
+        ["last checkpoint", ck ? (ck.last_id ? `#${ck.last_id}, ${duration(ck.age_seconds)} ago, ${fmt(ck.duration_ms, 0)} ms (alignment ${fmt(ck.alignment_ms, 1)} ms), ${bytes(ck.size_bytes)}` : "none yet") : "– (not effectively-once)"],
         ["exceptions", `${ov.exceptions.total} (${ov.exceptions.recent} in 10 min)`],
       ];
       document.getElementById("facts").replaceChildren(...facts.map(([k, v]) => el("div", { class: "fact", "data-fact": k }, el("span", { class: "muted", text: k }), el("b", {}, v))));
@@ -564,9 +564,9 @@
       const c = ck.counters;
       const parts = [el("p", { id: "checkpoint-counters", text: `every ${ck.interval_seconds}s · started ${c.started ?? "–"} · completed ${c.completed ?? "–"} · aborted ${c.aborted ?? "–"} · failed ${c.failed ?? "–"} · restores ${c.restores ?? "–"} · epoch ${c.epoch ?? "–"}` })];
       const hist = ck.history.slice(-20).reverse();
-      const [t, tb] = table("checkpoint-history", ["Checkpoint", "Completed", "Duration (ms)", "Size"], i => i >= 2);
-      for (const h of hist) tb.append(el("tr", { class: "checkpoint", "data-id": String(h.id) }, el("td", { text: "#" + h.id }), el("td", { text: when(h.completed_unix) }),
-        el("td", { class: "num", text: fmt(h.duration_ms, 0) }), el("td", { class: "num", text: bytes(h.size_bytes) })));
+      const [t, tb] = table("checkpoint-history", ["Checkpoint", "Completed", "Duration (ms)", "Alignment (ms)", "Size"], i => i >= 2);
+      for (const h of hist) tb.append(el("tr", { class: "checkpoint", "data-id": String(h.id), "data-alignment": String(h.alignment_ms) }, el("td", { text: "#" + h.id }), el("td", { text: when(h.completed_unix) }),
+        el("td", { class: "num", text: fmt(h.duration_ms, 0) }), el("td", { class: "num alignment", text: fmt(h.alignment_ms, 1) }), el("td", { class: "num", text: bytes(h.size_bytes) })));
       parts.push(hist.length ? t : el("p", { class: "muted", text: "No checkpoint completed while the tracker watched." }));
       if (ck.events.length) parts.push(el("p", { class: "error", text: "Recent: " + ck.events.slice(-5).map(e => `${e.count} ${e.kind} at ${when(e.unix)}`).join(" · ") }));
       if (ck.tasks.length) {
