@@ -167,6 +167,15 @@ type Syncer interface {
 	Sync()
 }
 
+// Holder is implemented by a Syncer that can tell how many tuples it
+// holds outside Execute: given to it and neither acked nor failed yet (a
+// shell bolt: the tuples its subprocess has not finished). Called on the
+// task's goroutine; the instance publishes it (instance.held.tuples), and
+// a running cluster's drain waits until no task holds any.
+type Holder interface {
+	Held() int
+}
+
 // TupleReuser is implemented by a bolt that keeps no tuple past Execute.
 // When ReuseTuples returns true (it is asked once, when the task starts),
 // the runtime passes the same Tuple to every Execute, filled with the next

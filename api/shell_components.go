@@ -103,6 +103,10 @@ func (s *shellSpout) command(cmd, idJSON string, wait bool) {
 	}
 }
 
+// Held implements Holder: the tuples given to the subprocess that it did
+// not ack or fail yet.
+func (b *shellBolt) Held() int { return len(b.pending) }
+
 // drain handles what an ended process sent and schedules its restart.
 func (s *shellSpout) drain() {
 	for m := s.next(true); m != nil; m = s.next(true) {
@@ -170,6 +174,7 @@ var (
 	_ Bolt   = (*shellBolt)(nil)
 	_ Pumper = (*shellBolt)(nil)
 	_ Syncer = (*shellBolt)(nil)
+	_ Holder = (*shellBolt)(nil)
 )
 
 func newShellBolt(s *Shell) *shellBolt {

@@ -23,15 +23,16 @@ const drainPoll = 250 * time.Millisecond
 
 // drained is what a drain saw at its end.
 type drained struct {
-	ok             bool
-	pending, bytes float64
-	took           time.Duration
+	ok                   bool
+	pending, held, bytes float64
+	took                 time.Duration
 }
 
 // drain deactivates the spouts of a running topology and waits, at most
 // timeout, until nothing is in flight: every instance and stream manager
-// has reported since the deactivation with no pending roots and empty
-// queues, and the counts of executed, emitted and acked tuples stopped
+// has reported since the deactivation with no pending roots, no tuple held
+// outside Execute (a shell bolt's subprocess) and empty queues, and the
+// counts of executed, emitted and acked tuples stopped
 // changing between two such rounds of reports. It returns whether the
 // drain deactivated active spouts (to activate them again when the kill
 // fails; a topology an operator deactivated stays so). A topology without
@@ -65,7 +66,7 @@ func (l *Launcher) settle(ctx context.Context, loc *egretpb.TManagerLocation, na
 		l.progress("drained %q in %s", name, d.took.Round(time.Millisecond))
 	case ctx.Err() != nil:
 	default:
-		l.progress("the drain of %q timed out after %s (%.0f roots pending, %.0f bytes queued at the last report): going on", name, timeout, d.pending, d.bytes)
+		l.progress("the drain of %q timed out after %s (%.0f roots pending, %.0f tuples held by shell bolts, %.0f bytes queued at the last report): going on", name, timeout, d.pending, d.held, d.bytes)
 	}
 	return d
 }
@@ -79,7 +80,7 @@ func (l *Launcher) waitDrained(ctx context.Context, loc *egretpb.TManagerLocatio
 	for {
 		r, err := drainStats(ctx, loc, since.UnixNano())
 		if err == nil {
-			last.pending, last.bytes = r.pending, r.bytes
+			last.pending, last.held, last.bytes = r.pending, r.held, r.bytes
 			if r.quiet() {
 				if prev != nil && r.oldest > prev.newest && r.moved == prev.moved {
 					return drained{ok: true, took: time.Since(since)}
@@ -109,15 +110,16 @@ type drainRound struct {
 	// fresh: every instance and stream manager reported after the
 	// deactivation.
 	fresh bool
-	// pending roots and queued bytes summed over the reports.
-	pending, bytes float64
+	// pending roots, tuples held outside Execute and queued bytes summed
+	// over the reports.
+	pending, held, bytes float64
 	// moved sums the received, emitted and acked counts.
 	moved float64
 	// oldest and newest report times (Unix nanoseconds).
 	oldest, newest int64
 }
 
-func (r *drainRound) quiet() bool { return r.fresh && r.pending == 0 && r.bytes == 0 }
+func (r *drainRound) quiet() bool { return r.fresh && r.pending == 0 && r.held == 0 && r.bytes == 0 }
 
 func drainStats(ctx context.Context, loc *egretpb.TManagerLocation, since int64) (*drainRound, error) {
 	type report struct {
@@ -145,6 +147,7 @@ func drainStats(ctx context.Context, loc *egretpb.TManagerLocation, since int64)
 			seen(t.UnixNanos)
 			m := t.Metrics
 			r.pending += m["instance.pending.roots"]
+			r.held += m["instance.held.tuples"]
 			r.bytes += m["gateway.in.queue.bytes"] + m["gateway.out.queue.bytes"]
 			// Data tuples in, not executions: tick tuples keep a bolt
 			// executing in a drained topology.

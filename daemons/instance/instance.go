@@ -489,7 +489,11 @@ func (in *Instance) runBolt(ctx context.Context, b api.Bolt) {
 		wake = p.Wake()
 		pump = func() error { p.Pump(); return nil }
 	}
+	holder, _ := b.(api.Holder)
 	for {
+		if holder != nil {
+			in.metrics.Held.Store(int64(holder.Held()))
+		}
 		select {
 		case <-wake:
 			_ = in.call("Pump", pump)

@@ -32,6 +32,9 @@ type Metrics struct {
 	CompleteLatencyNanos atomic.Int64 // sum of emit-to-ack times of acked roots
 	CompleteLatencyCount atomic.Int64 // acked roots counted in CompleteLatencyNanos
 	PendingRoots         atomic.Int64 // roots emitted and not yet acked, failed or timed out
+	// Held counts the tuples a bolt holds outside Execute (api.Holder: a
+	// shell bolt's subprocess has them), as of its last call.
+	Held atomic.Int64
 	// AckUpdates counts the ack and fail updates a bolt task sent.
 	AckUpdates atomic.Int64
 	// Reconfigurations counts Reconfigure calls (live user settings).

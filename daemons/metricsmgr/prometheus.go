@@ -38,6 +38,7 @@ var gauges = map[string]bool{
 	"gateway.in.queue.bytes":  true,
 	"gateway.out.queue.bytes": true,
 	"instance.pending.roots":  true,
+	"instance.held.tuples":    true,
 	// The last checkpoint of a task (docs/checkpoints.md).
 	"instance.checkpoint.bytes":             true,
 	"instance.checkpoint.async.nanos":       true,

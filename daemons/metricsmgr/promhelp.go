@@ -18,6 +18,7 @@ var helps = map[string]string{
 	"instance.errors":                      "Errors the task reported (panics, ReportError).",
 	"instance.dropped":                     "Tuples the task dropped (received by a task that could not process them).",
 	"instance.pending.roots":               "Roots the spout task emitted that are neither acked nor failed yet (a level).",
+	"instance.held.tuples":                 "Tuples the bolt task holds outside Execute, neither acked nor failed yet: those a shell bolt's subprocess has not finished (a level).",
 	"instance.next.tuples":                 "NextTuple calls of the spout task.",
 	"gateway.in.queue.bytes":               "Bytes queued toward the task's user code (a level).",
 	"gateway.out.queue.bytes":              "Bytes the task emitted that wait to be sent to its stream manager (a level).",

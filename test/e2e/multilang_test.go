@@ -139,6 +139,72 @@ func TestMultilangLocalDrainLosesNoWord(t *testing.T) {
 	t.Logf("%d words sent and counted", sent)
 }
 
+// TestMultilangClusterDrainLosesNoWord: on a running cluster, a split
+// bolt whose Python subprocesses take 2s a sentence hold the sentences
+// given to them (in the pipe toward them) for longer than the drain's
+// rounds of reports, with nothing queued in front of them and nothing
+// moving meanwhile. egret deactivate drains until no subprocess holds a
+// tuple (instance.held.tuples), so the first reports after it count
+// every word the spout sent.
+func TestMultilangClusterDrainLosesNoWord(t *testing.T) {
+	c := newCluster(t, "local")
+	res := filepath.Join(repoRoot(), "test", "e2e", "testdata", "pysplit", "resources")
+	c.mustEgret("submit", "--resources", res, c.name, binary(t, "pysplit"), "--",
+		"--rate", "2", "--split-delay", "2s", "--python-path", pythonBin(t))
+	t.Cleanup(func() { c.egret("kill", c.name, "pysplit", "--ignore-not-found") })
+	await(t, "the split subprocesses to hold sentences", 2*time.Minute, func() (bool, string) {
+		s, err := c.stats("pysplit")
+		if err != nil {
+			return false, err.Error()
+		}
+		held, counted := s["split"]["instance.held.tuples"], s["count"]["user.words"]
+		return held >= 4 && counted > 0, fmt.Sprintf("%.0f sentences held, %.0f words counted", held, counted)
+	})
+	out := c.mustEgret("deactivate", c.name, "pysplit")
+	drained := time.Now()
+	if !strings.Contains(out, "drained") || strings.Contains(out, "timed out") {
+		t.Fatalf("deactivate did not drain:\n%s", out)
+	}
+	// The reports of every task after the drain: what they count is what
+	// the drain left.
+	type report struct {
+		UnixNanos int64              `json:"unix_nanos"`
+		Metrics   map[string]float64 `json:"metrics"`
+	}
+	var sent, counted, held float64
+	await(t, "every task to report after the drain", time.Minute, func() (bool, string) {
+		var st struct {
+			Components map[string]struct {
+				Tasks map[string]report `json:"tasks"`
+			} `json:"components"`
+		}
+		if err := c.tmanagerGet(c.store(), "pysplit", "stats", &st); err != nil {
+			return false, err.Error()
+		}
+		sent, counted, held = 0, 0, 0
+		for name, comp := range st.Components {
+			for id, r := range comp.Tasks {
+				if r.UnixNanos <= drained.UnixNano() {
+					return false, fmt.Sprintf("task %s of %s last reported before the drain ended", id, name)
+				}
+				switch name {
+				case "sentences":
+					sent += r.Metrics["user.words"]
+				case "count":
+					counted += r.Metrics["user.words"]
+				}
+				held += r.Metrics["instance.held.tuples"]
+			}
+		}
+		return true, ""
+	})
+	if sent == 0 || counted != sent || held != 0 {
+		t.Fatalf("after the drain: the spout sent %.0f words, the count bolt received %.0f (%.0f not yet), %.0f sentences still held:\n%s",
+			sent, counted, sent-counted, held, out)
+	}
+	t.Logf("%.0f words sent and counted when the drain ended:\n%s", sent, out)
+}
+
 // TestMultilangPystorm: a pystorm spout (resources/source.py), reliable
 // with the message number as tuple id, feeds the Go fanout bolts, whose
 // tuples a pystorm relay bolt (resources/relay.py) passes on to the Go

@@ -36,6 +36,9 @@ const (
 	// MetricRelayouts counts task layout changes (rescales) the instance
 	// followed without a restart.
 	MetricRelayouts = "instance.relayouts"
+	// MetricHeldTuples is what a bolt holds outside Execute (api.Holder:
+	// the tuples a shell bolt's subprocess has not finished).
+	MetricHeldTuples = "instance.held.tuples"
 
 	// At-least-once, spout tasks: roots acked, failed (by a bolt or the
 	// ledger), timed out; the sum and count of complete latencies; roots
@@ -99,6 +102,7 @@ func (g *gateway) metricsMessage() *egretpb.MetricsPublish {
 	add(MetricReconnects, g.stats.Registrations.Load())
 	add(MetricReconfigurations, im.Reconfigurations.Load())
 	add(MetricRelayouts, im.Relayouts.Load())
+	add(MetricHeldTuples, im.Held.Load())
 	m.Metrics = im.ExecuteLatency.AppendMetrics(m.Metrics, MetricExecuteLatency)
 	if g.effectivelyOnce {
 		add(MetricCheckpoints, im.Checkpoints.Load())

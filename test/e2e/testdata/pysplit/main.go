@@ -46,12 +46,15 @@ func main() {
 		b.SetConfig(topology.KeyMultilangPath, *pyPath)
 	}
 	b.SetConfig(keyRate, strconv.Itoa(*rate))
+	// The instances read the definition's settings, not these flags.
 	if *fail != "" {
-		b.SetConfig("pysplit.fail", *fail) // the instances read the definition's settings, not these flags
+		b.SetConfig("pysplit.fail", *fail)
+	}
+	if *delay > 0 {
+		b.SetConfig("pysplit.split.delay.ms", strconv.FormatFloat(float64(*delay)/float64(time.Millisecond), 'f', -1, 64))
 	}
 	b.SetSpout("sentences", func() api.Spout { return &sentenceSpout{} }, 1)
-	b.SetShellBolt("split", api.ShellBolt("python3", "split.py").Declare("word").
-		Env("SPLIT_DELAY_MS", strconv.FormatFloat(float64(*delay)/float64(time.Millisecond), 'f', -1, 64)), 2).ShuffleGrouping("sentences")
+	b.SetShellBolt("split", api.ShellBolt("python3", "split.py").Declare("word"), 2).ShuffleGrouping("sentences")
 	b.SetBolt("count", func() api.Bolt { return &countBolt{} }, 2).FieldsGrouping("split", "word")
 	os.Exit(runner.MainArgs(b, rest, os.Stdout, os.Stderr))
 }
