@@ -13,8 +13,9 @@ import (
 // TestFirstTopologyGuide follows docs/first-topology.md: a module of its
 // own (go mod init, the replace directive toward this repository, the
 // guide's main.go, go mod tidy, go build), a local run that counts the
-// shouted words, then a submission of the module's directory to a local
-// cluster, whose bolts count too, and a kill.
+// shouted words, then the guide's commands as written: a submission of
+// the module's directory to a local cluster, whose bolts count too, the
+// list, the metrics and a kill.
 func TestFirstTopologyGuide(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join(repoRoot(), "docs", "first-topology.md"))
 	if err != nil {
@@ -47,11 +48,14 @@ func TestFirstTopologyGuide(t *testing.T) {
 		t.Fatalf("the local run counted nothing:\n%s", out)
 	}
 
+	// Section 4's commands, as written, from the module's directory.
 	c := newCluster(t, "local")
-	c.mustEgret("submit", c.name, dir)
-	waitFor(t, "the submitted topology's bolts to count", 2*time.Minute, func() bool {
-		return c.userCounter(t, "hello", "shout", "shouted") > 0
+	c.runDocLines(t, "docs/first-topology.md", dir, docBlock(t, "docs/first-topology.md", "egret submit local ."), func(line, _ string) {
+		if strings.HasPrefix(line, "egret submit") {
+			waitFor(t, "the submitted topology's bolts to count", 2*time.Minute, func() bool {
+				return c.userCounter(t, "hello", "shout", "shouted") > 0
+			})
+		}
 	})
-	c.mustEgret("kill", c.name, "hello")
 	c.waitGone(t)
 }
