@@ -1,152 +1,19 @@
 package cli
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/spf13/cobra"
 
+	"github.com/egret-stream/egret/internal/doccmd"
 	"github.com/egret-stream/egret/launcher"
 )
-
-// docCommand is one egret command line shown in the documentation.
-type docCommand struct {
-	where string // file:line
-	line  string
-	// full: from a code block, a whole command (its arguments are checked
-	// too); an inline code span in prose may be a fragment ("egret kill").
-	full bool
-}
-
-var (
-	inlineEgret = regexp.MustCompile("`((?:bin/)?egret [^`]+)`")
-	placeholder = regexp.MustCompile(`<[^<>]+>`)
-	shellSubst  = regexp.MustCompile(`\$\([^)]*\)|\$\{[^}]*\}|\$[A-Za-z_][A-Za-z0-9_]*`)
-	upperValue  = regexp.MustCompile(`([:=])[A-Z]\b`)
-)
-
-// docCommands extracts the egret command lines of a Markdown file: the
-// lines of code blocks that run egret (continuations joined, comments and
-// prompts removed) and the inline code spans that start with egret.
-func docCommands(t *testing.T, path, rel string) []docCommand {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []docCommand
-	sc := bufio.NewScanner(f)
-	inBlock, tree, n := false, false, 0
-	var block []docCommand
-	pending, pendingAt := "", 0
-	for sc.Scan() {
-		n++
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			if inBlock && !tree {
-				out = append(out, block...)
-			}
-			inBlock, block, tree = !inBlock, nil, false
-			continue
-		}
-		if inBlock && strings.ContainsAny(line, "├└│") {
-			tree = true // a process tree, not commands
-		}
-		if !inBlock {
-			for _, m := range inlineEgret.FindAllStringSubmatch(line, -1) {
-				out = append(out, docCommand{where: rel + ":" + itoa(n), line: m[1]})
-			}
-			continue
-		}
-		if pending != "" {
-			pending += " " + strings.TrimSpace(line)
-		} else {
-			l := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(line), "$ "))
-			if !strings.HasPrefix(l, "egret ") && !strings.HasPrefix(l, "bin/egret ") {
-				continue
-			}
-			pending, pendingAt = l, n
-		}
-		if strings.HasSuffix(pending, "\\") {
-			pending = strings.TrimSuffix(pending, "\\")
-			continue
-		}
-		block = append(block, docCommand{where: rel + ":" + itoa(pendingAt), line: pending, full: true})
-		pending = ""
-	}
-	return out
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
-
-// synopsis tells a usage synopsis (optional parts, alternatives,
-// ellipses) from a command line.
-func synopsis(line string) bool {
-	return strings.ContainsAny(line, "[|…") || strings.Contains(line, "...")
-}
-
-// splitCommands cuts a shell line into its egret commands (after ; && |
-// and before a comment or a trailing &) and their words.
-func splitCommands(line string) [][]string {
-	if i := strings.Index(line, " #"); i >= 0 {
-		line = line[:i]
-	}
-	line = shellSubst.ReplaceAllString(line, "1")
-	line = placeholder.ReplaceAllStringFunc(line, func(p string) string {
-		switch p {
-		case "<cluster>":
-			return "local"
-		case "<topology>":
-			return "wordcount"
-		}
-		return "x"
-	})
-	line = upperValue.ReplaceAllString(line, "${1}4")
-	var out [][]string
-	for _, part := range regexp.MustCompile(`;|&&`).Split(line, -1) {
-		words := shellWords(strings.TrimSuffix(strings.TrimSpace(part), "&"))
-		if len(words) > 0 && (words[0] == "egret" || words[0] == "bin/egret") {
-			out = append(out, words[1:])
-		}
-	}
-	return out
-}
-
-// shellWords splits on blanks, keeping quoted strings whole.
-func shellWords(s string) []string {
-	var out []string
-	var cur strings.Builder
-	quote, in := rune(0), false
-	for _, r := range s {
-		switch {
-		case quote != 0 && r == quote:
-			quote = 0
-		case quote == 0 && (r == '\'' || r == '"'):
-			quote, in = r, true
-		case quote == 0 && (r == ' ' || r == '\t'):
-			if in {
-				out = append(out, cur.String())
-				cur.Reset()
-				in = false
-			}
-		default:
-			cur.WriteRune(r)
-			in = true
-		}
-	}
-	if in {
-		out = append(out, cur.String())
-	}
-	return out
-}
 
 // checkDocCommand parses args as the egret CLI does, without running the
 // command: the subcommand must exist, its flags parse (types included),
@@ -213,28 +80,25 @@ func checkDocCommand(root *cobra.Command, args []string, full bool) error {
 // (<cluster>, N) are replaced by sample values.
 func TestDocCommandLines(t *testing.T) {
 	root := filepath.Join("..")
-	var files []string
-	files = append(files, filepath.Join(root, "README.md"))
-	err := filepath.WalkDir(filepath.Join(root, "docs"), func(p string, d os.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".md") {
-			files = append(files, p)
-		}
-		return err
-	})
+	files, err := doccmd.Files(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checked := 0
 	for _, f := range files {
 		rel, _ := filepath.Rel(root, f)
-		for _, dc := range docCommands(t, f, rel) {
-			if synopsis(dc.line) {
+		cmds, err := doccmd.Commands(f, rel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dc := range cmds {
+			if doccmd.Synopsis(dc.Line) {
 				continue
 			}
-			for _, args := range splitCommands(dc.line) {
+			for _, args := range doccmd.Split(dc.Line) {
 				r := NewRoot(io.Discard, io.Discard)
-				if err := checkDocCommand(r, args, dc.full); err != nil {
-					t.Errorf("%s: `egret %s`: %v", dc.where, strings.Join(args, " "), err)
+				if err := checkDocCommand(r, args, dc.Full); err != nil {
+					t.Errorf("%s: `egret %s`: %v", dc.Where, strings.Join(args, " "), err)
 				}
 				checked++
 			}
