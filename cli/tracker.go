@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/egret-stream/egret/conf"
+	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/tracker"
 )
 
@@ -68,6 +69,13 @@ change log levels, with the CLI's safety.`,
 			b := newBackends(log)
 			g.closers = append(g.closers, b.Close)
 			o.Backends, o.Log = b, log
+			o.Savepoint = func(ctx context.Context, l *launcher.Launcher, name string) (string, error) {
+				loc, m, err := takeSavepoint(ctx, l, name, "", defaultLease)
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("savepoint %s: checkpoint %d, %d tasks, %s", loc.URI(), m.Checkpoint, taskCount(m), byteSize(float64(m.Size()))), nil
+			}
 			t, err := tracker.New(o)
 			if err != nil {
 				return usageError{err}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/egret-stream/egret/core/names"
 	"github.com/egret-stream/egret/core/spi"
+	"github.com/egret-stream/egret/core/topology"
 	"github.com/egret-stream/egret/daemons/shellapi"
 	"github.com/egret-stream/egret/internal/loglevel"
 	"github.com/egret-stream/egret/launcher"
@@ -40,6 +41,7 @@ const (
 	actKill       = "kill"
 	actRescale    = "rescale"
 	actLogLevel   = "loglevel"
+	actSavepoint  = "savepoint"
 )
 
 // Bounds of the actions.
@@ -238,6 +240,16 @@ func (t *Tracker) startAction(ctx context.Context, kind string, r *http.Request)
 		run = func(ctx context.Context, l *launcher.Launcher) (string, error) {
 			return setLogLevel(ctx, l, q.name, lr, t.opts.Client)
 		}
+	case actSavepoint:
+		if t.opts.Savepoint == nil {
+			return actionJSON{}, notFound("this tracker takes no savepoints")
+		}
+		if res.topo.DeliveryMode() != topology.EffectivelyOnce {
+			return actionJSON{}, badRequest("topology %q is %s: only an effectively-once topology checkpoints its state, so only one has a savepoint", q.name, res.topo.DeliveryMode())
+		}
+		run = func(ctx context.Context, l *launcher.Launcher) (string, error) {
+			return t.opts.Savepoint(ctx, l, q.name)
+		}
 	default:
 		return actionJSON{}, notFound("no action %q", kind)
 	}
@@ -362,5 +374,5 @@ func (t *Tracker) actionsEP(_ context.Context, _ *query) (any, error) {
 		x.Progress = append([]string{}, x.Progress...)
 		list = append(list, x)
 	}
-	return map[string]any{"enabled": t.opts.OperatorToken != "", "actions": list}, nil
+	return map[string]any{"enabled": t.opts.OperatorToken != "", "savepoints": t.opts.Savepoint != nil, "actions": list}, nil
 }

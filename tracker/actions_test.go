@@ -2,6 +2,7 @@ package tracker_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/egret-stream/egret/conf"
 	"github.com/egret-stream/egret/core/state"
+	"github.com/egret-stream/egret/launcher"
 	"github.com/egret-stream/egret/tracker"
 )
 
@@ -77,11 +79,24 @@ func TestActionsNeedTheOperatorToken(t *testing.T) {
 		{"/topologies/actions/loglevel" + q, tok, `{"level":"debug","component":"nope"}`, 400, `no component \"nope\"`},
 		{"/topologies/actions/deactivate" + q, tok, `{"bogus":1}`, 400, "unknown field"},
 		{"/topologies/actions/deactivate?cluster=local", tok, `{}`, 400, "topology is required"},
+		{"/topologies/actions/savepoint" + q, tok, `{}`, 404, "takes no savepoints"},
 	} {
 		code, body := post(srv.URL, tc.path, tc.token, tc.body)
 		if code != tc.status || !strings.Contains(body, tc.contains) {
 			t.Errorf("POST %s %s: %d %s; want %d with %q", tc.path, tc.body, code, strings.TrimSpace(body), tc.status, tc.contains)
 		}
+	}
+	// With savepoints offered, an at-least-once topology has none to take.
+	sp, err := tracker.New(tracker.Options{Clusters: []*conf.Cluster{c}, Backends: backends{store}, OperatorToken: tok,
+		Savepoint: func(context.Context, *launcher.Launcher, string) (string, error) { return "", errors.New("not called") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sp.Close)
+	spSrv := httptest.NewServer(sp.Handler())
+	t.Cleanup(spSrv.Close)
+	if code, body := post(spSrv.URL, "/topologies/actions/savepoint"+q, tok, `{}`); code != 400 || !strings.Contains(body, "only an effectively-once topology") {
+		t.Errorf("POST savepoint of an at-least-once topology: %d %s", code, body)
 	}
 	// Nothing was started by a refused request.
 	if code, body := get(t, srv.URL+"/actions"); code != 200 || !strings.Contains(string(body), `"enabled":true`) || !strings.Contains(string(body), `"actions":[]`) {

@@ -89,7 +89,7 @@ func (t *Tracker) Handler() http.Handler {
 	for path, ep := range api {
 		mux.Handle(path, t.serve(ep))
 	}
-	for _, kind := range []string{actActivate, actDeactivate, actKill, actRescale, actLogLevel} {
+	for _, kind := range []string{actActivate, actDeactivate, actKill, actRescale, actLogLevel, actSavepoint} {
 		mux.Handle(actionPrefix+kind, t.actionHandler(kind))
 	}
 	mux.HandleFunc("/openapi.yaml", func(w http.ResponseWriter, r *http.Request) {
@@ -232,6 +232,7 @@ var params = map[string][]string{
 	actionPrefix + actKill:           {"cluster", "role", "environ", "topology"},
 	actionPrefix + actRescale:        {"cluster", "role", "environ", "topology"},
 	actionPrefix + actLogLevel:       {"cluster", "role", "environ", "topology"},
+	actionPrefix + actSavepoint:      {"cluster", "role", "environ", "topology"},
 }
 
 // maxMetricNames bounds the metricname parameters of one request.

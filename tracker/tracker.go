@@ -47,6 +47,10 @@ type Options struct {
 	// OperatorToken, when set, enables the console's actions for
 	// requests that carry it (see actions.go); empty: read-only.
 	OperatorToken string
+	// Savepoint, when set, takes a savepoint of a running effectively-once
+	// topology (as egret savepoint does: the CLI's) and says where it is;
+	// the console's savepoint action runs it. Nil: no such action.
+	Savepoint func(ctx context.Context, l *launcher.Launcher, topology string) (string, error)
 }
 
 func (o *Options) fineLen() int   { return max(1, int(o.FineWindow/o.SampleInterval)) }

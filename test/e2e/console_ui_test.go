@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -154,6 +155,10 @@ func TestConsoleUI(t *testing.T) {
 	// Actions, each through its confirmation.
 	ui(t, ctx, "open the topology for actions", chromedp.Navigate(topo))
 	awaitJS(t, ctx, "the actions bar", `(() => ({ok: !!document.getElementById("act-kill"), status: document.getElementById("actions-box").innerText}))()`)
+	awaitJS(t, ctx, "no savepoint for an at-least-once topology", `(() => {
+		const b = document.getElementById("act-savepoint");
+		return {ok: !!b && b.hidden && document.querySelector('[data-fact="delivery"]') !== null, status: b ? (b.hidden ? "hidden" : "shown") : "no button"};
+	})()`)
 	ui(t, ctx, "enter the token", chromedp.SendKeys(chromedp.ID("token"), token))
 	actions := 0
 	action := func(what, button string, setup ...chromedp.Action[chromedp.Void]) {
@@ -291,6 +296,31 @@ func TestConsoleCheckpoints(t *testing.T) {
 	}
 	if !aligned {
 		t.Errorf("no checkpoint reports a barrier alignment time: %+v", ck.History)
+	}
+
+	// With the operator token, the savepoint action: a savepoint of the
+	// running topology in the cluster's savepoint directory.
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	const token = "console-savepoint-token-0123"
+	if err := os.WriteFile(tokenFile, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base = startTracker(t, c, "--operator-token-file", tokenFile)
+	ui(t, ctx, "open the topology for actions", chromedp.Navigate(base+"/#/topology/"+c.name+"/eoconsole"))
+	awaitJS(t, ctx, "the savepoint button (an effectively-once topology)", `(() => {
+		const b = document.getElementById("act-savepoint");
+		return {ok: !!b && !b.hidden, status: b ? (b.hidden ? "hidden" : "shown") : "no button"};
+	})()`)
+	ui(t, ctx, "enter the token", chromedp.SendKeys(chromedp.ID("token"), token))
+	ui(t, ctx, "start the savepoint", chromedp.Click(chromedp.ID("act-savepoint")), chromedp.WaitVisible(chromedp.ID("confirm")))
+	ui(t, ctx, "confirm the savepoint", chromedp.Click(chromedp.ID("confirm-ok")))
+	awaitJS(t, ctx, "the savepoint to succeed", `(() => {
+		const s = document.getElementById("action-status");
+		return {ok: s && s.dataset.state === "succeeded" && /savepoint .*eoconsole-.*checkpoint \d+/.test(s.textContent), status: s ? s.textContent : "no status"};
+	})()`)
+	screenshot(t, ctx, shots, "console-savepoint.png")
+	if list := c.mustEgret("savepoints", "list", c.name); !strings.Contains(list, "eoconsole-") {
+		t.Errorf("egret savepoints list does not show the console's savepoint:\n%s", list)
 	}
 	c.mustEgret("kill", c.name, "eoconsole")
 	c.waitGone(t)

@@ -434,6 +434,8 @@
         el("button", { id: "act-loglevel", text: "Set", onclick: () => run("loglevel", "Change the log level of " + name,
           `${lvlComp.value || "every process"} logs at ${lvl.value} for ${lvlDur.value}, then returns to its configured level.`,
           { level: lvl.value, component: lvlComp.value, duration: lvlDur.value }) })),
+      consoleState.savepoints ? el("button", { id: "act-savepoint", text: "Savepoint", hidden: true, onclick: () => run("savepoint", "Savepoint of " + name,
+        "The topology manager takes a checkpoint now; once every task stored its state, it is copied to a new savepoint in the cluster's savepoint directory (egret.savepoint.directory). The topology keeps running.") }) : null,
       el("button", { id: "act-kill", class: "danger", text: "Kill", onclick: () => run("kill", "Kill " + name,
         "The spouts are deactivated and the topology drained (the cluster's kill drain timeout), then every container stops and its state, package and checkpoints are removed. This cannot be undone.",
         { confirm: name }, name) }),
@@ -511,6 +513,8 @@
     }
 
     function renderOverview(ov) {
+      const spb = document.getElementById("act-savepoint"); // only an effectively-once topology has savepoints
+      if (spb) spb.hidden = ov.delivery_mode !== "effectively-once";
       document.getElementById("health").replaceChildren(healthBadge(ov.health));
       document.getElementById("health-reasons").replaceChildren(...ov.health.reasons.map(r => el("li", { text: r })));
       const ck = ov.checkpoints;
