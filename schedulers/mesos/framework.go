@@ -793,7 +793,12 @@ func (f *framework) restart(which int) error {
 			continue // not launched yet: it starts anew anyway
 		}
 		c.restart = true
-		f.call(calls.Kill(c.task, c.agent))
+		if !f.call(calls.Kill(c.task, c.agent)) {
+			// The master did not take the kill (it is failing over):
+			// nothing restarts, and the caller tries again.
+			c.restart = false
+			return &notSubscribedError{master: f.s.master, last: fmt.Errorf("the kill of container %d's task %s failed", c.id, c.task)}
+		}
 	}
 	return nil
 }
