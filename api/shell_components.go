@@ -103,10 +103,6 @@ func (s *shellSpout) command(cmd, idJSON string, wait bool) {
 	}
 }
 
-// Held implements Holder: the tuples given to the subprocess that it did
-// not ack or fail yet.
-func (b *shellBolt) Held() int { return len(b.pending) }
-
 // drain handles what an ended process sent and schedules its restart.
 func (s *shellSpout) drain() {
 	for m := s.next(true); m != nil; m = s.next(true) {
@@ -289,6 +285,10 @@ func (b *shellBolt) Sync() {
 		b.handle(m)
 	}
 }
+
+// Held implements Holder: the tuples given to the subprocess that it did
+// not ack or fail yet.
+func (b *shellBolt) Held() int { return len(b.pending) }
 
 // drain handles what an ended process sent, then fails its tuples.
 func (b *shellBolt) drain() {
