@@ -2,6 +2,7 @@ package doccmd
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -162,4 +163,40 @@ func shellWords(s string) []string {
 		out = append(out, cur.String())
 	}
 	return out
+}
+
+// Block returns the lines of the code block of the Markdown file at path
+// whose first line starts with first, to run as written: continuation
+// lines joined, blank and comment lines left out.
+func Block(path, first string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var block []string
+	in, pending := false, ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "```") {
+			if in && len(block) > 0 && strings.HasPrefix(block[0], first) {
+				return block, nil
+			}
+			in, block = !in, nil
+			continue
+		}
+		if !in || pending == "" && (l == "" || strings.HasPrefix(l, "#")) {
+			continue
+		}
+		if strings.HasSuffix(l, "\\") {
+			pending += strings.TrimSuffix(l, "\\")
+			continue
+		}
+		block, pending = append(block, pending+l), ""
+	}
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("no code block starting with %q", first)
 }

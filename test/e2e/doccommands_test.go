@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
@@ -16,41 +15,15 @@ import (
 	"github.com/egret-stream/egret/internal/zktest"
 )
 
-// docBlock returns the command lines of the code block of the Markdown
-// file rel (relative to the repository's root) whose first command line
-// starts with first: continuation lines joined, blank and comment lines
-// left out. The lines run as written (see runDocLines).
+// docBlock returns the lines of rel's code block whose first line starts
+// with first (doccmd.Block), rel relative to the repository's root.
 func docBlock(t *testing.T, rel, first string) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join(repoRoot(), rel))
+	lines, err := doccmd.Block(filepath.Join(repoRoot(), rel), first)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", rel, err)
 	}
-	defer f.Close()
-	var block []string
-	in, pending := false, ""
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			if in && len(block) > 0 && strings.HasPrefix(block[0], first) {
-				return block
-			}
-			in, block = !in, nil
-			continue
-		}
-		l := strings.TrimSpace(line)
-		if !in || pending == "" && (l == "" || strings.HasPrefix(l, "#")) {
-			continue
-		}
-		if strings.HasSuffix(l, "\\") {
-			pending += strings.TrimSuffix(l, "\\")
-			continue
-		}
-		block, pending = append(block, pending+l), ""
-	}
-	t.Fatalf("%s has no code block starting with %q", rel, first)
-	return nil
+	return lines
 }
 
 // runDocLines runs each line with bash in dir, as a reader would type it:
