@@ -103,6 +103,7 @@ func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) err
 		c.lastComplete, c.epoch = st.GetLastCompleteId(), st.GetEpoch()
 		c.lastSize = st.GetLastCompleteSizeBytes()
 		c.lastTasks = tasksFromProto(st.GetTasks())
+		c.pins = pinsFromProto(st.GetPins(), m.clock.Now())
 		if ns := st.GetLastCompleteUnixNanos(); ns > 0 {
 			c.lastAt = time.Unix(0, ns)
 		}
@@ -122,7 +123,7 @@ func (m *manager) initCheckpoints(ctx context.Context, t *topology.Topology) err
 func (m *manager) saveCheckpointStateLocked() error {
 	c := &m.ckpt
 	st := &egretpb.CheckpointState{TopologyName: m.name, TopologyId: m.id, LastCompleteId: c.lastComplete, LastCompleteSizeBytes: c.lastSize, Epoch: c.epoch,
-		Tasks: tasksToProto(c.lastTasks)}
+		Tasks: tasksToProto(c.lastTasks), Pins: pinsToProto(c.pins)}
 	if !c.lastAt.IsZero() {
 		st.LastCompleteUnixNanos = c.lastAt.UnixNano()
 	}
@@ -254,16 +255,23 @@ func (m *manager) completeLocked(cur *inflight) {
 	prev := *ck
 	now := m.clock.Now()
 	ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastAlignment, ck.lastTasks = cur.id, now, cur.size, now.Sub(cur.started), cur.alignment, cur.tasks
+	// A savepoint's pin is recorded with the checkpoint it keeps.
+	pinned := ck.sp != nil && ck.sp.id == cur.id
+	if pinned {
+		m.pinSavepointLocked(cur.id, now)
+	}
 	if err := m.saveCheckpointStateLocked(); err != nil {
 		// Not durable: it is not complete.
 		ck.lastComplete, ck.lastAt, ck.lastSize, ck.lastDuration, ck.lastAlignment, ck.lastTasks = prev.lastComplete, prev.lastAt, prev.lastSize, prev.lastDuration, prev.lastAlignment, prev.lastTasks
+		if pinned {
+			delete(ck.pins, cur.id)
+		}
 		ck.failed++
 		m.log.Error("effectively-once: cannot record a complete checkpoint; it does not count", zap.Int64("checkpoint", cur.id), zap.Error(err))
 		return
 	}
 	ck.completed++
-	if ck.sp != nil && ck.sp.id == cur.id {
-		m.pinSavepointLocked(cur.id, now)
+	if pinned {
 		m.endSavepointLocked(nil, cur.size)
 	}
 	keepFrom := m.keepFromLocked(max(cur.id-int64(ck.keep)+1, 1), now)

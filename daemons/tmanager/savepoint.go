@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -17,8 +19,9 @@ import (
 // once (after the one in progress, if any), waits until it completes and
 // pins it: the clean that follows each later checkpoint keeps it and its
 // files until POST /savepoint/release or the end of its lease, so that
-// `egret savepoint` can copy it out of the checkpoint storage. Pins live in
-// this process: a new topology manager holds none.
+// `egret savepoint` can copy it out of the checkpoint storage. Pins are
+// part of the checkpoint state (/checkpoints/<topology>): a restarted
+// topology manager keeps them until their leases end.
 
 // Bounds of a savepoint request.
 const (
@@ -121,8 +124,35 @@ func (m *manager) releaseSavepoint(id int64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	_, ok := m.ckpt.pins[id]
+	if !ok {
+		return false
+	}
 	delete(m.ckpt.pins, id)
-	return ok
+	if err := m.saveCheckpointStateLocked(); err != nil {
+		// The recorded pin ends with its lease.
+		m.log.Warn("could not record the release of a savepoint's pin", zap.Int64("checkpoint", id), zap.Error(err))
+	}
+	return true
+}
+
+// pinsToProto records the pins, by checkpoint id.
+func pinsToProto(pins map[int64]time.Time) []*egretpb.SavepointPin {
+	out := make([]*egretpb.SavepointPin, 0, len(pins))
+	for _, id := range slices.Sorted(maps.Keys(pins)) {
+		out = append(out, &egretpb.SavepointPin{CheckpointId: id, UntilUnixNanos: pins[id].UnixNano()})
+	}
+	return out
+}
+
+// pinsFromProto reads the recorded pins whose leases run at now.
+func pinsFromProto(pins []*egretpb.SavepointPin, now time.Time) map[int64]time.Time {
+	out := map[int64]time.Time{}
+	for _, p := range pins {
+		if until := time.Unix(0, p.GetUntilUnixNanos()); until.After(now) {
+			out[p.GetCheckpointId()] = until
+		}
+	}
+	return out
 }
 
 // SavepointResponse answers POST /savepoint.

@@ -32,8 +32,8 @@ func await[T proto.Message](s *fakeStmgr) T {
 // TestSavepointPinsItsCheckpoint: POST /savepoint starts a checkpoint at
 // once (the interval is an hour), answers once every task stored its
 // state, and the checkpoint stays out of the clean (keep_from) of later
-// checkpoints until it is released; a topology that is not
-// effectively-once is refused.
+// checkpoints until it is released, also by a restarted topology manager;
+// a topology that is not effectively-once is refused.
 func TestSavepointPinsItsCheckpoint(t *testing.T) {
 	ms := memory.NewStore(memory.WithSessionTimeout(time.Second))
 	admin := ms.NewSession()
@@ -104,6 +104,25 @@ func TestSavepointPinsItsCheckpoint(t *testing.T) {
 		t.Fatalf("release of a bad id: %d %v", code, body)
 	}
 	savepoint(3, 2) // 2 is still pinned
+	// A restarted topology manager keeps the pins (they are part of the
+	// checkpoint state): the next checkpoint's clean still keeps 2.
+	m.cancel()
+	if err := m.wait(t); err != nil {
+		t.Fatalf("Run after cancel: %v", err)
+	}
+	m = e.start(t)
+	stmgrs, _ = registerAll(t, m, 2, 2)
+	for i, s := range stmgrs {
+		r := await[*egretpb.RestoreTopologyState](s)
+		if r.GetCheckpointId() != 3 {
+			t.Fatalf("the restarted topology manager restores checkpoint %d, want 3", r.GetCheckpointId())
+		}
+		s.send(&egretpb.RestoreTopologyStateResponse{Container: int32(i + 1), CheckpointId: r.GetCheckpointId(), Epoch: r.GetEpoch()})
+	}
+	for _, s := range stmgrs {
+		await[*egretpb.StartProcessing](s)
+	}
+	savepoint(4, 2)
 	if code, body := m.do(t, http.MethodPost, "/savepoint", "application/x-www-form-urlencoded", "lease=forever"); code != http.StatusBadRequest {
 		t.Fatalf("bad lease: %d %v", code, body)
 	}

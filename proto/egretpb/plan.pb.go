@@ -1032,7 +1032,10 @@ type CheckpointState struct {
 	// rescaled since: its tasks restore from these tasks' checkpoints (the
 	// key groups each now owns, operator state redistributed). Empty in a
 	// state written before it existed (restores then read each task's own).
-	Tasks         []*ComponentTasks `protobuf:"bytes,7,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Tasks []*ComponentTasks `protobuf:"bytes,7,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// pins: the checkpoints kept for savepoints being copied, until their
+	// leases end, so that a restarted topology manager keeps them too.
+	Pins          []*SavepointPin `protobuf:"bytes,8,rep,name=pins,proto3" json:"pins,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1116,6 +1119,66 @@ func (x *CheckpointState) GetTasks() []*ComponentTasks {
 	return nil
 }
 
+func (x *CheckpointState) GetPins() []*SavepointPin {
+	if x != nil {
+		return x.Pins
+	}
+	return nil
+}
+
+// SavepointPin keeps a checkpoint out of the clean until its lease ends.
+type SavepointPin struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	CheckpointId   int64                  `protobuf:"varint,1,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	UntilUnixNanos int64                  `protobuf:"varint,2,opt,name=until_unix_nanos,json=untilUnixNanos,proto3" json:"until_unix_nanos,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *SavepointPin) Reset() {
+	*x = SavepointPin{}
+	mi := &file_proto_egretpb_plan_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SavepointPin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SavepointPin) ProtoMessage() {}
+
+func (x *SavepointPin) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_egretpb_plan_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SavepointPin.ProtoReflect.Descriptor instead.
+func (*SavepointPin) Descriptor() ([]byte, []int) {
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *SavepointPin) GetCheckpointId() int64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *SavepointPin) GetUntilUnixNanos() int64 {
+	if x != nil {
+		return x.UntilUnixNanos
+	}
+	return 0
+}
+
 // ComponentTasks are the task ids of a component, in index order.
 type ComponentTasks struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1127,7 +1190,7 @@ type ComponentTasks struct {
 
 func (x *ComponentTasks) Reset() {
 	*x = ComponentTasks{}
-	mi := &file_proto_egretpb_plan_proto_msgTypes[13]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1202,7 @@ func (x *ComponentTasks) String() string {
 func (*ComponentTasks) ProtoMessage() {}
 
 func (x *ComponentTasks) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_egretpb_plan_proto_msgTypes[13]
+	mi := &file_proto_egretpb_plan_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1152,7 +1215,7 @@ func (x *ComponentTasks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ComponentTasks.ProtoReflect.Descriptor instead.
 func (*ComponentTasks) Descriptor() ([]byte, []int) {
-	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{13}
+	return file_proto_egretpb_plan_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ComponentTasks) GetComponent() string {
@@ -1262,7 +1325,7 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\rtopology_name\x18\x01 \x01(\tR\ftopologyName\x12#\n" +
 	"\rhttp_endpoint\x18\x02 \x01(\tR\fhttpEndpoint\x12\x1b\n" +
 	"\tjob_links\x18\x03 \x03(\tR\bjobLinks\x12\x10\n" +
-	"\x03pid\x18\x04 \x01(\x05R\x03pid\"\xb9\x02\n" +
+	"\x03pid\x18\x04 \x01(\x05R\x03pid\"\xe5\x02\n" +
 	"\x0fCheckpointState\x12\x1f\n" +
 	"\vtopology_id\x18\x01 \x01(\tR\n" +
 	"topologyId\x12(\n" +
@@ -1271,7 +1334,11 @@ const file_proto_egretpb_plan_proto_rawDesc = "" +
 	"\x18last_complete_size_bytes\x18\x04 \x01(\x03R\x15lastCompleteSizeBytes\x12\x14\n" +
 	"\x05epoch\x18\x05 \x01(\x03R\x05epoch\x12#\n" +
 	"\rtopology_name\x18\x06 \x01(\tR\ftopologyName\x12.\n" +
-	"\x05tasks\x18\a \x03(\v2\x18.egret.v1.ComponentTasksR\x05tasks\"I\n" +
+	"\x05tasks\x18\a \x03(\v2\x18.egret.v1.ComponentTasksR\x05tasks\x12*\n" +
+	"\x04pins\x18\b \x03(\v2\x16.egret.v1.SavepointPinR\x04pins\"]\n" +
+	"\fSavepointPin\x12#\n" +
+	"\rcheckpoint_id\x18\x01 \x01(\x03R\fcheckpointId\x12(\n" +
+	"\x10until_unix_nanos\x18\x02 \x01(\x03R\x0euntilUnixNanos\"I\n" +
 	"\x0eComponentTasks\x12\x1c\n" +
 	"\tcomponent\x18\x01 \x01(\tR\tcomponent\x12\x19\n" +
 	"\btask_ids\x18\x02 \x03(\x05R\ataskIds*f\n" +
@@ -1293,7 +1360,7 @@ func file_proto_egretpb_plan_proto_rawDescGZIP() []byte {
 }
 
 var file_proto_egretpb_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_proto_egretpb_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_proto_egretpb_plan_proto_goTypes = []any{
 	(TopologyState)(0),        // 0: egret.v1.TopologyState
 	(*Resources)(nil),         // 1: egret.v1.Resources
@@ -1309,31 +1376,33 @@ var file_proto_egretpb_plan_proto_goTypes = []any{
 	(*TopologySecret)(nil),    // 11: egret.v1.TopologySecret
 	(*SchedulerLocation)(nil), // 12: egret.v1.SchedulerLocation
 	(*CheckpointState)(nil),   // 13: egret.v1.CheckpointState
-	(*ComponentTasks)(nil),    // 14: egret.v1.ComponentTasks
-	nil,                       // 15: egret.v1.PhysicalPlan.RuntimeConfigEntry
-	nil,                       // 16: egret.v1.ExecutionState.ContainerPackagesEntry
-	(*Topology)(nil),          // 17: egret.v1.Topology
+	(*SavepointPin)(nil),      // 14: egret.v1.SavepointPin
+	(*ComponentTasks)(nil),    // 15: egret.v1.ComponentTasks
+	nil,                       // 16: egret.v1.PhysicalPlan.RuntimeConfigEntry
+	nil,                       // 17: egret.v1.ExecutionState.ContainerPackagesEntry
+	(*Topology)(nil),          // 18: egret.v1.Topology
 }
 var file_proto_egretpb_plan_proto_depIdxs = []int32{
 	1,  // 0: egret.v1.InstancePlan.resources:type_name -> egret.v1.Resources
 	2,  // 1: egret.v1.ContainerPlan.instances:type_name -> egret.v1.InstancePlan
 	1,  // 2: egret.v1.ContainerPlan.required:type_name -> egret.v1.Resources
 	3,  // 3: egret.v1.PackingPlan.containers:type_name -> egret.v1.ContainerPlan
-	17, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
+	18, // 4: egret.v1.PhysicalPlan.topology:type_name -> egret.v1.Topology
 	4,  // 5: egret.v1.PhysicalPlan.packing:type_name -> egret.v1.PackingPlan
 	5,  // 6: egret.v1.PhysicalPlan.stmgrs:type_name -> egret.v1.StMgrLocation
 	0,  // 7: egret.v1.PhysicalPlan.state:type_name -> egret.v1.TopologyState
-	15, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
+	16, // 8: egret.v1.PhysicalPlan.runtime_config:type_name -> egret.v1.PhysicalPlan.RuntimeConfigEntry
 	8,  // 9: egret.v1.ExecutionState.current_package:type_name -> egret.v1.PackageRef
-	16, // 10: egret.v1.ExecutionState.container_packages:type_name -> egret.v1.ExecutionState.ContainerPackagesEntry
+	17, // 10: egret.v1.ExecutionState.container_packages:type_name -> egret.v1.ExecutionState.ContainerPackagesEntry
 	8,  // 11: egret.v1.ExecutionState.previous_package:type_name -> egret.v1.PackageRef
-	14, // 12: egret.v1.CheckpointState.tasks:type_name -> egret.v1.ComponentTasks
-	8,  // 13: egret.v1.ExecutionState.ContainerPackagesEntry.value:type_name -> egret.v1.PackageRef
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	15, // 12: egret.v1.CheckpointState.tasks:type_name -> egret.v1.ComponentTasks
+	14, // 13: egret.v1.CheckpointState.pins:type_name -> egret.v1.SavepointPin
+	8,  // 14: egret.v1.ExecutionState.ContainerPackagesEntry.value:type_name -> egret.v1.PackageRef
+	15, // [15:15] is the sub-list for method output_type
+	15, // [15:15] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_proto_egretpb_plan_proto_init() }
@@ -1348,7 +1417,7 @@ func file_proto_egretpb_plan_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_egretpb_plan_proto_rawDesc), len(file_proto_egretpb_plan_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
