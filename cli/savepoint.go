@@ -142,13 +142,18 @@ running. egret submit --from-savepoint starts a topology from it (docs/savepoint
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "savepoint %s of topology %q: checkpoint %d, %d tasks, %s\n", loc.URI(), args[1], m.Checkpoint, taskCount(m), byteSize(float64(m.Size())))
+			fmt.Fprintln(cmd.OutOrStdout(), savepointSummary(loc, args[1], m))
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&target, "target", "", "the savepoint's URI (a path, file:///path or hdfs://namenode:port/path; default: a new name in egret.savepoint.directory)")
 	cmd.Flags().DurationVar(&lease, "lease", defaultLease, "how long the topology manager keeps the checkpoint while it is copied")
 	return cmd
+}
+
+// savepointSummary says where a savepoint was written and what it holds.
+func savepointSummary(loc savepoint.Location, topology string, m *savepoint.Manifest) string {
+	return fmt.Sprintf("savepoint %s of topology %q: checkpoint %d, %d tasks, %s", loc.URI(), topology, m.Checkpoint, taskCount(m), byteSize(float64(m.Size())))
 }
 
 func taskCount(m *savepoint.Manifest) int {

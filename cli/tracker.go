@@ -74,7 +74,7 @@ change log levels, with the CLI's safety.`,
 				if err != nil {
 					return "", err
 				}
-				return fmt.Sprintf("savepoint %s: checkpoint %d, %d tasks, %s", loc.URI(), m.Checkpoint, taskCount(m), byteSize(float64(m.Size()))), nil
+				return savepointSummary(loc, name, m), nil
 			}
 			t, err := tracker.New(o)
 			if err != nil {
