@@ -39,11 +39,18 @@ func TestAlive(t *testing.T) {
 
 func TestWithFlag(t *testing.T) {
 	dir := t.TempDir()
-	cmd := exec.Command("sh", "-c", "sleep 600", "sh", "--work-dir", dir)
+	// The shell waits in its read builtin: it forks no child, which would
+	// carry the same command line until it execs (sh -c "sleep 600" did, and
+	// a loaded machine saw both).
+	cmd := exec.Command("sh", "-c", "read x", "sh", "--work-dir", dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill(); _ = stdin.Close(); _ = cmd.Wait() }()
 	got := WithFlag("--work-dir", dir)
 	st, _ := Start(cmd.Process.Pid)
 	if len(got) != 1 || got[cmd.Process.Pid] != st {
